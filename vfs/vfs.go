@@ -1,0 +1,48 @@
+// Package vfs is the filesystem the host owns: a POSIX-correct in-memory
+// filesystem, mounts of host directories (read-only, read-write or
+// copy-on-write), /dev nodes, quotas, and the default sandbox layout.
+//
+// Every path is a guest path: slash-separated and resolved from "/" (a
+// relative path is taken relative to "/"). Errors are *os.PathError or
+// *os.LinkError wrapping a syscall.Errno (ENOENT, ENOTDIR, EISDIR, EEXIST,
+// ENOTEMPTY, ELOOP, ENOSPC, EFBIG, EROFS, EXDEV, EINVAL, EBADF, EACCES,
+// ENAMETOOLONG, EPERM), so callers can map them with errors.Is.
+package vfs
+
+import (
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// FS is the interface every filesystem of this package implements: an
+// afero.Fs with symlinks (afero.Symlinker: SymlinkIfPossible,
+// ReadlinkIfPossible, LstatIfPossible) and hard links.
+//
+// OpenFile honours os.O_CREATE, O_EXCL, O_TRUNC, O_APPEND (every write goes
+// to the end), O_RDONLY/O_WRONLY/O_RDWR, syscall.O_NOFOLLOW (ELOOP when the
+// last component is a symlink) and syscall.O_DIRECTORY (ENOTDIR unless a
+// directory). Symlinks in any component are followed (at most 40 hops,
+// then ELOOP). A trailing slash on a path that names a non-directory is
+// ENOTDIR.
+//
+// FileInfo.Sys() of every file returns a *Stat.
+type FS interface {
+	afero.Fs
+	afero.Symlinker
+	// Link creates newname as a hard link to oldname.
+	Link(oldname, newname string) error
+}
+
+// Stat is what FileInfo.Sys() returns for files of an FS.
+type Stat struct {
+	Dev   uint64
+	Ino   uint64
+	Nlink uint64
+	Uid   uint32
+	Gid   uint32
+	Rdev  uint64
+	Atime time.Time
+	Mtime time.Time
+	Ctime time.Time
+}
