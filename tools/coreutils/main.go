@@ -1,0 +1,38 @@
+// Command coreutils is the multi-call tool program of wasmbox, built for
+// wasip1 into wasm/. The command to run is the base name of argv[0]; called
+// as "coreutils CMD ARGS..." it runs CMD, and "coreutils --list" prints the
+// registered names.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+)
+
+func main() {
+	os.Exit(run(cmd.OSEnv()))
+}
+
+func run(e *cmd.Env) int {
+	if e.Name() == "coreutils" {
+		if len(e.Args) < 2 {
+			fmt.Fprintln(e.Stderr, "usage: coreutils COMMAND [ARG]...")
+			return 2
+		}
+		if e.Args[1] == "--list" {
+			for _, n := range cmd.Names() {
+				fmt.Fprintln(e.Stdout, n)
+			}
+			return 0
+		}
+		e.Args = e.Args[1:]
+	}
+	fn, ok := cmd.Lookup(e.Name())
+	if !ok {
+		fmt.Fprintf(e.Stderr, "coreutils: %s: command not found\n", e.Name())
+		return 127
+	}
+	return fn(e)
+}
