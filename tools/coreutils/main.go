@@ -9,6 +9,11 @@ import (
 	"os"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+
+	// The command packages register their commands in init.
+	_ "github.com/wasmbox/wasmbox/tools/internal/fileutils"
+	_ "github.com/wasmbox/wasmbox/tools/internal/sysutils"
+	_ "github.com/wasmbox/wasmbox/tools/internal/textutils"
 )
 
 func main() {
