@@ -1,0 +1,25 @@
+//go:build !wasip1
+
+package fileutils
+
+import (
+	"io/fs"
+	"syscall"
+	"time"
+)
+
+// sysStat extracts the POSIX metadata that fs.FileInfo does not carry.
+func sysStat(fi fs.FileInfo) statx {
+	st := statx{uid: sandboxUID, gid: sandboxGID, nlink: 1, mtime: fi.ModTime()}
+	st.atime, st.ctime = st.mtime, st.mtime
+	st.blocks = (fi.Size() + 511) / 512
+	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.dev, st.ino, st.nlink = uint64(s.Dev), s.Ino, uint64(s.Nlink)
+		st.uid, st.gid = s.Uid, s.Gid
+		st.blocks = s.Blocks
+		st.atime = time.Unix(s.Atim.Unix())
+		st.ctime = time.Unix(s.Ctim.Unix())
+		st.rdev = uint64(s.Rdev)
+	}
+	return st
+}

@@ -1,0 +1,27 @@
+//go:build wasip1
+
+package fileutils
+
+import (
+	"io/fs"
+	"syscall"
+	"time"
+)
+
+// sysStat extracts the POSIX metadata that fs.FileInfo does not carry.
+// WASI preview 1 has no owners and no permission bits: every file belongs
+// to the sandbox user (uid/gid 1000) and the blocks are derived from the size.
+func sysStat(fi fs.FileInfo) statx {
+	st := statx{uid: sandboxUID, gid: sandboxGID, nlink: 1, mtime: fi.ModTime()}
+	st.atime, st.ctime = st.mtime, st.mtime
+	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.dev, st.ino, st.nlink = s.Dev, s.Ino, s.Nlink
+		st.atime = time.Unix(0, int64(s.Atime))
+		st.ctime = time.Unix(0, int64(s.Ctime))
+	}
+	st.blocks = (fi.Size() + 4095) / 4096 * 8
+	if fi.IsDir() && st.blocks == 0 {
+		st.blocks = 8
+	}
+	return st
+}
