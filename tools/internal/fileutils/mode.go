@@ -1,0 +1,107 @@
+package fileutils
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+var errBadMode = errors.New("invalid mode")
+
+// parseMode applies a chmod-style MODE (octal like "755", or symbolic like
+// "u+x,go-w", "a=rX") to base and returns the new permission bits
+// (including setuid/setgid/sticky as 04000/02000/01000). umask is applied to
+// symbolic clauses without a "who" part, as chmod does.
+func parseMode(s string, base uint32, isDir bool, umask uint32) (uint32, error) {
+	if s == "" {
+		return 0, errBadMode
+	}
+	if s[0] >= '0' && s[0] <= '7' {
+		v, err := strconv.ParseUint(s, 8, 32)
+		if err != nil || v > 07777 {
+			return 0, errBadMode
+		}
+		return uint32(v), nil
+	}
+	m := base
+	for _, clause := range strings.Split(s, ",") {
+		i := 0
+		var who uint32
+		for ; i < len(clause); i++ {
+			switch clause[i] {
+			case 'u':
+				who |= 04700
+			case 'g':
+				who |= 02070
+			case 'o':
+				who |= 01007
+			case 'a':
+				who |= 07777
+			default:
+				goto ops
+			}
+		}
+	ops:
+		mask := ^umask & 07777
+		if who != 0 {
+			mask = 07777
+		} else {
+			who = 07777
+		}
+		if i == len(clause) {
+			return 0, errBadMode
+		}
+		for i < len(clause) {
+			op := clause[i]
+			if op != '+' && op != '-' && op != '=' {
+				return 0, errBadMode
+			}
+			i++
+			var perm uint32
+			for ; i < len(clause); i++ {
+				c := clause[i]
+				switch c {
+				case 'r':
+					perm |= 0444
+				case 'w':
+					perm |= 0222
+				case 'x':
+					perm |= 0111
+				case 'X':
+					if isDir || m&0111 != 0 {
+						perm |= 0111
+					}
+				case 's':
+					perm |= 06000
+				case 't':
+					perm |= 01000
+				case 'u':
+					perm |= copyWho(m, 6)
+				case 'g':
+					perm |= copyWho(m, 3)
+				case 'o':
+					perm |= copyWho(m, 0)
+				default:
+					goto next
+				}
+			}
+		next:
+			perm &= who & mask
+			switch op {
+			case '+':
+				m |= perm
+			case '-':
+				m &^= perm
+			case '=':
+				m = m&^(who&07777) | perm
+			}
+		}
+	}
+	return m, nil
+}
+
+// copyWho replicates the rwx bits at shift into all three classes.
+func copyWho(m uint32, shift uint) uint32 {
+	b := (m >> shift) & 7
+	return b<<6 | b<<3 | b
+}
