@@ -1,7 +1,9 @@
 // Command coreutils is the multi-call tool program of wasmbox, built for
 // wasip1 into wasm/. The command to run is the base name of argv[0]; called
 // as "coreutils CMD ARGS..." it runs CMD, and "coreutils --list" prints the
-// registered names.
+// registered names. "coreutils --index" prints the command index that
+// `make wasm` embeds into package wasm: one line per name, "NAME" for a
+// command and "NAME TARGET" for an alias of TARGET.
 package main
 
 import (
@@ -29,6 +31,16 @@ func run(e *cmd.Env) int {
 		if e.Args[1] == "--list" {
 			for _, n := range cmd.Names() {
 				fmt.Fprintln(e.Stdout, n)
+			}
+			return 0
+		}
+		if e.Args[1] == "--index" {
+			for _, n := range cmd.Names() {
+				if a := cmd.AliasOf(n); a != "" {
+					fmt.Fprintln(e.Stdout, n, a)
+				} else {
+					fmt.Fprintln(e.Stdout, n)
+				}
 			}
 			return 0
 		}

@@ -1,0 +1,113 @@
+// Package wasm holds the built tool modules of wasmbox, embedded in the Go
+// binary, and the index of the commands they provide.
+//
+// The modules are built from tools/ by `make wasm` and committed, so that
+// `go build` and `go test` need nothing but Go. One multi-call module,
+// "coreutils", provides every command: it picks the command by the base
+// name of argv[0], so a runtime registers the same compiled module under
+// every name of Commands (typically as /bin/NAME and /usr/bin/NAME) and
+// runs it with argv[0] set to that name.
+//
+//	for _, c := range wasm.Commands() {
+//		bin, _ := wasm.Module(c.Module)
+//		registry.Add(c.Name, bin) // compile bin once, share it
+//	}
+//
+// # Build
+//
+// The module is a GOOS=wasip1 GOARCH=wasm build with -trimpath and no build
+// id, post-processed by tools/wasmopt (which merges the Go linker's tens of
+// thousands of data segments into a few, making instantiation several times
+// cheaper). The build is reproducible: `make wasm-check` rebuilds it and
+// fails if the committed bytes differ.
+//
+// # Spawning
+//
+// Commands that run other commands (xargs, find -exec, env, timeout, nice,
+// nohup) import the host function wasmbox.spawn:
+//
+//	(import "wasmbox" "spawn" (func (param $req_ptr i32) (param $req_len i32) (param $status_ptr i32) (result i32)))
+//
+// The request is JSON: {"argv": [...], "env": ["K=V",...] (absent: inherit),
+// "dir": "/abs" (absent: the caller's), "stdin": "inherit"|"null",
+// "timeout_ms": N (0 or absent: none)}. The result is a WASI errno: 0 when
+// the child ran, with its exit status stored as a little-endian u32 at
+// status_ptr (124 when timeout_ms expired); 44 (ENOENT) when the command is
+// not found; 2 (EACCES) when policy denies it; 28 (EINVAL) for a bad
+// request; 21 (EFAULT) for a pointer outside memory. The child shares the
+// caller's stdout and stderr (and stdin unless "null"), its filesystem,
+// deadline, allowlist and limits. A host that instantiates the module must
+// provide this function (it may always return 52, ENOSYS, to forbid
+// spawning).
+package wasm
+
+import (
+	_ "embed"
+	"slices"
+	"strings"
+	"sync"
+)
+
+//go:embed coreutils.wasm
+var coreutils []byte
+
+//go:embed commands.txt
+var commandsIndex string
+
+// CoreutilsModule is the name of the multi-call module.
+const CoreutilsModule = "coreutils"
+
+// Coreutils returns the multi-call tool module (a wasip1 binary). The slice
+// is shared: callers must not modify it.
+func Coreutils() []byte { return coreutils }
+
+// Module returns the bytes of the named module (see Command.Module). The
+// slice is shared: callers must not modify it.
+func Module(name string) ([]byte, bool) {
+	if name == CoreutilsModule {
+		return coreutils, true
+	}
+	return nil, false
+}
+
+// Command is one entry of the command index.
+type Command struct {
+	// Name is what the command is called by (argv[0]).
+	Name string
+	// Module names the module that implements it (see Module).
+	Module string
+	// AliasOf is the command Name stands for ("[" for "test", ...), or ""
+	// when Name is a command itself.
+	AliasOf string
+}
+
+var commands = sync.OnceValue(func() []Command {
+	var cs []Command
+	for _, line := range strings.Split(commandsIndex, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		c := Command{Name: f[0], Module: CoreutilsModule}
+		if len(f) > 1 {
+			c.AliasOf = f[1]
+		}
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b Command) int { return strings.Compare(a.Name, b.Name) })
+	return cs
+})
+
+// Commands returns every command and alias, sorted by name. The slice is
+// a copy.
+func Commands() []Command { return slices.Clone(commands()) }
+
+// Lookup returns the index entry for name (a base name such as "grep").
+func Lookup(name string) (Command, bool) {
+	cs := commands()
+	i, ok := slices.BinarySearchFunc(cs, name, func(c Command, n string) int { return strings.Compare(c.Name, n) })
+	if !ok {
+		return Command{}, false
+	}
+	return cs[i], true
+}
