@@ -1,0 +1,78 @@
+package vfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// Limits on names, as on Linux.
+const (
+	// MaxNameLen is the longest single path component, in bytes.
+	MaxNameLen = 255
+	// MaxPathLen is the longest path accepted, in bytes.
+	MaxPathLen = 4096
+	// MaxSymlinks is how many symlinks one path lookup follows before ELOOP.
+	MaxSymlinks = 40
+)
+
+func pathErr(op, name string, errno syscall.Errno) error {
+	return &os.PathError{Op: op, Path: name, Err: errno}
+}
+
+func linkErr(op, oldname, newname string, errno syscall.Errno) error {
+	return &os.LinkError{Op: op, Old: oldname, New: newname, Err: errno}
+}
+
+// Errno extracts the syscall.Errno carried by err. Errors of the standard
+// library that are not an Errno are mapped to the nearest one (a path that
+// escapes an os.Root becomes EACCES, os.ErrClosed becomes EBADF,
+// fs.ErrNotExist ENOENT, ...). Errno returns 0 for a nil error and EIO for an
+// error it cannot classify.
+func Errno(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return syscall.ENOENT
+	case errors.Is(err, fs.ErrExist):
+		return syscall.EEXIST
+	case errors.Is(err, fs.ErrPermission):
+		return syscall.EACCES
+	case errors.Is(err, fs.ErrClosed):
+		return syscall.EBADF
+	case errors.Is(err, fs.ErrInvalid):
+		return syscall.EINVAL
+	}
+	// os.Root reports "path escapes from parent" (and a few other
+	// conditions) with plain errors: refuse access.
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return syscall.EACCES
+	}
+	return syscall.EIO
+}
+
+// rewrap returns err as a *os.PathError for op and name whose Err is an
+// Errno, keeping the caller-visible guest path instead of a host path.
+func rewrap(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &os.PathError{Op: op, Path: name, Err: Errno(err)}
+}
+
+func rewrapLink(op, oldname, newname string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &os.LinkError{Op: op, Old: oldname, New: newname, Err: Errno(err)}
+}
+
+func isNotExist(err error) bool { return Errno(err) == syscall.ENOENT }

@@ -1,0 +1,95 @@
+package vfs
+
+import (
+	"io"
+	"time"
+)
+
+// Quota limits what a MemFS may hold. A zero field means "no limit".
+//
+// Past a limit the operation that would cross it fails and changes nothing:
+// a write that would make the filesystem larger than Bytes writes nothing
+// and fails with ENOSPC (no partial prefix is written), a write or truncate
+// that would make one file larger than FileSize fails with EFBIG, and a
+// create (file, directory, symlink, device) past Files fails with ENOSPC.
+// Data already written always stays intact.
+type Quota struct {
+	// Bytes is the total size of all regular files and symlink targets.
+	Bytes int64
+	// Files is the number of inodes (files, directories, symlinks, device
+	// nodes, including the root directory).
+	Files int64
+	// FileSize is the largest size of one regular file.
+	FileSize int64
+}
+
+// Default quotas of NewDefault.
+const (
+	DefaultQuotaBytes = 256 << 20
+	DefaultQuotaFiles = 10000
+)
+
+// hardMaxFileSize bounds a file even without a quota, so that a sparse
+// write at a huge offset is EFBIG instead of an attempt to allocate it.
+const hardMaxFileSize = 1 << 40
+
+// Option configures a MemFS (and the layout built by NewDefault). Options
+// never fail; a nonsensical value is clamped where it is used.
+type Option func(*config)
+
+type config struct {
+	clock  func() time.Time
+	quota  Quota
+	random io.Reader
+	uid    uint32
+	gid    uint32
+}
+
+func newConfig(opts []Option) config {
+	c := config{clock: time.Now, uid: 0, gid: 0}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.clock == nil {
+		c.clock = time.Now
+	}
+	return c
+}
+
+// WithClock sets the clock used for atime, mtime and ctime. A deterministic
+// sandbox passes a fixed or stepping clock to get reproducible metadata.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.clock = now }
+}
+
+// WithQuota sets the limits of the filesystem. Negative fields count as 0
+// (no limit).
+func WithQuota(q Quota) Option {
+	return func(c *config) {
+		if q.Bytes < 0 {
+			q.Bytes = 0
+		}
+		if q.Files < 0 {
+			q.Files = 0
+		}
+		if q.FileSize < 0 {
+			q.FileSize = 0
+		}
+		c.quota = q
+	}
+}
+
+// WithRandom sets the source of /dev/random and /dev/urandom in the layout
+// built by NewDefault (crypto/rand by default). A deterministic sandbox
+// passes a seeded generator. The reader is used under a lock, so it needs
+// not be safe for concurrent use.
+func WithRandom(r io.Reader) Option {
+	return func(c *config) { c.random = r }
+}
+
+// WithOwner sets the uid and gid given to files created in the filesystem.
+func WithOwner(uid, gid uint32) Option {
+	return func(c *config) { c.uid, c.gid = uid, gid }
+}
