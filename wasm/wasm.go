@@ -81,9 +81,12 @@ type Command struct {
 	AliasOf string
 }
 
-var commands = sync.OnceValue(func() []Command {
+var commands = sync.OnceValue(func() []Command { return parseIndex(commandsIndex) })
+
+// parseIndex parses the output of "coreutils --index".
+func parseIndex(index string) []Command {
 	var cs []Command
-	for _, line := range strings.Split(commandsIndex, "\n") {
+	for _, line := range strings.Split(index, "\n") {
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue
@@ -96,7 +99,7 @@ var commands = sync.OnceValue(func() []Command {
 	}
 	slices.SortFunc(cs, func(a, b Command) int { return strings.Compare(a.Name, b.Name) })
 	return cs
-})
+}
 
 // Commands returns every command and alias, sorted by name. The slice is
 // a copy.

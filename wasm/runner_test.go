@@ -1,0 +1,255 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// This file is a small stand-alone host for the tool module, used by the
+// golden tests and benchmarks of this package until the project's runtime,
+// executor and vfs take over: wazero with the compiler, a compilation
+// cache on disk, WASI, a host directory as the guest's "/", and the
+// wasmbox.spawn host function implemented by instantiating the module again.
+
+var buildFlag = flag.Bool("build", false, "build tools/coreutils from source for this run instead of using the committed module")
+
+// testHost is a runtime with the coreutils module compiled once.
+type testHost struct {
+	rt     wazero.Runtime
+	mod    wazero.CompiledModule
+	names  map[string]bool
+	binDir string // holds an empty executable file per command, mounted at /bin and /usr/bin
+}
+
+var (
+	hostOnce sync.Once
+	host     *testHost
+	hostErr  error
+)
+
+// getHost returns the shared test host, compiling the module on first use.
+func getHost(tb testing.TB) *testHost {
+	tb.Helper()
+	hostOnce.Do(func() { host, hostErr = newTestHost() })
+	if hostErr != nil {
+		tb.Fatalf("test host: %v", hostErr)
+	}
+	return host
+}
+
+func newTestHost() (*testHost, error) {
+	ctx := context.Background()
+	cfg := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true)
+	if dir, err := os.UserCacheDir(); err == nil {
+		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(dir, "wasmbox", "wazero")); err == nil {
+			cfg = cfg.WithCompilationCache(cache)
+		}
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		return nil, err
+	}
+	h := &testHost{rt: rt}
+	_, err := rt.NewHostModuleBuilder("wasmbox").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(h.spawn), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
+		Export("spawn").
+		Instantiate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bin, cmds := Coreutils(), Commands()
+	if *buildFlag {
+		if bin, cmds, err = buildFromSource(); err != nil {
+			return nil, err
+		}
+	}
+	if h.mod, err = rt.CompileModule(ctx, bin); err != nil {
+		return nil, err
+	}
+	if h.binDir, err = os.MkdirTemp("", "wasmbox-bin-"); err != nil {
+		return nil, err
+	}
+	h.names = map[string]bool{}
+	for _, c := range cmds {
+		h.names[c.Name] = true
+		if err := os.WriteFile(filepath.Join(h.binDir, c.Name), nil, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// buildFromSource builds the tool module and its index from ../tools (for
+// -build), without the data-segment merge, which changes only speed.
+func buildFromSource() ([]byte, []Command, error) {
+	dir, err := os.MkdirTemp("", "wasmbox-build-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	wasmOut, nativeOut := filepath.Join(dir, "coreutils.wasm"), filepath.Join(dir, "coreutils")
+	build := exec.Command("go", "build", "-o", wasmOut, "../tools/coreutils")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("go build (wasip1): %v\n%s", err, out)
+	}
+	if out, err := exec.Command("go", "build", "-o", nativeOut, "../tools/coreutils").CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("go build (native): %v\n%s", err, out)
+	}
+	index, err := exec.Command(nativeOut, "--index").Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("coreutils --index: %v", err)
+	}
+	bin, err := os.ReadFile(wasmOut)
+	return bin, parseIndex(string(index)), err
+}
+
+// guest is what one running command was started with; spawn reads the
+// caller's from the context to start a child like it.
+type guest struct {
+	argv           []string
+	env            []string
+	cwd            string
+	root           string // host directory mounted at the guest's "/"
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+type guestKey struct{}
+
+// run instantiates the module for g and returns its exit status.
+func (h *testHost) run(ctx context.Context, g *guest) (int, error) {
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs(g.argv...).
+		WithStdin(g.stdin).WithStdout(g.stdout).WithStderr(g.stderr).
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
+		WithRandSource(rand.Reader).
+		WithFSConfig(wazero.NewFSConfig().
+			WithDirMount(g.root, "/").
+			WithReadOnlyDirMount(h.binDir, "/bin").
+			WithReadOnlyDirMount(h.binDir, "/usr/bin"))
+	for _, kv := range g.env {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "PWD" {
+			continue
+		}
+		cfg = cfg.WithEnv(k, v)
+	}
+	cfg = cfg.WithEnv("PWD", g.cwd)
+	m, err := h.rt.InstantiateModule(context.WithValue(ctx, guestKey{}, g), h.mod, cfg)
+	if m != nil {
+		m.Close(ctx)
+	}
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &exit):
+		return int(exit.ExitCode()), nil
+	}
+	return 0, err
+}
+
+// WASI errno values of the spawn ABI.
+const (
+	errnoFault = 21
+	errnoInval = 28
+	errnoNoent = 44
+)
+
+// spawn implements wasmbox.spawn (see the package doc).
+func (h *testHost) spawn(ctx context.Context, mod api.Module, stack []uint64) {
+	reqPtr, reqLen, statusPtr := uint32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	stack[0] = h.spawnErrno(ctx, mod, reqPtr, reqLen, statusPtr)
+}
+
+func (h *testHost) spawnErrno(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr uint32) uint64 {
+	parent, _ := ctx.Value(guestKey{}).(*guest)
+	raw, ok := mod.Memory().Read(reqPtr, reqLen)
+	if !ok || parent == nil {
+		return errnoFault
+	}
+	var req struct {
+		Argv      []string  `json:"argv"`
+		Env       *[]string `json:"env"`
+		Dir       string    `json:"dir"`
+		Stdin     string    `json:"stdin"`
+		TimeoutMS int64     `json:"timeout_ms"`
+	}
+	if err := json.Unmarshal(raw, &req); err != nil || len(req.Argv) == 0 || req.TimeoutMS < 0 ||
+		(req.Stdin != "" && req.Stdin != "inherit" && req.Stdin != "null") ||
+		(req.Dir != "" && !path.IsAbs(req.Dir)) {
+		return errnoInval
+	}
+	if !h.names[path.Base(req.Argv[0])] {
+		return errnoNoent
+	}
+	if _, ok := mod.Memory().ReadUint32Le(statusPtr); !ok {
+		return errnoFault
+	}
+	child := *parent
+	child.argv = req.Argv
+	if req.Env != nil {
+		child.env = *req.Env
+	}
+	if req.Dir != "" {
+		child.cwd = req.Dir
+	}
+	if req.Stdin == "null" {
+		child.stdin = bytes.NewReader(nil)
+	}
+	cctx := ctx
+	if req.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	status, err := h.run(cctx, &child)
+	switch {
+	case req.TimeoutMS > 0 && cctx.Err() != nil && ctx.Err() == nil:
+		status = 124
+	case err != nil:
+		status = 126
+	}
+	mod.Memory().WriteUint32Le(statusPtr, uint32(status))
+	return 0
+}
+
+// goldenEnv is the environment every golden case runs with (goldengen
+// gives the GNU tools the same).
+var goldenEnv = []string{"LC_ALL=C", "TZ=UTC", "HOME=/home/user", "USER=user", "PATH=/bin:/usr/bin"}
+
+// newRoot creates a host directory to mount as the guest's "/", with
+// /tmp/golden and /home/user in it, and returns it and its /tmp/golden.
+func newRoot(tb testing.TB) (root, caseDir string) {
+	tb.Helper()
+	root = tb.TempDir()
+	caseDir = filepath.Join(root, "tmp", "golden")
+	for _, d := range []string{caseDir, filepath.Join(root, "home", "user")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return root, caseDir
+}
