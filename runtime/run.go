@@ -1,0 +1,144 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// ErrMemoryLimit is wrapped by the error of a run that failed after its
+// guest hit the memory limit (memory.grow refused), or whose module
+// declares more initial memory than the limit allows.
+var ErrMemoryLimit = errors.New("memory limit exceeded")
+
+// ErrReleased is returned by Run for a module that was evicted from the
+// in-memory cache before the run started; compile it again.
+var ErrReleased = errors.New("compiled module was released")
+
+// RunOptions tune one run.
+type RunOptions struct {
+	// MemoryLimit in bytes; 0 means the runtime's default.
+	MemoryLimit uint64
+	// Spawner receives the run's wasmbox.spawn calls; nil refuses them.
+	Spawner Spawner
+}
+
+// RunStats describes a finished run.
+type RunStats struct {
+	// PeakMemory is the largest linear memory size of the run, in bytes.
+	PeakMemory uint64
+	// LimitHit reports that the guest asked for memory past its limit.
+	LimitHit bool
+}
+
+// Run instantiates m as a fresh anonymous instance configured by mc, runs
+// its _start function to the end and closes it. mc's name is replaced by
+// "" so that any number of instances run at once; set args, env, stdio
+// and filesystem on mc. ctx bounds the run: when it is done the guest is
+// closed wherever it is (WithCloseOnContextDone).
+//
+// The error is nil for exit status 0; see the package documentation for
+// the others.
+func (r *Runtime) Run(ctx context.Context, m *Module, mc wazero.ModuleConfig, opts RunOptions) error {
+	_, err := r.RunStats(ctx, m, mc, opts)
+	return err
+}
+
+// RunStats is Run that also reports memory statistics.
+func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfig, opts RunOptions) (RunStats, error) {
+	var st RunStats
+	limit := opts.MemoryLimit
+	if limit == 0 {
+		limit = r.memLimit
+	}
+	if need := uint64(m.minPages) * 65536; need > limit {
+		st.LimitHit = true
+		return st, fmt.Errorf("%s: %w: the module needs %s of initial memory, the limit is %s",
+			m.name, ErrMemoryLimit, FormatBytes(need), FormatBytes(limit))
+	}
+	if err := ctx.Err(); err != nil {
+		return st, exitErrorFor(err)
+	}
+	if !m.acquire() {
+		return st, fmt.Errorf("%s: %w", m.name, ErrReleased)
+	}
+	defer m.release(ctx)
+
+	alloc := &limitAllocator{limit: limit, live: &r.liveMem}
+	var closed atomic.Bool
+	r.live.Add(1)
+	notify := experimental.CloseNotifyFunc(func(context.Context, uint32) {
+		if closed.CompareAndSwap(false, true) {
+			r.live.Add(-1)
+		}
+	})
+	ictx := experimental.WithMemoryAllocator(ctx, alloc)
+	ictx = experimental.WithCloseNotifier(ictx, notify)
+	ictx = context.WithValue(ictx, spawnerKey{}, opts.Spawner)
+
+	mod, err := r.rt.InstantiateModule(ictx, m.compiled, mc.WithName(""))
+	if mod != nil {
+		_ = mod.Close(context.WithoutCancel(ctx))
+	}
+	if closed.CompareAndSwap(false, true) {
+		// wazero never created the instance (e.g. a link error).
+		r.live.Add(-1)
+	}
+	st.PeakMemory = alloc.peak.Load()
+	st.LimitHit = alloc.hit.Load()
+	if err == nil {
+		return st, nil
+	}
+	// A context that ended wins over whatever the guest was doing.
+	var ee *sys.ExitError
+	if errors.As(err, &ee) {
+		switch ee.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded, sys.ExitCodeContextCanceled:
+			return st, err
+		}
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return st, exitErrorFor(cerr)
+	}
+	if st.LimitHit {
+		return st, &limitError{name: m.name, limit: limit, cause: err}
+	}
+	return st, err
+}
+
+// exitErrorFor turns a context error into the *sys.ExitError wazero uses.
+func exitErrorFor(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return sys.NewExitError(sys.ExitCodeDeadlineExceeded)
+	}
+	return sys.NewExitError(sys.ExitCodeContextCanceled)
+}
+
+type limitError struct {
+	name  string
+	limit uint64
+	cause error
+}
+
+func (e *limitError) Error() string {
+	return fmt.Sprintf("%s: %v: the guest asked for more than %s of memory (%v)", e.name, ErrMemoryLimit, FormatBytes(e.limit), e.cause)
+}
+
+func (e *limitError) Unwrap() []error { return []error{ErrMemoryLimit, e.cause} }
+
+// FormatBytes renders n in the largest binary unit that divides it
+// evenly, e.g. "256MiB", "1536KiB", "17B".
+func FormatBytes(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for n >= 1024 && n%1024 == 0 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	return fmt.Sprintf("%d%s", n, units[i])
+}

@@ -1,0 +1,440 @@
+// Package runtime is the wazero runtime of wasmbox: modules are compiled
+// once and instantiated once per command.
+//
+// A Runtime owns one wazero.Runtime built with the optimizing compiler and
+// WithCloseOnContextDone(true), so a deadline or a cancel stops even a guest
+// spinning in a loop that never calls the host. Compiled code is persisted in
+// an on-disk compilation cache and the compiled module is kept in memory,
+// keyed by the SHA-256 of its bytes: compiling the same bytes twice costs a
+// hash. wasi_snapshot_preview1 and the wasmbox host module (see [SpawnABI])
+// are instantiated once per Runtime.
+//
+// Every command runs in a fresh anonymous instance ([Runtime.Run]) with its
+// own memory limit, enforced by a memory allocator installed on the
+// instantiation context: a guest that grows past the limit sees memory.grow
+// fail, and the run reports [ErrMemoryLimit].
+//
+//	rt, err := runtime.New(ctx, runtime.Config{})
+//	if err != nil { ... }
+//	defer rt.Close(ctx)
+//	mod, err := rt.Compile(ctx, "hello", wasmBytes)
+//	if err != nil { ... } // ErrNotWasm, *ImportError, ...
+//	err = rt.Run(ctx, mod, wazero.NewModuleConfig().WithArgs("hello"), runtime.RunOptions{})
+//
+// # Errors
+//
+// Compile reports [ErrNotWasm] for input without the \0asm magic, an
+// [*ImportError] (errors.Is [ErrUnresolvedImport]) naming every import the
+// runtime does not provide, and wazero's decode or validation error
+// otherwise. Run returns nil for exit status 0, a *sys.ExitError for a
+// non-zero exit or a context done (errors.Is(err, context.DeadlineExceeded)
+// works), an error wrapping [ErrMemoryLimit] when the guest failed after
+// hitting its memory limit, and the trap otherwise.
+package runtime
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/logging"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// DefaultMemoryLimit is the memory limit of a command when neither Config
+// nor RunOptions set one: 256 MiB.
+const DefaultMemoryLimit uint64 = 256 << 20
+
+// DefaultMaxCachedModules is how many modules that are not pinned (see
+// [Runtime.Pin]) stay compiled in memory; the least recently used beyond
+// it are released (the on-disk cache still has their code).
+const DefaultMaxCachedModules = 32
+
+// Config configures a Runtime. The zero value is ready to use: on-disk
+// compilation cache under os.UserCacheDir()/wasmbox/compile, min(NumCPU, 4)
+// compilation workers, 256 MiB per command. Config never fails; New reports
+// problems (e.g. a cache directory that cannot be created).
+type Config struct {
+	// CacheDir is the directory of the on-disk compilation cache. Empty
+	// means os.UserCacheDir()/wasmbox/compile (no disk cache if the user
+	// cache directory is unknown).
+	CacheDir string
+	// DisableCache turns the on-disk compilation cache off.
+	DisableCache bool
+	// CompilationWorkers is the number of goroutines compiling one module;
+	// 0 means min(NumCPU, 4).
+	CompilationWorkers int
+	// MemoryLimit is the default per-command memory limit in bytes; 0
+	// means DefaultMemoryLimit. RunOptions.MemoryLimit overrides it.
+	MemoryLimit uint64
+	// MaxCachedModules bounds the unpinned compiled modules kept in
+	// memory; 0 means DefaultMaxCachedModules.
+	MaxCachedModules int
+	// HostLogging, when not nil, receives an strace-like log of the host
+	// calls (wazero experimental/logging) in the scopes of HostLogScopes
+	// (logging.LogScopeFilesystem when zero) for every module of this
+	// runtime.
+	HostLogging io.Writer
+	// HostLogScopes selects what HostLogging logs.
+	HostLogScopes logging.LogScopes
+}
+
+// Runtime compiles and runs modules. It is safe for concurrent use.
+type Runtime struct {
+	rt          wazero.Runtime
+	cache       wazero.CompilationCache
+	workers     int
+	memLimit    uint64
+	maxCached   int
+	listener    experimental.FunctionListenerFactory // host logging, if any
+	provided    map[string]map[string]api.FunctionDefinition
+	live        atomic.Int64
+	liveMem     atomic.Int64
+	closeOnce   sync.Once
+	closeErr    error
+	mu          sync.Mutex
+	modules     map[[32]byte]*Module
+	lru         *list.List // of *Module, unpinned only, most recent first
+	compileLock map[[32]byte]*sync.Mutex
+}
+
+// New creates a Runtime: the wazero runtime, the compilation cache, and the
+// host modules wasi_snapshot_preview1 and wasmbox.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	r := &Runtime{
+		workers:     cfg.CompilationWorkers,
+		memLimit:    cfg.MemoryLimit,
+		maxCached:   cfg.MaxCachedModules,
+		modules:     map[[32]byte]*Module{},
+		lru:         list.New(),
+		compileLock: map[[32]byte]*sync.Mutex{},
+	}
+	if r.workers <= 0 {
+		r.workers = min(goruntime.NumCPU(), 4)
+	}
+	if r.memLimit == 0 {
+		r.memLimit = DefaultMemoryLimit
+	}
+	if r.maxCached <= 0 {
+		r.maxCached = DefaultMaxCachedModules
+	}
+	rc := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true)
+	if !cfg.DisableCache {
+		dir := cfg.CacheDir
+		if dir == "" {
+			if base, err := os.UserCacheDir(); err == nil {
+				dir = filepath.Join(base, "wasmbox", "compile")
+			}
+		}
+		if dir != "" {
+			c, err := wazero.NewCompilationCacheWithDir(dir)
+			if err != nil {
+				return nil, fmt.Errorf("runtime: compilation cache %s: %w", dir, err)
+			}
+			r.cache = c
+			rc = rc.WithCompilationCache(c)
+		}
+	}
+	if cfg.HostLogging != nil {
+		scopes := cfg.HostLogScopes
+		if scopes == 0 {
+			scopes = logging.LogScopeFilesystem
+		}
+		r.listener = logging.NewHostLoggingListenerFactory(asLogWriter(cfg.HostLogging), scopes)
+	}
+	r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+
+	hostCtx := r.hostCtx(ctx)
+	wasiMod, err := wasi_snapshot_preview1.NewBuilder(r.rt).Compile(hostCtx)
+	if err != nil {
+		r.rt.Close(ctx)
+		return nil, fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
+	}
+	if _, err := r.rt.InstantiateModule(hostCtx, wasiMod, wazero.NewModuleConfig()); err != nil {
+		r.rt.Close(ctx)
+		return nil, fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
+	}
+	boxMod, err := newSpawnModule(r.rt).Compile(hostCtx)
+	if err != nil {
+		r.rt.Close(ctx)
+		return nil, fmt.Errorf("runtime: wasmbox host module: %w", err)
+	}
+	if _, err := r.rt.InstantiateModule(hostCtx, boxMod, wazero.NewModuleConfig()); err != nil {
+		r.rt.Close(ctx)
+		return nil, fmt.Errorf("runtime: wasmbox host module: %w", err)
+	}
+	r.provided = map[string]map[string]api.FunctionDefinition{
+		wasi_snapshot_preview1.ModuleName: wasiMod.ExportedFunctions(),
+		SpawnModuleName:                   boxMod.ExportedFunctions(),
+	}
+	return r, nil
+}
+
+// hostCtx is ctx with the host-logging listener factory of the runtime,
+// if any: wazero attaches listeners when a module is compiled.
+func (r *Runtime) hostCtx(ctx context.Context) context.Context {
+	if r.listener != nil {
+		return experimental.WithFunctionListenerFactory(ctx, r.listener)
+	}
+	return ctx
+}
+
+// Close releases the runtime, every compiled module and the cache handle.
+// It is idempotent; instances still running are closed with it.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.closeOnce.Do(func() {
+		ctx = context.WithoutCancel(ctx)
+		r.closeErr = r.rt.Close(ctx)
+		if r.cache != nil {
+			if err := r.cache.Close(ctx); r.closeErr == nil {
+				r.closeErr = err
+			}
+		}
+	})
+	return r.closeErr
+}
+
+// LiveInstances is the number of module instances created by Run that
+// wazero has not closed yet. It drops back to zero once every command has
+// returned, however it ended: tests use it to prove a kill leaves nothing
+// behind.
+func (r *Runtime) LiveInstances() int64 { return r.live.Load() }
+
+// LiveMemories is the number of guest linear memories allocated by Run and
+// not yet freed by wazero.
+func (r *Runtime) LiveMemories() int64 { return r.liveMem.Load() }
+
+// MemoryLimit is the default per-command memory limit in bytes.
+func (r *Runtime) MemoryLimit() uint64 { return r.memLimit }
+
+// ErrNotWasm is returned by Compile for input that is not a WebAssembly
+// binary (no \0asm magic).
+var ErrNotWasm = errors.New("not a WebAssembly module")
+
+// ErrUnresolvedImport is the sentinel of *ImportError.
+var ErrUnresolvedImport = errors.New("unresolved import")
+
+// ImportError names every import of a module that the runtime does not
+// provide, as "module.function" (plus memories, tables and globals, which
+// wasmbox never provides).
+type ImportError struct {
+	Module  string   // name of the module being compiled
+	Missing []string // sorted
+}
+
+func (e *ImportError) Error() string {
+	return fmt.Sprintf("%s: imports not provided by wasmbox: %s", e.Module, strings.Join(e.Missing, ", "))
+}
+
+// Is makes errors.Is(err, ErrUnresolvedImport) true.
+func (e *ImportError) Is(target error) bool { return target == ErrUnresolvedImport }
+
+// Module is a compiled module, ready to instantiate any number of times.
+type Module struct {
+	name     string
+	key      [32]byte
+	size     int
+	compiled wazero.CompiledModule
+	minPages uint32
+	pinned   bool
+	elem     *list.Element
+
+	mu      sync.Mutex
+	running int
+	evicted bool
+}
+
+// Name is the name given to Compile.
+func (m *Module) Name() string { return m.name }
+
+// Size is the size of the module's binary in bytes.
+func (m *Module) Size() int { return m.size }
+
+// Sum is the SHA-256 of the module's binary.
+func (m *Module) Sum() [32]byte { return m.key }
+
+// acquire marks a run in progress; false if the module was released.
+func (m *Module) acquire() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.evicted {
+		return false
+	}
+	m.running++
+	return true
+}
+
+func (m *Module) release(ctx context.Context) {
+	m.mu.Lock()
+	m.running--
+	closeNow := m.evicted && m.running == 0
+	m.mu.Unlock()
+	if closeNow {
+		_ = m.compiled.Close(context.WithoutCancel(ctx))
+	}
+}
+
+var wasmMagic = []byte{0, 'a', 's', 'm'}
+
+// IsWasm reports whether b starts with the WebAssembly magic \0asm.
+func IsWasm(b []byte) bool { return bytes.HasPrefix(b, wasmMagic) }
+
+// Cached reports whether a module with these bytes is compiled in memory.
+func (r *Runtime) Cached(wasm []byte) bool {
+	key := sha256.Sum256(wasm)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.modules[key]
+	return ok
+}
+
+// Compile compiles wasm (or returns the module already compiled from the
+// same bytes) and checks that the runtime provides every import. name is
+// used in messages. Concurrent calls with the same bytes compile once.
+func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Module, error) {
+	if !IsWasm(wasm) {
+		return nil, fmt.Errorf("%s: %w", name, ErrNotWasm)
+	}
+	key := sha256.Sum256(wasm)
+	if m := r.lookup(key); m != nil {
+		return m, nil
+	}
+	r.mu.Lock()
+	lk, ok := r.compileLock[key]
+	if !ok {
+		lk = &sync.Mutex{}
+		r.compileLock[key] = lk
+	}
+	r.mu.Unlock()
+	lk.Lock()
+	defer func() {
+		lk.Unlock()
+		r.mu.Lock()
+		delete(r.compileLock, key)
+		r.mu.Unlock()
+	}()
+	if m := r.lookup(key); m != nil {
+		return m, nil
+	}
+	minPages, err := minMemoryPages(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	cctx := experimental.WithCompilationWorkers(r.hostCtx(ctx), r.workers)
+	compiled, err := r.rt.CompileModule(cctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := r.checkImports(name, compiled); err != nil {
+		_ = compiled.Close(ctx)
+		return nil, err
+	}
+	m := &Module{name: name, key: key, size: len(wasm), compiled: compiled, minPages: minPages}
+	r.mu.Lock()
+	r.modules[key] = m
+	m.elem = r.lru.PushFront(m)
+	var evict []*Module
+	for r.lru.Len() > r.maxCached {
+		old := r.lru.Remove(r.lru.Back()).(*Module)
+		old.elem = nil
+		delete(r.modules, old.key)
+		evict = append(evict, old)
+	}
+	r.mu.Unlock()
+	for _, old := range evict {
+		old.mu.Lock()
+		old.evicted = true
+		closeNow := old.running == 0
+		old.mu.Unlock()
+		if closeNow {
+			_ = old.compiled.Close(context.WithoutCancel(ctx))
+		}
+	}
+	return m, nil
+}
+
+func (r *Runtime) lookup(key [32]byte) *Module {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.modules[key]
+	if m != nil && m.elem != nil {
+		r.lru.MoveToFront(m.elem)
+	}
+	return m
+}
+
+// Pin keeps m compiled in memory for the life of the runtime (registered
+// tool modules are pinned).
+func (r *Runtime) Pin(m *Module) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m.elem != nil {
+		r.lru.Remove(m.elem)
+		m.elem = nil
+	}
+	m.pinned = true
+}
+
+func (r *Runtime) checkImports(name string, c wazero.CompiledModule) error {
+	var missing []string
+	for _, def := range c.ImportedFunctions() {
+		mod, fn, _ := def.Import()
+		got, ok := r.provided[mod][fn]
+		switch {
+		case !ok:
+			missing = append(missing, mod+"."+fn)
+		case !sameSignature(got, def):
+			missing = append(missing, fmt.Sprintf("%s.%s (signature %s, want %s)", mod, fn, signature(def), signature(got)))
+		}
+	}
+	for _, def := range c.ImportedMemories() {
+		mod, n, _ := def.Import()
+		missing = append(missing, mod+"."+n+" (memory)")
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	return &ImportError{Module: name, Missing: missing}
+}
+
+func sameSignature(a, b api.FunctionDefinition) bool {
+	return bytes.Equal(a.ParamTypes(), b.ParamTypes()) && bytes.Equal(a.ResultTypes(), b.ResultTypes())
+}
+
+func signature(d api.FunctionDefinition) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return strings.Join(s, ",")
+	}
+	return "(" + names(d.ParamTypes()) + ")->(" + names(d.ResultTypes()) + ")"
+}
+
+// asLogWriter adapts w to the writer the logging package wants.
+func asLogWriter(w io.Writer) logging.Writer {
+	if lw, ok := w.(logging.Writer); ok {
+		return lw
+	}
+	return stringWriter{w}
+}
+
+type stringWriter struct{ io.Writer }
+
+func (s stringWriter) WriteString(str string) (int, error) { return s.Write([]byte(str)) }

@@ -1,0 +1,34 @@
+package runtimetest
+
+import (
+	goruntime "runtime"
+	"testing"
+	"time"
+)
+
+// CheckGoroutines records the number of goroutines now and returns a
+// function that fails tb if, after a settle period of up to two seconds,
+// more goroutines are running than at the start. Call it as
+//
+//	defer runtimetest.CheckGoroutines(t)()
+func CheckGoroutines(tb testing.TB) func() {
+	tb.Helper()
+	before := goruntime.NumGoroutine()
+	return func() {
+		tb.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		var now int
+		for {
+			now = goruntime.NumGoroutine()
+			if now <= before || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if now > before {
+			buf := make([]byte, 1<<20)
+			n := goruntime.Stack(buf, true)
+			tb.Errorf("goroutine leak: %d before, %d after\n%s", before, now, buf[:n])
+		}
+	}
+}

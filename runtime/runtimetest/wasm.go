@@ -1,0 +1,332 @@
+// Package runtimetest holds helpers for tests of wasmbox and its embedders,
+// in the spirit of net/http/httptest: a tiny WebAssembly binary encoder for
+// hand-assembled guest modules (a spin loop, a memory hog, a module that
+// imports a missing host function, ...) and a builder for the Go wasip1
+// guest programs under testdata/guests.
+//
+// Nothing here stands in for a real component: the encoder writes genuine
+// WebAssembly 1.0 binaries that wazero compiles and runs, and the guest
+// builder runs the real Go toolchain.
+package runtimetest
+
+import "bytes"
+
+// Value types of the WebAssembly binary format.
+const (
+	I32 byte = 0x7f
+	I64 byte = 0x7e
+)
+
+// Opcodes used by the modules of this package.
+const (
+	OpUnreachable byte = 0x00
+	OpLoop        byte = 0x03
+	OpBr          byte = 0x0c
+	OpBrIf        byte = 0x0d
+	OpEnd         byte = 0x0b
+	OpDrop        byte = 0x1a
+	OpCall        byte = 0x10
+	OpLocalGet    byte = 0x20
+	OpI32Const    byte = 0x41
+	OpI32Eq       byte = 0x46
+	OpI32Add      byte = 0x6a
+	OpMemoryGrow  byte = 0x40
+	OpBlockVoid   byte = 0x40 // block type "empty" after OpLoop/OpBlock
+	OpReturn      byte = 0x0f
+)
+
+// FuncType is a function signature.
+type FuncType struct {
+	Params, Results []byte
+}
+
+// Import is an imported function.
+type Import struct {
+	Module, Name string
+	Type         FuncType
+}
+
+// Func is a function defined by the module: its signature, extra locals
+// (one value type per local) and its body (instructions without the final
+// end opcode, which the encoder adds).
+type Func struct {
+	Type   FuncType
+	Locals []byte
+	Body   []byte
+	// Export, when not empty, exports the function under this name.
+	Export string
+}
+
+// Module describes a module to encode. Function indices start with the
+// imports, in order, followed by Funcs.
+type Module struct {
+	Imports []Import
+	Funcs   []Func
+	// MemoryMin is the initial memory size in 64 KiB pages; a module has a
+	// memory, exported as "memory", when MemoryMin > 0 or HasMemory is set.
+	MemoryMin uint32
+	// MemoryMax is the maximum in pages; 0 means no maximum.
+	MemoryMax uint32
+	HasMemory bool
+	// Data is written at address 0 of memory by an active data segment.
+	Data []byte
+}
+
+// ULEB appends the unsigned LEB128 encoding of v.
+func ULEB(b []byte, v uint64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v != 0 {
+			b = append(b, c|0x80)
+			continue
+		}
+		return append(b, c)
+	}
+}
+
+// SLEB appends the signed LEB128 encoding of v.
+func SLEB(b []byte, v int64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+// I32Const returns the instruction "i32.const v".
+func I32Const(v int32) []byte { return SLEB([]byte{OpI32Const}, int64(v)) }
+
+// Call returns the instruction "call idx".
+func Call(idx uint32) []byte { return ULEB([]byte{OpCall}, uint64(idx)) }
+
+// Encode returns the binary encoding of m.
+func (m Module) Encode() []byte {
+	var out bytes.Buffer
+	out.Write([]byte{0, 'a', 's', 'm', 1, 0, 0, 0})
+
+	// Types: one per import and per function, no deduplication needed.
+	var types [][]byte
+	addType := func(t FuncType) uint32 {
+		b := []byte{0x60}
+		b = ULEB(b, uint64(len(t.Params)))
+		b = append(b, t.Params...)
+		b = ULEB(b, uint64(len(t.Results)))
+		b = append(b, t.Results...)
+		for i, e := range types {
+			if bytes.Equal(e, b) {
+				return uint32(i)
+			}
+		}
+		types = append(types, b)
+		return uint32(len(types) - 1)
+	}
+	importTypes := make([]uint32, len(m.Imports))
+	for i, im := range m.Imports {
+		importTypes[i] = addType(im.Type)
+	}
+	funcTypes := make([]uint32, len(m.Funcs))
+	for i, f := range m.Funcs {
+		funcTypes[i] = addType(f.Type)
+	}
+	section := func(id byte, body []byte) {
+		out.WriteByte(id)
+		out.Write(ULEB(nil, uint64(len(body))))
+		out.Write(body)
+	}
+	vec := func(items [][]byte) []byte {
+		b := ULEB(nil, uint64(len(items)))
+		for _, it := range items {
+			b = append(b, it...)
+		}
+		return b
+	}
+	name := func(b []byte, s string) []byte {
+		b = ULEB(b, uint64(len(s)))
+		return append(b, s...)
+	}
+	if len(types) > 0 {
+		section(1, vec(types))
+	}
+	if len(m.Imports) > 0 {
+		var items [][]byte
+		for i, im := range m.Imports {
+			b := name(nil, im.Module)
+			b = name(b, im.Name)
+			b = append(b, 0x00)
+			b = ULEB(b, uint64(importTypes[i]))
+			items = append(items, b)
+		}
+		section(2, vec(items))
+	}
+	if len(m.Funcs) > 0 {
+		var items [][]byte
+		for _, t := range funcTypes {
+			items = append(items, ULEB(nil, uint64(t)))
+		}
+		section(3, vec(items))
+	}
+	hasMem := m.HasMemory || m.MemoryMin > 0 || len(m.Data) > 0
+	if hasMem {
+		var b []byte
+		if m.MemoryMax > 0 {
+			b = append(b, 0x01)
+			b = ULEB(b, uint64(m.MemoryMin))
+			b = ULEB(b, uint64(m.MemoryMax))
+		} else {
+			b = append(b, 0x00)
+			b = ULEB(b, uint64(m.MemoryMin))
+		}
+		section(5, vec([][]byte{b}))
+	}
+	var exports [][]byte
+	if hasMem {
+		b := name(nil, "memory")
+		b = append(b, 0x02, 0x00)
+		exports = append(exports, b)
+	}
+	for i, f := range m.Funcs {
+		if f.Export == "" {
+			continue
+		}
+		b := name(nil, f.Export)
+		b = append(b, 0x00)
+		b = ULEB(b, uint64(len(m.Imports)+i))
+		exports = append(exports, b)
+	}
+	if len(exports) > 0 {
+		section(7, vec(exports))
+	}
+	if len(m.Funcs) > 0 {
+		var items [][]byte
+		for _, f := range m.Funcs {
+			var body []byte
+			body = ULEB(body, uint64(len(f.Locals)))
+			for _, l := range f.Locals {
+				body = append(body, 0x01, l)
+			}
+			body = append(body, f.Body...)
+			body = append(body, OpEnd)
+			items = append(items, ULEB(nil, uint64(len(body))), body)
+		}
+		// items holds (size, body) pairs: the count is the number of funcs.
+		b := ULEB(nil, uint64(len(m.Funcs)))
+		for _, it := range items {
+			b = append(b, it...)
+		}
+		section(10, b)
+	}
+	if len(m.Data) > 0 {
+		b := ULEB(nil, 1)
+		b = append(b, 0x00)
+		b = append(b, I32Const(0)...)
+		b = append(b, OpEnd)
+		b = ULEB(b, uint64(len(m.Data)))
+		b = append(b, m.Data...)
+		section(11, b)
+	}
+	return out.Bytes()
+}
+
+var (
+	procExit = Import{Module: "wasi_snapshot_preview1", Name: "proc_exit", Type: FuncType{Params: []byte{I32}}}
+	start    = FuncType{}
+)
+
+// Trivial returns a module whose _start returns at once (exit status 0).
+func Trivial() []byte {
+	return Module{HasMemory: true, MemoryMin: 1, Funcs: []Func{{Type: start, Export: "_start"}}}.Encode()
+}
+
+// Spin returns a module whose _start loops forever without any host call:
+// only a context deadline or cancel (close-on-context-done) can stop it.
+func Spin() []byte {
+	body := []byte{OpLoop, OpBlockVoid, OpBr, 0x00, OpEnd}
+	return Module{HasMemory: true, MemoryMin: 1, Funcs: []Func{{Type: start, Export: "_start", Body: body}}}.Encode()
+}
+
+// Exit returns a module whose _start calls proc_exit(code).
+func Exit(code uint32) []byte {
+	body := append(I32Const(int32(code)), Call(0)...)
+	return Module{
+		Imports:   []Import{procExit},
+		HasMemory: true, MemoryMin: 1,
+		Funcs: []Func{{Type: start, Export: "_start", Body: body}},
+	}.Encode()
+}
+
+// Hog returns a module whose _start grows its memory one page at a time
+// until memory.grow fails, then traps with unreachable. Under a memory
+// limit it ends in a trap once the limit is reached.
+func Hog() []byte {
+	// loop
+	//   i32.const 1; memory.grow; i32.const -1; i32.eq; br_if 1 (exit loop)
+	//   br 0
+	// end
+	// unreachable
+	var body []byte
+	body = append(body, 0x02, OpBlockVoid) // block
+	body = append(body, OpLoop, OpBlockVoid)
+	body = append(body, I32Const(1)...)
+	body = append(body, OpMemoryGrow, 0x00)
+	body = append(body, I32Const(-1)...)
+	body = append(body, OpI32Eq, OpBrIf, 0x01, OpBr, 0x00, OpEnd, OpEnd)
+	body = append(body, OpUnreachable)
+	return Module{HasMemory: true, MemoryMin: 1, Funcs: []Func{{Type: start, Export: "_start", Body: body}}}.Encode()
+}
+
+// BigMemory returns a module that declares an initial memory of pages
+// pages and exits 0 at once: instantiating it needs pages*64 KiB.
+func BigMemory(pages uint32) []byte {
+	return Module{MemoryMin: pages, Funcs: []Func{{Type: start, Export: "_start"}}}.Encode()
+}
+
+// MissingImport returns a module that imports functions no runtime of
+// wasmbox provides: env.foo and wasi_snapshot_preview1.no_such_call.
+func MissingImport() []byte {
+	return Module{
+		Imports: []Import{
+			{Module: "env", Name: "foo", Type: FuncType{}},
+			{Module: "wasi_snapshot_preview1", Name: "no_such_call", Type: FuncType{Results: []byte{I32}}},
+		},
+		HasMemory: true, MemoryMin: 1,
+		Funcs: []Func{{Type: start, Export: "_start"}},
+	}.Encode()
+}
+
+// SpawnRaw returns a module that calls wasmbox.spawn(reqPtr, reqLen,
+// statusPtr) with req placed at address 0 of its memory and exits with
+// errno*256 + status: the errno in the high byte, the u32 status (read back
+// from statusPtr) in the low byte. Pointers may be chosen out of bounds to
+// test EFAULT.
+func SpawnRaw(req []byte, reqPtr, reqLen, statusPtr uint32) []byte {
+	spawn := Import{Module: "wasmbox", Name: "spawn", Type: FuncType{Params: []byte{I32, I32, I32}, Results: []byte{I32}}}
+	// local0 = spawn(...)
+	// proc_exit(local0*256 + (i32.load statusPtr) & 0xff) (load only when in bounds)
+	var body []byte
+	body = append(body, I32Const(int32(reqPtr))...)
+	body = append(body, I32Const(int32(reqLen))...)
+	body = append(body, I32Const(int32(statusPtr))...)
+	body = append(body, Call(1)...)
+	body = append(body, 0x21, 0x00) // local.set 0
+	body = append(body, OpLocalGet, 0x00)
+	body = append(body, I32Const(256)...)
+	body = append(body, 0x6c) // i32.mul
+	if uint64(statusPtr)+4 <= 65536 {
+		body = append(body, I32Const(int32(statusPtr))...)
+		body = append(body, 0x28, 0x02, 0x00) // i32.load align=2 offset=0
+		body = append(body, I32Const(0xff)...)
+		body = append(body, 0x71) // i32.and
+		body = append(body, OpI32Add)
+	}
+	body = append(body, Call(0)...)
+	return Module{
+		Imports:   []Import{procExit, spawn},
+		MemoryMin: 1,
+		Data:      req,
+		Funcs:     []Func{{Type: start, Export: "_start", Locals: []byte{I32}, Body: body}},
+	}.Encode()
+}
