@@ -1,0 +1,169 @@
+package wasi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	mrand "math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+
+	"github.com/wasmbox/wasmbox/vfs"
+)
+
+// Options tune Configure. The zero value gives real clocks, real randomness
+// and the VFS mounted at "/".
+type Options struct {
+	// Deterministic, when non-nil, replaces the clocks and the random source
+	// with reproducible ones: the same program with the same input then
+	// produces the same output on every run.
+	Deterministic *Deterministic
+
+	// AbsoluteSymlinks lets the guest create symlinks whose target is an
+	// absolute path. They resolve from the vfs root (the guest's "/"), so
+	// they cannot escape, but WASI forbids them and wasi-testsuite checks
+	// that they fail with EPERM, so the default is off.
+	AbsoluteSymlinks bool
+}
+
+// Deterministic describes the reproducible clocks and randomness of a run.
+// Zero fields take the defaults noted on each.
+type Deterministic struct {
+	// Walltime is what the realtime clock always reads (it does not
+	// advance). Zero means 2000-01-01T00:00:00Z.
+	Walltime time.Time
+	// Seed seeds the random source (random_get). Zero means 1.
+	Seed int64
+	// NanotimeStep is how far the monotonic clock advances on every read
+	// (it starts at 0). Sleeping advances it by the time slept too. Zero
+	// means 1ms.
+	NanotimeStep time.Duration
+}
+
+// Defaults of Deterministic.
+var (
+	DefaultWalltime     = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	DefaultSeed         = int64(1)
+	DefaultNanotimeStep = time.Millisecond
+)
+
+func (d Deterministic) withDefaults() Deterministic {
+	if d.Walltime.IsZero() {
+		d.Walltime = DefaultWalltime
+	}
+	if d.Seed == 0 {
+		d.Seed = DefaultSeed
+	}
+	if d.NanotimeStep <= 0 {
+		d.NanotimeStep = DefaultNanotimeStep
+	}
+	return d
+}
+
+// Configure returns mc set up to run one guest against fsys:
+//
+//   - fsys is mounted at the guest's "/" (through NewFS), so a guest
+//     opening "/etc/x" or, from the initial working directory, "x" reaches
+//     the vfs path "/etc/x" or "/x".
+//   - walltime and nanotime are the host clocks, or the fixed/stepping
+//     clocks of opts.Deterministic.
+//   - random_get reads crypto/rand, or a ChaCha8 stream seeded by
+//     opts.Deterministic.Seed.
+//   - sleeping (poll_oneoff with a clock subscription, which is how
+//     wasip1 programs sleep) waits on a timer and on ctx.Done(), so a
+//     cancelled run never sits in a sleep: wazero's own WithSysNanosleep
+//     ignores the context.
+//   - sched_yield yields the Go scheduler.
+//
+// ctx must be the context the module runs under (the one passed to
+// InstantiateModule): the sleep watches it. Configure never fails; stdio,
+// arguments and environment are left to the caller (use NewPipe for stdio
+// that honours ctx).
+//
+// # Notes
+//
+//   - The runtime must be built with
+//     wazero.NewRuntimeConfig().WithCloseOnContextDone(true) for a cancel
+//     to stop a guest that is computing rather than waiting.
+//   - A ModuleConfig made by Configure belongs to one run (its clocks keep
+//     state and its sleep watches ctx); make a new one per instantiation.
+func Configure(ctx context.Context, mc wazero.ModuleConfig, fsys vfs.FS, opts Options) wazero.ModuleConfig {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newFS(fsys, opts), "/")
+	mc = mc.WithFSConfig(fsc).WithOsyield(runtime.Gosched)
+
+	if opts.Deterministic == nil {
+		return mc.WithSysWalltime().
+			WithSysNanotime().
+			WithNanosleep(contextSleep(ctx, nil)).
+			WithRandSource(rand.Reader)
+	}
+
+	d := opts.Deterministic.withDefaults()
+	clock := &stepClock{step: int64(d.NanotimeStep)}
+	sec, nsec := d.Walltime.Unix(), int32(d.Walltime.Nanosecond())
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], uint64(d.Seed))
+	return mc.
+		WithWalltime(func() (int64, int32) { return sec, nsec }, 1).
+		WithNanotime(clock.read, 1).
+		WithNanosleep(contextSleep(ctx, clock)).
+		WithRandSource(&lockedReader{r: mrand.NewChaCha8(seed)})
+}
+
+// stepClock is the deterministic monotonic clock: every read advances it by
+// step.
+type stepClock struct {
+	now  atomic.Int64
+	step int64
+}
+
+func (c *stepClock) read() int64 { return c.now.Add(c.step) - c.step }
+
+// contextSleep returns a nanosleep that returns early when ctx is done. When
+// clock is non-nil the slept duration is added to it.
+func contextSleep(ctx context.Context, clock *stepClock) func(ns int64) {
+	return func(ns int64) {
+		if clock != nil && ns > 0 {
+			clock.now.Add(ns)
+		}
+		Sleep(ctx, time.Duration(ns))
+	}
+}
+
+// Sleep waits for d or until ctx is done, whichever comes first, and
+// reports ctx.Err() in the latter case. It leaves no timer or goroutine
+// behind.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// lockedReader serialises reads of a random source that is not safe for
+// concurrent use.
+type lockedReader struct {
+	mu sync.Mutex
+	r  *mrand.ChaCha8
+}
+
+func (l *lockedReader) Read(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Read(p)
+}

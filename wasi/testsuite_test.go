@@ -1,0 +1,253 @@
+package wasi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmbox/wasmbox/vfs"
+)
+
+// testsuiteFloor is the number of wasi-testsuite cases that must pass.
+// Raise it when the adapter gets better; never lower it to make a run pass.
+const testsuiteFloor = 59
+
+// testsuiteDir finds the prebuilt WebAssembly wasi-testsuite:
+// $WASI_TESTSUITE_DIR, else ../../shared/wasi-testsuite from the repository
+// root (this package is one level below it).
+func testsuiteDir() string {
+	if d := os.Getenv("WASI_TESTSUITE_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "..", "shared", "wasi-testsuite")
+}
+
+type suiteCase struct {
+	Args     []string          `json:"args"`
+	Env      map[string]string `json:"env"`
+	Root     string            `json:"root"`
+	ExitCode uint32            `json:"exit_code"`
+	Stdout   *string           `json:"stdout"`
+}
+
+// copyTree copies the host directory src into fsys at "/", adding owner
+// write permission (the shared suite data is read-only on the host, the
+// tests write into their root).
+func copyTree(fsys vfs.FS, src string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		dst := "/" + filepath.ToSlash(rel)
+		if rel == "." {
+			return nil
+		}
+		if strings.HasSuffix(d.Name(), ".cleanup") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return fsys.Mkdir(dst, info.Mode().Perm()|0o700)
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return fsys.SymlinkIfPossible(target, dst)
+		default:
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			f, err := fsys.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm()|0o600)
+			if err != nil {
+				return err
+			}
+			if _, err := f.Write(data); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		}
+	})
+}
+
+type suiteResult struct {
+	name  string
+	ok    bool
+	cause string
+}
+
+// TestWASITestsuite runs every case of the WebAssembly wasi-testsuite
+// through wazero's wasi_snapshot_preview1 and this package's adapter, each
+// against a fresh in-memory copy of its root, and fails if fewer than
+// testsuiteFloor pass.
+func TestWASITestsuite(t *testing.T) {
+	dir := testsuiteDir()
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("wasi-testsuite not found at %s (set WASI_TESTSUITE_DIR): %v", dir, err)
+	}
+	ctx := context.Background()
+	r := newTestRuntime(ctx, t)
+
+	var cases []string
+	for _, lang := range []string{"assemblyscript", "c", "rust"} {
+		ms, _ := filepath.Glob(filepath.Join(dir, lang, "*.wasm"))
+		cases = append(cases, ms...)
+	}
+	sort.Strings(cases)
+	if len(cases) == 0 {
+		t.Fatalf("no test cases under %s", dir)
+	}
+
+	var results []suiteResult
+	for _, wasmPath := range cases {
+		name := filepath.Base(filepath.Dir(wasmPath)) + "/" + strings.TrimSuffix(filepath.Base(wasmPath), ".wasm")
+		res := suiteResult{name: name}
+		if err := runSuiteCase(ctx, t, r, wasmPath); err != nil {
+			res.cause = err.Error()
+		} else {
+			res.ok = true
+		}
+		results = append(results, res)
+	}
+
+	passed := 0
+	var failures []string
+	for _, res := range results {
+		if res.ok {
+			passed++
+		} else {
+			failures = append(failures, fmt.Sprintf("  %s: %s", res.name, res.cause))
+		}
+	}
+	t.Logf("wasi-testsuite: %d/%d passed", passed, len(results))
+	for _, f := range failures {
+		t.Log(f)
+	}
+	if passed < testsuiteFloor {
+		t.Errorf("wasi-testsuite: %d passed, floor is %d", passed, testsuiteFloor)
+	}
+}
+
+func runSuiteCase(ctx context.Context, t *testing.T, r wazero.Runtime, wasmPath string) error {
+	var tc suiteCase
+	if js, err := os.ReadFile(strings.TrimSuffix(wasmPath, ".wasm") + ".json"); err == nil {
+		if err := json.Unmarshal(js, &tc); err != nil {
+			return fmt.Errorf("bad json: %w", err)
+		}
+	}
+	bin, err := os.ReadFile(wasmPath)
+	if err != nil {
+		return err
+	}
+	compiled, err := r.CompileModule(ctx, bin)
+	if err != nil {
+		return fmt.Errorf("compile: %w", err)
+	}
+	defer compiled.Close(ctx)
+
+	fsys := newTestFS(t)
+	if tc.Root != "" {
+		if err := copyTree(fsys, filepath.Join(filepath.Dir(wasmPath), tc.Root)); err != nil {
+			return fmt.Errorf("load root: %w", err)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	stdin, stdinW := NewPipe(ctx)
+	stdinW.Close()
+	mc := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs(append([]string{filepath.Base(wasmPath)}, tc.Args...)...).
+		WithStdin(stdin).WithStdout(&stdout).WithStderr(&stderr)
+	keys := make([]string, 0, len(tc.Env))
+	for k := range tc.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		mc = mc.WithEnv(k, tc.Env[k])
+	}
+	mc = Configure(ctx, mc, fsys, Options{})
+
+	code := uint32(0)
+	mod, err := r.InstantiateModule(ctx, compiled, mc)
+	if mod != nil {
+		mod.Close(ctx)
+	}
+	var exitErr *sys.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		code = exitErr.ExitCode()
+	case err != nil:
+		msg, _, _ := strings.Cut(err.Error(), "\n") // drop the wasm stack trace
+		return fmt.Errorf("run: %s (stderr %q)", msg, tail(stderr.String()))
+	}
+	if code != tc.ExitCode {
+		return fmt.Errorf("exit code %d, want %d (stderr %q)", code, tc.ExitCode, tail(stderr.String()))
+	}
+	if tc.Stdout != nil && stdout.String() != *tc.Stdout {
+		return fmt.Errorf("stdout %q, want %q", stdout.String(), *tc.Stdout)
+	}
+	return nil
+}
+
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 300 {
+		s = "..." + s[len(s)-300:]
+	}
+	return s
+}
+
+// newTestRuntime returns a runtime with wasi_snapshot_preview1, close on
+// context done, and an on-disk compilation cache shared by test runs.
+func newTestRuntime(ctx context.Context, t testing.TB) wazero.Runtime {
+	t.Helper()
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+	if d, err := os.UserCacheDir(); err == nil {
+		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(d, "wasmbox-test", "wazero")); err == nil {
+			rc = rc.WithCompilationCache(cache)
+		}
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	t.Cleanup(func() { r.Close(context.Background()) })
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// newTestFS returns a fresh, empty vfs.FS.
+func newTestFS(t testing.TB) vfs.FS {
+	return osFS{root: t.TempDir()}
+}
+
