@@ -240,14 +240,15 @@ func newTestRuntime(ctx context.Context, t testing.TB) wazero.Runtime {
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	t.Cleanup(func() { r.Close(context.Background()) })
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
-		t.Fatal(err)
-	}
+	instantiateWASI(ctx, r)
 	return r
+}
+
+func instantiateWASI(ctx context.Context, r wazero.Runtime) {
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 }
 
 // newTestFS returns a fresh, empty vfs.FS.
 func newTestFS(t testing.TB) vfs.FS {
 	return osFS{root: t.TempDir()}
 }
-

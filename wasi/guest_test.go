@@ -1,0 +1,242 @@
+package wasi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+)
+
+// guestWasm builds testdata/<name> with GOOS=wasip1 GOARCH=wasm once per
+// source hash, into os.UserCacheDir()/wasmbox-test, and returns the binary.
+func guestWasm(t testing.TB, name string) []byte {
+	t.Helper()
+	guestMu.Lock()
+	defer guestMu.Unlock()
+	if b, ok := guestCache[name]; ok {
+		return b
+	}
+	src := filepath.Join("testdata", name)
+	h := sha256.New()
+	files, err := filepath.Glob(filepath.Join(src, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go sources in %s", src)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
+		h.Write(data)
+	}
+	fmt.Fprintln(h, runtime.Version())
+	cacheDir, err := os.UserCacheDir()
+	if err != nil {
+		cacheDir = os.TempDir()
+	}
+	out := filepath.Join(cacheDir, "wasmbox-test", "guests", name+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")
+	if b, err := os.ReadFile(out); err == nil {
+		guestCache[name] = b
+		return b
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := out + ".tmp" + fmt.Sprint(os.Getpid())
+	abs, _ := filepath.Abs(src)
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", tmp, ".")
+	cmd.Dir = abs
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building guest %s: %v\n%s", name, err, msg)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guestCache[name] = b
+	return b
+}
+
+var (
+	guestMu    sync.Mutex
+	guestCache = map[string][]byte{}
+
+	probeOnce     sync.Once
+	probeRuntime  wazero.Runtime
+	probeCompiled wazero.CompiledModule
+	probeErr      error
+)
+
+// probe returns the shared runtime and the compiled testdata/probe guest.
+func probe(t testing.TB) (wazero.Runtime, wazero.CompiledModule) {
+	t.Helper()
+	bin := guestWasm(t, "probe")
+	probeOnce.Do(func() {
+		ctx := context.Background()
+		probeRuntime = newSharedRuntime(ctx)
+		probeCompiled, probeErr = probeRuntime.CompileModule(ctx, bin)
+	})
+	if probeErr != nil {
+		t.Fatal(probeErr)
+	}
+	return probeRuntime, probeCompiled
+}
+
+// readyWriter signals once the guest wrote "ready\n" to stderr.
+type readyWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	ready chan struct{}
+	once  sync.Once
+}
+
+func newReadyWriter() *readyWriter { return &readyWriter{ready: make(chan struct{})} }
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), "ready\n") {
+		w.once.Do(func() { close(w.ready) })
+	}
+	return len(p), nil
+}
+
+func (w *readyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// settleGoroutines waits (briefly) for the goroutine count to drop back to
+// at most want and returns the last count seen.
+func settleGoroutines(want int) int {
+	n := runtime.NumGoroutine()
+	for i := 0; i < 100 && n > want; i++ {
+		time.Sleep(5 * time.Millisecond)
+		n = runtime.NumGoroutine()
+	}
+	return n
+}
+
+// TestCancelBlockedGuest proves that a guest blocked in a host call returns
+// promptly when its context is cancelled, with a context error, and leaves no
+// goroutine behind.
+func TestCancelBlockedGuest(t *testing.T) {
+	r, compiled := probe(t)
+	tests := []struct {
+		name  string
+		args  []string
+		stdin bool // give the guest a pipe as stdin that nobody writes to
+		flood bool // give the guest a pipe as stdout that nobody reads
+	}{
+		{name: "fd_read on stdin pipe", args: []string{"cat"}, stdin: true},
+		{name: "poll_oneoff clock", args: []string{"pollclock", "1h"}},
+		{name: "poll_oneoff stdin and clock", args: []string{"pollstdin", "1h"}, stdin: true},
+		{name: "time.Sleep", args: []string{"sleep"}},
+		{name: "fd_write on full stdout pipe", args: []string{"flood", "10000000"}, flood: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+
+			stderr := newReadyWriter()
+			mc := wazero.NewModuleConfig().WithName("").
+				WithArgs(append([]string{"probe"}, tc.args...)...).
+				WithStderr(stderr)
+			var closers []io.Closer
+			if tc.stdin {
+				r, w := NewPipe(ctx)
+				mc = mc.WithStdin(r)
+				closers = append(closers, w)
+			}
+			if tc.flood {
+				r, w := NewPipe(ctx)
+				mc = mc.WithStdout(w)
+				closers = append(closers, r)
+			}
+			mc = Configure(ctx, mc, newTestFS(t), Options{})
+
+			done := make(chan error, 1)
+			go func() {
+				mod, err := r.InstantiateModule(ctx, compiled, mc)
+				if mod != nil {
+					mod.Close(context.Background())
+				}
+				done <- err
+			}()
+			select {
+			case <-stderr.ready:
+			case err := <-done:
+				t.Fatalf("guest ended before blocking: %v; stderr %q", err, stderr.String())
+			case <-time.After(20 * time.Second):
+				t.Fatalf("guest never got ready; stderr %q", stderr.String())
+			}
+			// Let it reach the blocking call.
+			time.Sleep(50 * time.Millisecond)
+			select {
+			case err := <-done:
+				t.Fatalf("guest did not block: %v; stderr %q", err, stderr.String())
+			default:
+			}
+
+			start := time.Now()
+			cancel()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("guest still running 5s after cancel")
+			}
+			elapsed := time.Since(start)
+			t.Logf("returned %v after cancel: %v", elapsed, err)
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("err = %v, want one that is context.Canceled", err)
+			}
+			if elapsed > 250*time.Millisecond {
+				t.Errorf("took %v after cancel, want a few ms", elapsed)
+			}
+			for _, c := range closers {
+				c.Close()
+			}
+			if after := settleGoroutines(before); after > before {
+				buf := make([]byte, 1<<16)
+				t.Errorf("goroutines: %d before, %d after\n%s", before, after, buf[:runtime.Stack(buf, true)])
+			}
+		})
+	}
+}
+
+// newSharedRuntime is newTestRuntime for a runtime shared by several tests
+// (closed with the process).
+func newSharedRuntime(ctx context.Context) wazero.Runtime {
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+	if d, err := os.UserCacheDir(); err == nil {
+		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(d, "wasmbox-test", "wazero")); err == nil {
+			rc = rc.WithCompilationCache(cache)
+		}
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	instantiateWASI(ctx, r)
+	return r
+}
