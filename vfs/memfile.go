@@ -397,4 +397,3 @@ func (f *memFile) Readdirnames(count int) ([]string, error) {
 	}
 	return out, nil
 }
-

@@ -1,0 +1,26 @@
+package vfs
+
+import (
+	"os"
+	"syscall"
+	"time"
+)
+
+// hostStat fills a *Stat from the host's stat of fi.
+func hostStat(fi os.FileInfo) *Stat {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return &Stat{Nlink: 1, Atime: fi.ModTime(), Mtime: fi.ModTime(), Ctime: fi.ModTime()}
+	}
+	return &Stat{
+		Dev:   uint64(st.Dev),
+		Ino:   uint64(st.Ino),
+		Nlink: uint64(st.Nlink),
+		Uid:   st.Uid,
+		Gid:   st.Gid,
+		Rdev:  uint64(st.Rdev),
+		Atime: time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec)),
+		Mtime: time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)),
+		Ctime: time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)),
+	}
+}
