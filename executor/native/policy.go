@@ -1,0 +1,323 @@
+// Package native runs a small set of allowlisted host binaries (git first)
+// for the sandbox, behind a policy: the binary must be allowlisted and is
+// resolved once to an absolute real path, the subcommand must be allowed,
+// denied flags are rejected anywhere in argv, the working directory must lie
+// inside a jail (a host directory) with no symlinked component, and the
+// child gets a sanitized environment. There is no shell: argv only.
+//
+// A child runs in its own process group. A deadline sends SIGTERM to the
+// whole group and SIGKILL after a grace period; when the command ends, any
+// process it left behind in its group is killed, so no orphan survives.
+// Output is capped at 1 MiB per stream while it is read.
+//
+// # Exit codes
+//
+// A timeout gives exit code 124, a cancel 125, a policy denial 126 and a
+// binary that is not installed 127, in line with the rest of wasmbox.
+//
+// # Threat model
+//
+// This is policy-based allowlisting, not OS isolation: an allowed binary
+// runs with the host user's rights. For git the lane additionally defuses
+// the repository-controlled configuration that can run commands (hooks,
+// fsmonitor, filters, textconv, external diff, editors, pagers, gpg
+// programs, includes) and keeps git from discovering a repository above
+// the jail; see [GitRule].
+package native
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors; every error of this package for these conditions matches
+// one of them with errors.Is.
+var (
+	// ErrDenied: the policy refused the command (exit code 126).
+	ErrDenied = errors.New("native: denied by policy")
+	// ErrJail: the working directory is outside the jail or reached
+	// through a symlink. It also matches ErrDenied.
+	ErrJail = errors.New("native: working directory escapes the jail")
+	// ErrNotFound: the binary is allowlisted but not installed (exit
+	// code 127).
+	ErrNotFound = errors.New("native: binary not found")
+)
+
+// DeniedError is a policy denial. It matches [ErrDenied] (and [ErrJail] for
+// jail violations) with errors.Is.
+type DeniedError struct {
+	// Reason says which rule refused the command.
+	Reason string
+	jail   bool
+}
+
+func (e *DeniedError) Error() string { return "native: denied: " + e.Reason }
+
+// Is matches ErrDenied, and ErrJail for jail violations.
+func (e *DeniedError) Is(target error) bool {
+	return target == ErrDenied || (e.jail && target == ErrJail)
+}
+
+func denied(format string, args ...any) error {
+	return &DeniedError{Reason: fmt.Sprintf(format, args...)}
+}
+
+func jailDenied(format string, args ...any) error {
+	return &DeniedError{Reason: fmt.Sprintf(format, args...), jail: true}
+}
+
+// Rule is the policy of one binary.
+type Rule struct {
+	// Subcommands lists the allowed subcommands (the first argument that
+	// is not a flag). Empty means the binary takes no subcommand and any
+	// arguments that pass the flag checks are allowed.
+	Subcommands []string
+	// DeniedFlags are refused anywhere in argv, for every subcommand. A
+	// long flag ("--git-dir") is refused as "--git-dir", "--git-dir=x" and
+	// as any abbreviation of it ("--git-d"), since git accepts unique
+	// prefixes of long options. A short flag ("-c") is refused alone, with
+	// a stuck value ("-cfoo"), and inside a cluster ("-qc") up to the
+	// first letter of ValueShorts.
+	DeniedFlags []string
+	// SubcommandDeniedFlags adds denied flags per subcommand.
+	SubcommandDeniedFlags map[string][]string
+	// ValueShorts are the short options that take a stuck value: in a
+	// cluster like "-mfoo" scanning stops after 'm'.
+	ValueShorts string
+	// DeniedArgPrefixes are config-key prefixes ("core.", "alias.")
+	// refused, case-insensitively, in any argument of the form key=value
+	// (also "-ckey=value", "--config=key=value", "--x=key=value"), and as
+	// the start of any argument to a "config" subcommand. A plain path
+	// such as "core.go" stays allowed.
+	DeniedArgPrefixes []string
+	// Env is added to the child's environment (after sanitization).
+	Env map[string]string
+	// Git turns on git's repository checks: the repository config is
+	// scanned for command-running keys, a ".git" file must point inside
+	// the jail, and git is kept from discovering a repository above the
+	// jail.
+	Git bool
+}
+
+// Policy maps binary names to their rules, plus the environment policy.
+type Policy struct {
+	// Binaries maps a command name (as it appears in argv[0], without a
+	// slash) to its rule. Only these binaries run.
+	Binaries map[string]Rule
+	// Path is the PATH used to look binaries up and given to the child.
+	// Default "/usr/local/bin:/usr/bin:/bin".
+	Path string
+	// Lang is the child's LANG. Default "C.UTF-8".
+	Lang string
+	// HostEnv lists host environment variables copied to the child when
+	// set (e.g. "TZ"). Nothing else of the host environment reaches it.
+	HostEnv []string
+	// RequestEnv lists variables a [Request] may set (e.g.
+	// "GIT_AUTHOR_NAME"); other names in Request.Env are refused.
+	RequestEnv []string
+}
+
+// GitSubcommands is the default git allowlist.
+var GitSubcommands = []string{"status", "log", "diff", "show", "rev-parse", "ls-files", "branch", "add", "commit"}
+
+// GitRule returns the default rule for git.
+//
+// Denied everywhere: options that change where git looks for its repository
+// or programs (-c, -C, --config-env, --git-dir, --work-tree, --exec-path,
+// --namespace, --super-prefix), that name remote helpers (--upload-pack,
+// --receive-pack, --exec), that read or write host files outside the
+// repository (--output, --no-index, --template, --pathspec-from-file,
+// --orderfile, --resolve-git-dir), that start other programs (--ext-diff,
+// --help, --show-signature), and config injection: a "core." or "alias."
+// key in a key=value argument, or any such argument to "git config" should
+// it be allowed. Per subcommand: commit -F/--file/-t/-S/--gpg-sign (read
+// host files, run gpg); -O for diff, log and show; -u (upload-pack) for the network
+// subcommands clone, fetch, pull, ls-remote and archive, should they be
+// allowed. Note "-u" is harmless for status, add and commit and stays
+// allowed there.
+//
+// The child gets GIT_CONFIG_NOSYSTEM=1, GIT_CONFIG_GLOBAL=/dev/null,
+// GIT_TERMINAL_PROMPT=0, no pager, ":" as editor, no protocols, and
+// command-line config (via GIT_CONFIG_COUNT, which outranks the
+// repository's config) that turns off hooks, fsmonitor, gpg programs,
+// credential helpers and submodule recursion.
+func GitRule() Rule {
+	over := [][2]string{
+		{"core.fsmonitor", "false"},
+		{"core.hooksPath", "/dev/null"},
+		{"core.pager", "cat"},
+		{"core.editor", ":"},
+		{"core.sshCommand", "false"},
+		{"core.askPass", "false"},
+		{"sequence.editor", ":"},
+		{"commit.gpgSign", "false"},
+		{"tag.gpgSign", "false"},
+		{"log.showSignature", "false"},
+		{"gpg.program", "false"},
+		{"gpg.openpgp.program", "false"},
+		{"gpg.x509.program", "false"},
+		{"gpg.ssh.program", "false"},
+		{"credential.helper", ""},
+		{"protocol.allow", "never"},
+		{"submodule.recurse", "false"},
+		{"diff.ignoreSubmodules", "all"},
+		{"status.submoduleSummary", "false"},
+		{"safe.bareRepository", "explicit"},
+	}
+	env := map[string]string{
+		"GIT_CONFIG_NOSYSTEM":    "1",
+		"GIT_CONFIG_GLOBAL":      "/dev/null",
+		"GIT_TERMINAL_PROMPT":    "0",
+		"GIT_PAGER":              "cat",
+		"PAGER":                  "cat",
+		"GIT_EDITOR":             ":",
+		"GIT_SEQUENCE_EDITOR":    ":",
+		"GIT_ATTR_NOSYSTEM":      "1",
+		"GIT_ALLOW_PROTOCOL":     "none",
+		"GIT_PROTOCOL_FROM_USER": "0",
+		"GIT_OPTIONAL_LOCKS":     "0",
+		"GIT_NO_REPLACE_OBJECTS": "1",
+		"GIT_CONFIG_COUNT":       fmt.Sprint(len(over)),
+		"GIT_ADVICE":             "0",
+		"GIT_MERGE_AUTOEDIT":     "no",
+		"GIT_SSH_COMMAND":        "false",
+		"GIT_ASKPASS":            "false",
+		"SSH_ASKPASS":            "false",
+		"GIT_FLUSH":              "1",
+	}
+	for i, kv := range over {
+		env[fmt.Sprintf("GIT_CONFIG_KEY_%d", i)] = kv[0]
+		env[fmt.Sprintf("GIT_CONFIG_VALUE_%d", i)] = kv[1]
+	}
+	network := []string{"-u", "--upload-pack", "--receive-pack", "--exec"}
+	diffish := []string{"-O", "--orderfile"}
+	return Rule{
+		Subcommands: append([]string(nil), GitSubcommands...),
+		DeniedFlags: []string{
+			"-c", "-C", "--config-env", "--git-dir", "--work-tree", "--exec-path",
+			"--namespace", "--super-prefix", "--upload-pack", "--receive-pack", "--exec",
+			"--output", "--no-index", "--template", "--pathspec-from-file", "--orderfile",
+			"--resolve-git-dir", "--ext-diff", "--help", "--show-signature",
+		},
+		SubcommandDeniedFlags: map[string][]string{
+			"commit":    {"-F", "--file", "-t", "-S", "--gpg-sign"},
+			"diff":      diffish,
+			"log":       diffish,
+			"show":      diffish,
+			"clone":     network,
+			"fetch":     network,
+			"pull":      network,
+			"ls-remote": network,
+			"archive":   append([]string{"--remote"}, network...),
+		},
+		ValueShorts:       "mFCctSGnOLXABUlNjgeIBM",
+		DeniedArgPrefixes: []string{"core.", "alias."},
+		Env:               env,
+		Git:               true,
+	}
+}
+
+// DefaultPolicy allows git with [GitRule] and lets requests set the git
+// identity variables.
+func DefaultPolicy() Policy {
+	return Policy{
+		Binaries: map[string]Rule{"git": GitRule()},
+		RequestEnv: []string{
+			"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
+			"GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "TZ",
+		},
+	}
+}
+
+// checkArgs applies rule to args (argv without argv[0]) and returns the
+// subcommand, if the rule has any.
+func checkArgs(rule Rule, args []string) (string, error) {
+	sub := ""
+	if len(rule.Subcommands) > 0 {
+		for _, a := range args {
+			if a == "--" {
+				break
+			}
+			if !strings.HasPrefix(a, "-") {
+				sub = a
+				break
+			}
+		}
+		if sub == "" {
+			return "", denied("no subcommand (allowed: %s)", strings.Join(rule.Subcommands, ", "))
+		}
+		ok := false
+		for _, s := range rule.Subcommands {
+			ok = ok || s == sub
+		}
+		if !ok {
+			return "", denied("subcommand %q is not allowed (allowed: %s)", sub, strings.Join(rule.Subcommands, ", "))
+		}
+	}
+	deny := append(append([]string(nil), rule.DeniedFlags...), rule.SubcommandDeniedFlags[sub]...)
+	for _, a := range args {
+		if strings.ContainsRune(a, 0) {
+			return "", denied("argument contains a NUL byte")
+		}
+		if f := matchDenied(a, deny, rule.ValueShorts); f != "" {
+			return "", denied("flag %s is not allowed (argument %q)", f, a)
+		}
+		if p := matchPrefix(a, rule.DeniedArgPrefixes, sub == "config"); p != "" {
+			return "", denied("argument %q injects %s* configuration", a, p)
+		}
+	}
+	return sub, nil
+}
+
+// matchDenied returns the denied flag that arg uses, or "".
+func matchDenied(arg string, deny []string, valueShorts string) string {
+	switch {
+	case strings.HasPrefix(arg, "--") && len(arg) > 2:
+		name, _, _ := strings.Cut(arg, "=")
+		for _, d := range deny {
+			// Exact, or an abbreviation git would expand to d.
+			if strings.HasPrefix(d, "--") && strings.HasPrefix(d, name) && len(name) >= 3 {
+				return d
+			}
+		}
+	case strings.HasPrefix(arg, "-") && len(arg) > 1 && arg[1] != '-':
+		for _, c := range arg[1:] {
+			for _, d := range deny {
+				if len(d) == 2 && d[0] == '-' && rune(d[1]) == c {
+					return d
+				}
+			}
+			if strings.ContainsRune(valueShorts, c) {
+				break // the rest of the cluster is this option's value
+			}
+		}
+	}
+	return ""
+}
+
+// matchPrefix returns the config-key prefix that arg injects, or "". Only
+// key=value arguments are looked at, unless all is set.
+func matchPrefix(arg string, prefixes []string, all bool) string {
+	low := strings.ToLower(arg)
+	if !all && !strings.Contains(low, "=") {
+		return ""
+	}
+	cands := []string{strings.TrimSpace(strings.TrimLeft(low, "-"))}
+	for i := 0; i < len(low); i++ {
+		if low[i] == '=' {
+			cands = append(cands, strings.TrimSpace(low[i+1:]))
+		}
+	}
+	if strings.HasPrefix(low, "-c") {
+		cands = append(cands, strings.TrimSpace(low[2:]))
+	}
+	for _, c := range cands {
+		for _, p := range prefixes {
+			if strings.HasPrefix(c, p) {
+				return p
+			}
+		}
+	}
+	return ""
+}

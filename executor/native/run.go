@@ -1,0 +1,447 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Exit codes of runs that did not finish on their own.
+const (
+	ExitTimeout   = 124
+	ExitCancelled = 125
+	ExitDenied    = 126
+	ExitNotFound  = 127
+)
+
+// Class names why a run did not finish normally; the empty string means it
+// did (whatever its exit code). The values match the result contract of the
+// sandbox and the HTTP API.
+type Class string
+
+// Classes.
+const (
+	ClassNone      Class = ""
+	ClassTimeout   Class = "TIMEOUT"
+	ClassCancelled Class = "CANCELLED"
+	ClassDenied    Class = "DENIED"
+	ClassNotFound  Class = "NOT_FOUND"
+)
+
+// TruncatedMarker is appended to a stream cut at the output cap.
+const TruncatedMarker = "\n[TRUNCATED at 1MB]\n"
+
+// Config configures a [Runner]. The zero value of every field gives its
+// default.
+type Config struct {
+	// Policy is the allowlist; default [DefaultPolicy].
+	Policy *Policy
+	// MaxOutput caps each of stdout and stderr while it is read; default
+	// 1 MiB.
+	MaxOutput int
+	// Timeout applies to requests without one; default 30s.
+	Timeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL; default 5s.
+	KillGrace time.Duration
+	// OnDecision, when set, is called once per Run with the policy
+	// decision (before the command starts), e.g. to write an audit entry.
+	// It must not block for long.
+	OnDecision func(Decision)
+}
+
+// Decision is a policy decision, reported through Config.OnDecision.
+type Decision struct {
+	Argv    []string
+	Binary  string // resolved absolute path, "" if not resolved
+	Dir     string // real working directory, "" if not resolved
+	Allowed bool
+	Reason  string // why it was refused, or "allowed"
+}
+
+// Request is one command to run.
+type Request struct {
+	// Argv is the command: Argv[0] is an allowlisted binary name.
+	Argv []string
+	// Jail is the host directory the command is confined to.
+	Jail string
+	// Dir is the working directory relative to Jail ("" for the root).
+	Dir string
+	// Env sets variables listed in Policy.RequestEnv; any other name is
+	// refused.
+	Env map[string]string
+	// Stdin is the command's standard input; nil means /dev/null.
+	Stdin io.Reader
+	// Timeout overrides Config.Timeout when positive.
+	Timeout time.Duration
+}
+
+// Result is the outcome of a run. Stdout and Stderr are raw (not
+// redacted); redaction is the caller's job before output leaves the
+// sandbox.
+type Result struct {
+	Argv      []string
+	Binary    string
+	Dir       string
+	Stdout    []byte
+	Stderr    []byte
+	ExitCode  int
+	Class     Class
+	Truncated bool
+	Start     time.Time
+	Duration  time.Duration
+	// Reason explains a denial.
+	Reason string
+}
+
+// Runner runs commands of the native lane. It is safe for concurrent use.
+type Runner struct {
+	cfg      Config
+	policy   Policy
+	binaries map[string]string // name -> real absolute path ("" = not installed)
+}
+
+// New resolves every allowlisted binary once (exec.LookPath in
+// Policy.Path, then filepath.EvalSymlinks) and returns a Runner. A binary
+// that is not installed is not an error here: running it gives exit code
+// 127 and [ErrNotFound]. New fails only for an invalid policy (a binary
+// name containing a path separator).
+func New(cfg Config) (*Runner, error) {
+	if cfg.Policy == nil {
+		p := DefaultPolicy()
+		cfg.Policy = &p
+	}
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = 1 << 20
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = 5 * time.Second
+	}
+	pol := *cfg.Policy
+	if pol.Path == "" {
+		pol.Path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	if pol.Lang == "" {
+		pol.Lang = "C.UTF-8"
+	}
+	r := &Runner{cfg: cfg, policy: pol, binaries: make(map[string]string)}
+	for name := range pol.Binaries {
+		if name == "" || strings.ContainsRune(name, '/') || strings.ContainsRune(name, 0) {
+			return nil, fmt.Errorf("native: invalid binary name %q in policy", name)
+		}
+		r.binaries[name] = lookPath(name, pol.Path)
+	}
+	return r, nil
+}
+
+// lookPath resolves name in the given PATH to a real absolute path, or "".
+func lookPath(name, path string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		fi, err := os.Stat(p)
+		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		return real
+	}
+	return ""
+}
+
+// Binary returns the resolved path of an allowlisted binary, or "".
+func (r *Runner) Binary(name string) string { return r.binaries[name] }
+
+// Run checks req against the policy and runs it.
+//
+// # Errors
+//
+// A non-zero exit status is not an error: Result.ExitCode has it. Run
+// returns an error, with a Result whose ExitCode and Class say what
+// happened, when the command was refused (a *[DeniedError], exit 126), the
+// binary is not installed ([ErrNotFound], 127), the deadline passed
+// (context.DeadlineExceeded, 124) or ctx was cancelled (context.Canceled,
+// 125), or the process could not be started.
+func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
+	res := Result{Argv: append([]string(nil), req.Argv...), Start: time.Now()}
+	finish := func(code int, class Class, err error) (Result, error) {
+		res.ExitCode, res.Class = code, class
+		res.Duration = time.Since(res.Start)
+		var de *DeniedError
+		if errors.As(err, &de) {
+			res.Reason = de.Reason
+		}
+		return res, err
+	}
+	bin, dirReal, env, err := r.prepare(req)
+	res.Binary, res.Dir = bin, dirReal
+	r.decide(res, err)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return finish(ExitNotFound, ClassNotFound, err)
+	case err != nil:
+		return finish(ExitDenied, ClassDenied, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return finish(ctxCode(ctx))
+	}
+	timeout := r.cfg.Timeout
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	// Re-check the jail right before the process starts.
+	if _, again, err := ResolveDir(req.Jail, req.Dir); err != nil || again != dirReal {
+		if err == nil {
+			err = jailDenied("working directory changed during the check")
+		}
+		r.decide(res, err)
+		return finish(ExitDenied, ClassDenied, err)
+	}
+	out, errOut, code, truncated, err := r.exec(ctx, bin, req, dirReal, env)
+	res.Stdout, res.Stderr, res.Truncated = out, errOut, truncated
+	if err != nil {
+		return finish(-1, ClassNone, err)
+	}
+	if ctx.Err() != nil {
+		return finish(ctxCode(ctx))
+	}
+	return finish(code, ClassNone, nil)
+}
+
+func ctxCode(ctx context.Context) (int, Class, error) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ExitTimeout, ClassTimeout, fmt.Errorf("native: %w", context.DeadlineExceeded)
+	}
+	return ExitCancelled, ClassCancelled, fmt.Errorf("native: %w", context.Cause(ctx))
+}
+
+func (r *Runner) decide(res Result, err error) {
+	if r.cfg.OnDecision == nil {
+		return
+	}
+	d := Decision{Argv: res.Argv, Binary: res.Binary, Dir: res.Dir, Allowed: err == nil, Reason: "allowed"}
+	if err != nil {
+		d.Reason = err.Error()
+		var de *DeniedError
+		if errors.As(err, &de) {
+			d.Reason = de.Reason
+		}
+	}
+	r.cfg.OnDecision(d)
+}
+
+// prepare applies the policy: binary, arguments, jail, environment.
+func (r *Runner) prepare(req Request) (bin, dirReal string, env []string, err error) {
+	if len(req.Argv) == 0 {
+		return "", "", nil, denied("empty command")
+	}
+	name := req.Argv[0]
+	rule, ok := r.policy.Binaries[name]
+	if !ok {
+		return "", "", nil, denied("binary %q is not allowlisted", name)
+	}
+	bin = r.binaries[name]
+	if bin == "" {
+		return "", "", nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	if _, err := checkArgs(rule, req.Argv[1:]); err != nil {
+		return bin, "", nil, err
+	}
+	jailReal, dirReal, err := ResolveDir(req.Jail, req.Dir)
+	if err != nil {
+		return bin, "", nil, err
+	}
+	if rule.Git {
+		if err := gitRepoCheck(jailReal, dirReal); err != nil {
+			return bin, dirReal, nil, err
+		}
+	}
+	vars := map[string]string{"PATH": r.policy.Path, "HOME": jailReal, "LANG": r.policy.Lang}
+	for _, k := range r.policy.HostEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			vars[k] = v
+		}
+	}
+	for k, v := range req.Env {
+		allowed := false
+		for _, a := range r.policy.RequestEnv {
+			allowed = allowed || a == k
+		}
+		if !allowed {
+			return bin, dirReal, nil, denied("environment variable %q may not be set", k)
+		}
+		if strings.ContainsRune(v, 0) {
+			return bin, dirReal, nil, denied("environment variable %q contains a NUL byte", k)
+		}
+		vars[k] = v
+	}
+	for k, v := range rule.Env {
+		vars[k] = v
+	}
+	if rule.Git {
+		// Never discover a repository above the jail.
+		vars["GIT_CEILING_DIRECTORIES"] = filepath.Dir(jailReal)
+	}
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	return bin, dirReal, env, nil
+}
+
+// exec starts the process in its own process group and waits for it,
+// killing the whole group on ctx's end (SIGTERM, then SIGKILL after the
+// grace period) and whatever is left of the group once the leader exits.
+func (r *Runner) exec(ctx context.Context, bin string, req Request, dir string, env []string) (stdout, stderr []byte, code int, truncated bool, err error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, 0, false, fmt.Errorf("native: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, 0, false, fmt.Errorf("native: %w", err)
+	}
+	cmd := &exec.Cmd{
+		Path:        bin,
+		Args:        append([]string{req.Argv[0]}, req.Argv[1:]...),
+		Env:         env,
+		Dir:         dir,
+		Stdin:       req.Stdin,
+		Stdout:      outW,
+		Stderr:      errW,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	startErr := cmd.Start()
+	outW.Close()
+	errW.Close()
+	if startErr != nil {
+		outR.Close()
+		errR.Close()
+		return nil, nil, 0, false, fmt.Errorf("native: start %s: %w", req.Argv[0], startErr)
+	}
+	pid := cmd.Process.Pid
+
+	var wg sync.WaitGroup
+	outBuf := &capBuffer{max: r.cfg.MaxOutput}
+	errBuf := &capBuffer{max: r.cfg.MaxOutput}
+	for _, p := range []struct {
+		r *os.File
+		b *capBuffer
+	}{{outR, outBuf}, {errR, errBuf}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			io.Copy(p.b, p.r)
+		}()
+	}
+
+	exited := make(chan struct{})
+	go func() {
+		// Wait for the leader to exit without reaping it, so that its
+		// pid (the group id) stays reserved until the group is killed.
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		unix.Kill(-pid, unix.SIGTERM)
+		grace := time.NewTimer(r.cfg.KillGrace)
+		select {
+		case <-exited:
+			grace.Stop()
+		case <-grace.C:
+			unix.Kill(-pid, unix.SIGKILL)
+			<-exited
+		}
+	}
+	// No process of the command's group outlives it.
+	unix.Kill(-pid, unix.SIGKILL)
+	waitErr := cmd.Wait()
+
+	// The pipes reach EOF once every writer is gone. A process that left
+	// the group (setsid) could keep them open: do not wait for it forever.
+	readers := make(chan struct{})
+	go func() { wg.Wait(); close(readers) }()
+	select {
+	case <-readers:
+	case <-time.After(time.Second):
+		outR.Close()
+		errR.Close()
+		<-readers
+	}
+	outR.Close()
+	errR.Close()
+
+	code = 0
+	if waitErr != nil {
+		var ee *exec.ExitError
+		if !errors.As(waitErr, &ee) {
+			return outBuf.bytes(), errBuf.bytes(), -1, outBuf.truncated || errBuf.truncated, fmt.Errorf("native: wait: %w", waitErr)
+		}
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	}
+	return outBuf.bytes(), errBuf.bytes(), code, outBuf.truncated || errBuf.truncated, nil
+}
+
+// capBuffer keeps the first max bytes written to it and discards the rest
+// (still accepting it, so the writer never blocks on a full pipe).
+type capBuffer struct {
+	buf       bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room > 0 {
+		if len(p) > room {
+			c.buf.Write(p[:room])
+			c.truncated = true
+		} else {
+			c.buf.Write(p)
+		}
+	} else if len(p) > 0 {
+		c.truncated = true
+	}
+	return len(p), nil
+}
+
+func (c *capBuffer) bytes() []byte {
+	if c.truncated {
+		c.buf.WriteString(TruncatedMarker)
+	}
+	return c.buf.Bytes()
+}
