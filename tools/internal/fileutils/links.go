@@ -243,7 +243,7 @@ func canonicalize(name string, mode int, physical bool) (string, error) {
 			rest = append(strings.Split(target, "/"), rest...)
 			continue
 		}
-		if !fi.IsDir() && hasComponent(rest) && mode != canonMissing {
+		if !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0 && hasComponent(rest) && mode != canonMissing {
 			return "", syscall.ENOTDIR
 		}
 		resolved = next

@@ -422,3 +422,17 @@ func copyStream(w io.Writer, r io.Reader) (readErr, writeErr error) {
 		}
 	}
 }
+
+// badArg reports an invalid argument of a long option with the list of
+// valid ones ("a|b" for synonyms), as GNU argmatch does, and returns
+// status 1.
+func badArg(e *cmd.Env, val, option string, valid ...string) int {
+	e.Errorf("invalid argument %s for '%s'", quote(val), option)
+	fmt.Fprintln(e.Stderr, "Valid arguments are:")
+	for _, v := range valid {
+		// "a|b" lists synonyms on one line.
+		fmt.Fprintf(e.Stderr, "  - '%s'\n", strings.ReplaceAll(v, "|", "', '"))
+	}
+	fmt.Fprintf(e.Stderr, "Try '%s --help' for more information.\n", e.Name())
+	return 1
+}

@@ -1,0 +1,179 @@
+package fileutils
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+)
+
+// run executes a registered command in-process in dir and returns its
+// stdout, stderr and exit status.
+func run(t *testing.T, dir, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	fn, ok := cmd.Lookup(args[0])
+	if !ok {
+		t.Fatalf("no command %s", args[0])
+	}
+	var out, errb bytes.Buffer
+	st := fn(&cmd.Env{Args: args, Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb})
+	return out.String(), errb.String(), st
+}
+
+func mustWrite(t *testing.T, path, data string, mode os.FileMode, mtime time.Time) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, mode)
+	if !mtime.IsZero() {
+		os.Chtimes(path, mtime, mtime)
+	}
+}
+
+// lsFixture builds the directory the ls -l expectations below were taken
+// from with GNU ls 9.1 (TZ=UTC LC_ALL=C).
+func lsFixture(t *testing.T) string {
+	time.Local = time.UTC
+	dir := t.TempDir()
+	old := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	mustWrite(t, dir+"/small", "hello\n", 0o644, old)
+	mustWrite(t, dir+"/mid", strings.Repeat("\x00", 1536), 0o755, old)
+	mustWrite(t, dir+"/big", strings.Repeat("\x00", 2000000), 0o600, time.Now().Add(-20*24*time.Hour).Truncate(24*time.Hour).Add(10*time.Hour))
+	os.Symlink("small", dir+"/link")
+	return dir
+}
+
+func TestLsLong(t *testing.T) {
+	dir := lsFixture(t)
+	recent := time.Now().Add(-20 * 24 * time.Hour).Truncate(24 * time.Hour).Add(10 * time.Hour)
+	recentStr := recent.Format("Jan _2 15:04")
+	lfi, err := os.Lstat(dir + "/link")
+	if err != nil {
+		t.Fatal(err)
+	}
+	linkTime := lfi.ModTime()
+	linkStr := linkTime.Format("Jan _2 15:04")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ls", "-lgG", "big", "link", "mid", "small"}, "" +
+			"-rw------- 1 2000000 " + recentStr + " big\n" +
+			"lrwxrwxrwx 1       5 " + linkStr + " link -> small\n" +
+			"-rwxr-xr-x 1    1536 Jan  2  2024 mid\n" +
+			"-rw-r--r-- 1       6 Jan  2  2024 small\n"},
+		{[]string{"ls", "-lgGh", "big", "link", "mid", "small"}, "" +
+			"-rw------- 1 2.0M " + recentStr + " big\n" +
+			"lrwxrwxrwx 1    5 " + linkStr + " link -> small\n" +
+			"-rwxr-xr-x 1 1.5K Jan  2  2024 mid\n" +
+			"-rw-r--r-- 1    6 Jan  2  2024 small\n"},
+		{[]string{"ls", "-lgGF", "--time-style=long-iso", "mid", "small", "link"}, "" +
+			"lrwxrwxrwx 1    5 " + linkTime.Format("2006-01-02 15:04") + " link -> small\n" +
+			"-rwxr-xr-x 1 1536 2024-01-02 03:04 mid*\n" +
+			"-rw-r--r-- 1    6 2024-01-02 03:04 small\n"},
+		{[]string{"ls", "-gGS", "--time-style=+%Y/%m", "big", "mid", "small", "link"}, "" +
+			"-rw------- 1 2000000 " + recent.Format("2006/01") + " big\n" +
+			"-rwxr-xr-x 1    1536 2024/01 mid\n" +
+			"-rw-r--r-- 1       6 2024/01 small\n" +
+			"lrwxrwxrwx 1       5 " + linkTime.Format("2006/01") + " link -> small\n"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args[1:], " "), func(t *testing.T) {
+			out, errs, st := run(t, dir, "", tc.args...)
+			if out != tc.want || errs != "" || st != 0 {
+				t.Errorf("got %q %q %d\nwant %q", out, errs, st, tc.want)
+			}
+		})
+	}
+	// The full-time listing of the directory sorted oldest first: ties on
+	// time are broken by name, and -r reverses both.
+	out, _, _ := run(t, dir, "", "ls", "-lgGtr", "--full-time")
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], "total ") || len(lines) != 6 {
+		t.Fatalf("bad listing %q", out)
+	}
+	want := []string{
+		"-rw-r--r-- 1       6 2024-01-02 03:04:05.000000000 +0000 small",
+		"-rwxr-xr-x 1    1536 2024-01-02 03:04:05.000000000 +0000 mid",
+	}
+	for i, w := range want {
+		if lines[i+1] != w {
+			t.Errorf("line %d: got %q want %q", i+1, lines[i+1], w)
+		}
+	}
+}
+
+func TestHumanSize(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0", 1023: "1023", 1024: "1.0K", 1025: "1.1K", 1536: "1.5K", 10239: "10K",
+		10240: "10K", 10241: "11K", 98136: "96K", 1048575: "1.0M", 1048576: "1.0M",
+		2000000: "2.0M", 5 << 30: "5.0G",
+	} {
+		if got := humanSize(n); got != want {
+			t.Errorf("humanSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, dir+"/d/f", "data\n", 0o644, time.Time{})
+	os.Symlink("d/f", dir+"/lf")
+	os.Symlink("d", dir+"/ld")
+	os.Symlink("loop2", dir+"/loop1")
+	os.Symlink("loop1", dir+"/loop2")
+	real, _ := filepath.EvalSymlinks(dir)
+	tests := []struct {
+		args     []string
+		out, err string
+		status   int
+	}{
+		{[]string{"readlink", "lf", "ld"}, "d/f\nd\n", "", 0},
+		{[]string{"readlink", "-f", "lf", "ld/f", "ld/nope"}, real + "/d/f\n" + real + "/d/f\n" + real + "/d/nope\n", "", 0},
+		{[]string{"readlink", "-e", "ld/nope"}, "", "", 1},
+		{[]string{"realpath", "loop1"}, "", "realpath: loop1: Too many levels of symbolic links\n", 1},
+		{[]string{"realpath", "-s", "ld/../lf"}, real + "/lf\n", "", 0},
+		{[]string{"cat", "lf"}, "data\n", "", 0},
+		{[]string{"ls", "-F", "ld", "lf"}, "ld@\nlf@\n", "", 0},
+		{[]string{"ls", "ld"}, "f\n", "", 0},
+		{[]string{"ls", "-d", "ld"}, "ld\n", "", 0},
+	}
+	for _, tc := range tests {
+		out, errs, st := run(t, dir, "", tc.args...)
+		if out != tc.out || errs != tc.err || st != tc.status {
+			t.Errorf("%v: got %q %q %d, want %q %q %d", tc.args, out, errs, st, tc.out, tc.err, tc.status)
+		}
+	}
+	// cp -r copies links as links; cp without -r follows them.
+	if _, errs, st := run(t, dir, "", "cp", "-r", "ld", "lf", "d"); st != 0 {
+		t.Fatalf("cp -r: %s", errs)
+	}
+	if target, err := os.Readlink(dir + "/d/ld"); err != nil || target != "d" {
+		t.Errorf("cp -r did not copy the symlink: %q %v", target, err)
+	}
+	run(t, dir, "", "cp", "lf", "copy")
+	if fi, err := os.Lstat(dir + "/copy"); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("cp did not dereference: %v %v", fi, err)
+	}
+	// rm -r on a symlink to a directory removes the link, not the target.
+	if _, errs, st := run(t, dir, "", "rm", "-r", "ld"); st != 0 {
+		t.Fatal(errs)
+	}
+	if _, err := os.Stat(dir + "/d/f"); err != nil {
+		t.Errorf("rm -r followed the symlink: %v", err)
+	}
+}
