@@ -207,8 +207,8 @@ func (p *pipe) poll(timeout time.Duration) (bool, experimentalsys.Errno) {
 	for {
 		select {
 		case <-p.readable:
-			signal(p.readable) // leave the wake-up for the Read that follows
 			if ready() {
+				signal(p.readable) // leave the wake-up for the Read that follows
 				return true, 0
 			}
 		case <-p.closed:
