@@ -240,7 +240,8 @@ func (h *hostRaw) Rename(oldname, newname string) error {
 	if rel(oldname) == "." || rel(newname) == "." {
 		return linkErr("rename", oldname, newname, syscall.EBUSY)
 	}
-	return rewrapLink("rename", oldname, newname, h.root.Rename(rel(oldname), rel(newname)))
+	err := h.renameAt(oldname, newname)
+	return rewrapLink("rename", oldname, newname, err)
 }
 
 func (h *hostRaw) Stat(name string) (os.FileInfo, error) {

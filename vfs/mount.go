@@ -72,11 +72,6 @@ func (v *VFS) Mount(point string, fsys FS) error {
 		return pathErr(op, point, syscall.EINVAL)
 	}
 	point = cleanAbs(point)
-	if p, _, errno := walk(v.mt, point, true); errno != 0 {
-		return pathErr(op, point, errno)
-	} else if p != point {
-		return pathErr(op, point, syscall.EINVAL)
-	}
 	fi, err := v.Stat(point)
 	if err != nil && isNotExist(err) {
 		err = v.MkdirAll(point, 0o755)
@@ -86,6 +81,11 @@ func (v *VFS) Mount(point string, fsys FS) error {
 	}
 	if err != nil {
 		return rewrap(op, point, err)
+	}
+	if p, _, errno := walk(v.mt, point, true); errno != 0 {
+		return pathErr(op, point, errno)
+	} else if p != point {
+		return pathErr(op, point, syscall.EINVAL)
 	}
 	if !fi.IsDir() {
 		return pathErr(op, point, syscall.ENOTDIR)

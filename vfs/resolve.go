@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -238,6 +239,10 @@ func (r *resolving) Rename(oldname, newname string) error {
 		} else if !fi.IsDir() {
 			errno = syscall.ENOTDIR
 		}
+	}
+	if errno == 0 && strings.HasPrefix(pn, po+"/") {
+		// Both are resolved: a lexical prefix is the real subtree.
+		errno = syscall.EINVAL
 	}
 	if errno != 0 {
 		return linkErr(op, oldname, newname, errno)

@@ -1,0 +1,34 @@
+package vfs
+
+import (
+	"os"
+	"path"
+	"syscall"
+)
+
+// renameAt renames with rename(2) semantics (replacing an empty
+// directory, which os.Root.Rename refuses): both parent directories are
+// opened through the os.Root, so they are inside it, and renameat(2) gets
+// plain base names relative to them, so it cannot leave it.
+func (h *hostRaw) renameAt(oldname, newname string) error {
+	od, err := h.root.OpenFile(rel(path.Dir(oldname)), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer od.Close()
+	nd, err := h.root.OpenFile(rel(path.Dir(newname)), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer nd.Close()
+	ob, nb := path.Base(oldname), path.Base(newname)
+	if ob == "." || ob == ".." || ob == "/" || nb == "." || nb == ".." || nb == "/" {
+		return syscall.EBUSY
+	}
+	for {
+		err = syscall.Renameat(int(od.Fd()), ob, int(nd.Fd()), nb)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
