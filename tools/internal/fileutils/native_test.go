@@ -177,3 +177,34 @@ func TestSymlinks(t *testing.T) {
 		t.Errorf("rm -r followed the symlink: %v", err)
 	}
 }
+
+func TestDf(t *testing.T) {
+	t.Setenv("WASMBOX_STATFS", "268435456 20480 10000 12")
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"df"}, "" +
+			"Filesystem     1K-blocks  Used Available Use% Mounted on\n" +
+			"wasmbox           262144    20    262124   1% /\n"},
+		{[]string{"df", "-h", "."}, "" +
+			"Filesystem      Size  Used Avail Use% Mounted on\n" +
+			"wasmbox         256M   20K  256M   1% /\n"},
+		{[]string{"df", "-i"}, "" +
+			"Filesystem     Inodes IUsed IFree IUse% Mounted on\n" +
+			"wasmbox         10000    12  9988    1% /\n"},
+		{[]string{"df", "-T"}, "" +
+			"Filesystem     Type    1K-blocks  Used Available Use% Mounted on\n" +
+			"wasmbox        wasmbox    262144    20    262124   1% /\n"},
+	}
+	for _, tc := range tests {
+		out, errs, st := run(t, dir, "", tc.args...)
+		if out != tc.want || errs != "" || st != 0 {
+			t.Errorf("%v: got %q %q %d\nwant %q", tc.args, out, errs, st, tc.want)
+		}
+	}
+	if _, errs, st := run(t, dir, "", "df", "nope"); st != 1 || errs != "df: nope: No such file or directory\n" {
+		t.Errorf("df nope: %q %d", errs, st)
+	}
+}
