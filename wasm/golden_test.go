@@ -30,13 +30,17 @@ func TestGolden(t *testing.T) {
 			continue
 		}
 		t.Run(cd.Name(), func(t *testing.T) {
-			files, err := filepath.Glob(filepath.Join(dir, cd.Name(), "*.txtar"))
+			files, err := os.ReadDir(filepath.Join(dir, cd.Name()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, f := range files {
-				t.Run(strings.TrimSuffix(filepath.Base(f), ".txtar"), func(t *testing.T) {
-					runGolden(t, cd.Name(), f)
+				name, ok := strings.CutSuffix(f.Name(), ".txtar")
+				if !ok || f.IsDir() {
+					continue
+				}
+				t.Run(name, func(t *testing.T) {
+					runGolden(t, cd.Name(), filepath.Join(dir, cd.Name(), f.Name()))
 				})
 			}
 		})
