@@ -1,7 +1,6 @@
 package wasi
 
 import (
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -620,17 +619,13 @@ func (f *file) Pwrite(buf []byte, off int64) (int, experimentalsys.Errno) {
 		return 0, 0
 	}
 	n, err := f.f.WriteAt(buf, off)
-	if err != nil && f.append && n == 0 && !isErrno(err) {
-		// Some afero files (os.File among them) refuse WriteAt on a file
-		// opened with O_APPEND: write through a second, non-append handle.
+	if err != nil && f.append && n == 0 {
+		// Some afero files (os.File among them, and so host mounts) refuse
+		// WriteAt on a file opened with O_APPEND: write through a second,
+		// non-append handle. A real failure (ENOSPC, ...) fails there too.
 		return f.pwriteAside(buf, off)
 	}
 	return n, toErrno(err)
-}
-
-func isErrno(err error) bool {
-	var se syscall.Errno
-	return errors.As(err, &se)
 }
 
 func (f *file) pwriteAside(buf []byte, off int64) (int, experimentalsys.Errno) {
