@@ -1,0 +1,145 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+// runState is what one Run shares with every goroutine and child shell it
+// starts: its context (cancelled with a cause when a limit is crossed), the
+// counters behind Limits, the capped output streams, and the goroutines
+// and temporary files to clean up at the end.
+type runState struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	lim    Limits
+
+	commands atomic.Int64
+	frames   atomic.Int64
+	jobs     atomic.Int64
+
+	stdout, stderr *capWriter
+
+	wg       sync.WaitGroup // goroutines the shell started for this Run
+	mu       sync.Mutex
+	tmpFiles []string
+}
+
+func (s *Shell) newRunState(ctx context.Context) *runState {
+	ctx, cancel := context.WithCancelCause(ctx)
+	rs := &runState{ctx: ctx, cancel: cancel, lim: s.lim}
+	rs.stdout = newCapWriter(s.stdout, s.lim.MaxOutputBytes)
+	rs.stderr = newCapWriter(s.stderr, s.lim.MaxOutputBytes)
+	return rs
+}
+
+// fail stops the whole Run with err as the cause and returns err, so that
+// a handler can both abort the Run and make its own runner fatal.
+func (rs *runState) fail(err error) error {
+	rs.cancel(err)
+	return err
+}
+
+// stdinFile turns the configured stdin into the *os.File the interpreter
+// requires, with a copying goroutine that this Run owns: the returned
+// func closes the read end, which ends the copy even when the script did
+// not read everything. (A reader that blocks forever in Read still holds
+// its goroutine until it returns.)
+func (rs *runState) stdinFile(r io.Reader) (*os.File, func()) {
+	if r == nil {
+		return nil, func() {}
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, func() {}
+	}
+	rs.wg.Go(func() {
+		io.Copy(pw, ctxReader{rs.ctx, r})
+		pw.Close()
+	})
+	return pr, func() { pr.Close() }
+}
+
+// ctxReader stops returning data once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// ErrOutputLimit is returned by writes to a Run's stdout or stderr once
+// Limits.MaxOutputBytes has been written.
+var ErrOutputLimit = errors.New("output limit reached")
+
+// capWriter forwards at most max bytes to w, and fails every write after.
+// It is safe for concurrent use (background jobs write concurrently).
+type capWriter struct {
+	mu        sync.Mutex
+	w         io.Writer
+	max, n    int64
+	truncated bool
+}
+
+func newCapWriter(w io.Writer, max int64) *capWriter {
+	if w == nil {
+		w = io.Discard
+	}
+	return &capWriter{w: w, max: max}
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	room := c.max - c.n
+	if int64(len(p)) <= room {
+		n, err := c.w.Write(p)
+		c.n += int64(n)
+		return n, err
+	}
+	c.truncated = true
+	if room > 0 {
+		n, _ := c.w.Write(p[:room])
+		c.n += int64(n)
+		return n, ErrOutputLimit
+	}
+	return 0, ErrOutputLimit
+}
+
+// lenWriter fails writes once the buffer it fills (a command
+// substitution's) holds more than max bytes; it keeps a runaway command
+// from growing host memory through $(...).
+type lenWriter struct {
+	w   io.Writer
+	l   interface{ Len() int }
+	max int64
+	rs  *runState
+}
+
+func (l lenWriter) Write(p []byte) (int, error) {
+	if int64(l.l.Len())+int64(len(p)) > l.max {
+		return 0, l.rs.fail(&LimitError{Limit: "variable size", Max: l.max})
+	}
+	return l.w.Write(p)
+}
+
+// guardWriter returns w, wrapped so that it cannot grow an in-memory
+// buffer (a command substitution) past the variable size limit.
+func (rs *runState) guardWriter(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	if l, ok := unwrapWriter(w).(interface{ Len() int }); ok {
+		return lenWriter{w: w, l: l, max: rs.lim.MaxVarBytes, rs: rs}
+	}
+	return w
+}

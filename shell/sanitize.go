@@ -1,0 +1,175 @@
+package shell
+
+import (
+	"fmt"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Names the sanitizer writes into scripts.
+const (
+	// checkCmd is prepended to loop bodies and conditions so that limits
+	// are checked on every iteration even when the loop runs no command.
+	checkCmd = "__wasmbox_check"
+	// procSubstCmd reads its stdin into a VFS temporary file and prints the
+	// file's path: `<(cmds)` becomes `$({ cmds; } | __wasmbox_procsubst)`.
+	procSubstCmd = "__wasmbox_procsubst"
+	// The hidden variables $$ and $PPID are renamed to; baseEnv answers them.
+	pidName  = "__wasmbox_pid"
+	ppidName = "__wasmbox_ppid"
+)
+
+// sanitize rewrites a parsed script before the interpreter sees it, to
+// close the doors the interpreter's own configuration cannot:
+//
+//   - `<(cmds)` runs cmds to completion into a VFS temporary file (the
+//     interpreter would create a FIFO in the host's temp directory);
+//     `>(...)` and zsh's `=(...)` are refused;
+//   - `$$` and `$PPID` expand to the sandbox's pids, not the host's;
+//   - loops check limits on every iteration;
+//   - function calls, command substitutions and background jobs open a
+//     frame (see framePath and jobPath) so that depth and jobs are counted.
+//
+// sanitize is idempotent, so that function text exported by Snapshot can
+// be sanitized again by Restore.
+func (s *Shell) sanitize(node syntax.Node) error {
+	var err error
+	syntax.Walk(node, func(n syntax.Node) bool {
+		if err != nil {
+			return false
+		}
+		switch n := n.(type) {
+		case *syntax.Word:
+			for i, part := range n.Parts {
+				ps, ok := part.(*syntax.ProcSubst)
+				if !ok {
+					continue
+				}
+				if ps.Op != syntax.CmdIn {
+					err = fmt.Errorf("line %d: process substitution %s...) is not supported in the sandbox: %w",
+						ps.Pos().Line(), ps.Op, ErrUnsupported)
+					return false
+				}
+				n.Parts[i] = &syntax.CmdSubst{
+					Left: ps.OpPos, Right: ps.Rparen,
+					Stmts: []*syntax.Stmt{{Cmd: &syntax.BinaryCmd{
+						Op: syntax.Pipe,
+						X:  &syntax.Stmt{Cmd: &syntax.Block{Stmts: ps.Stmts}},
+						Y:  &syntax.Stmt{Cmd: call(procSubstCmd)},
+					}}},
+				}
+			}
+		case *syntax.ParamExp:
+			if n.Param != nil {
+				switch n.Param.Value {
+				case "$":
+					n.Param = &syntax.Lit{ValuePos: n.Param.ValuePos, ValueEnd: n.Param.ValueEnd, Value: pidName}
+					n.Short = false
+				case "PPID":
+					n.Param = &syntax.Lit{ValuePos: n.Param.ValuePos, ValueEnd: n.Param.ValueEnd, Value: ppidName}
+					n.Short = false
+				}
+			}
+		case *syntax.WhileClause:
+			if !startsWithCheck(n.Cond) {
+				n.Cond = append([]*syntax.Stmt{{Cmd: call(checkCmd)}}, n.Cond...)
+			}
+		case *syntax.ForClause:
+			if !startsWithCheck(n.Do) {
+				n.Do = append([]*syntax.Stmt{{Cmd: call(checkCmd)}}, n.Do...)
+			}
+		case *syntax.FuncDecl:
+			if n.Body != nil && !hasFrame(n.Body, framePath) {
+				n.Body.Redirs = append([]*syntax.Redirect{frameRedirect(framePath)}, n.Body.Redirs...)
+			}
+		case *syntax.CmdSubst:
+			if len(n.Stmts) == 0 || isCatShortcut(n.Stmts) {
+				break
+			}
+			if len(n.Stmts) == 1 && hasFrame(n.Stmts[0], framePath) {
+				break
+			}
+			n.Stmts = []*syntax.Stmt{{
+				Cmd:    &syntax.Block{Stmts: n.Stmts},
+				Redirs: []*syntax.Redirect{frameRedirect(framePath)},
+			}}
+		case *syntax.Stmt:
+			if (n.Background || n.Disown) && !hasFrame(n, jobPath) {
+				n.Redirs = append([]*syntax.Redirect{frameRedirect(jobPath)}, n.Redirs...)
+			}
+		}
+		return true
+	})
+	return err
+}
+
+// wrapFrame puts all of file's statements in one block that opens a frame,
+// so that eval and source count against Limits.MaxDepth.
+func wrapFrame(file *syntax.File) {
+	if len(file.Stmts) == 0 {
+		return
+	}
+	if len(file.Stmts) == 1 && hasFrame(file.Stmts[0], framePath) {
+		return
+	}
+	file.Stmts = []*syntax.Stmt{{
+		Cmd:    &syntax.Block{Stmts: file.Stmts},
+		Redirs: []*syntax.Redirect{frameRedirect(framePath)},
+	}}
+}
+
+func call(name string) *syntax.CallExpr {
+	return &syntax.CallExpr{Args: []*syntax.Word{lit(name)}}
+}
+
+func lit(s string) *syntax.Word {
+	return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: s}}}
+}
+
+func frameRedirect(p string) *syntax.Redirect {
+	return &syntax.Redirect{Op: syntax.AppOut, Word: lit(p)}
+}
+
+func hasFrame(st *syntax.Stmt, p string) bool {
+	return len(st.Redirs) > 0 && st.Redirs[0].Op == syntax.AppOut && st.Redirs[0].N == nil &&
+		st.Redirs[0].Word.Lit() == p
+}
+
+func startsWithCheck(stmts []*syntax.Stmt) bool {
+	if len(stmts) == 0 {
+		return false
+	}
+	ce, ok := stmts[0].Cmd.(*syntax.CallExpr)
+	return ok && len(ce.Args) == 1 && len(ce.Assigns) == 0 && ce.Args[0].Lit() == checkCmd
+}
+
+// isCatShortcut reports the `$(<file)` form, which the interpreter reads
+// directly and which must stay a lone redirection.
+func isCatShortcut(stmts []*syntax.Stmt) bool {
+	if len(stmts) != 1 {
+		return false
+	}
+	st := stmts[0]
+	return st.Cmd == nil && len(st.Redirs) == 1 && st.Redirs[0].Op == syntax.RdrIn
+}
+
+// sanitizeSource parses src, sanitizes it and wraps it in a frame, and
+// returns the text to hand to the interpreter (eval, source, trap).
+func (s *Shell) sanitizeSource(src, name string, frame bool) (string, error) {
+	file, err := parse(src, name)
+	if err != nil {
+		return "", err
+	}
+	if err := s.sanitize(file); err != nil {
+		return "", err
+	}
+	if frame {
+		wrapFrame(file)
+	}
+	var sb strings.Builder
+	if err := syntax.NewPrinter().Print(&sb, file); err != nil {
+		return "", err
+	}
+	return sb.String(), nil
+}

@@ -1,0 +1,327 @@
+package shell
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// State is the part of a Shell that persists across Runs, in a form that
+// can be serialized (it has only plain fields) and loaded into another
+// Shell with Restore.
+type State struct {
+	Dir   string
+	Umask uint32
+	Vars  []Var
+	// Funcs maps each function name to its definition as shell source.
+	Funcs map[string]string
+	// Aliases maps each alias name to its text.
+	Aliases map[string]string
+	// Options are the `set -o` options that are on (errexit, pipefail...).
+	Options []string
+	// ShellOptions are the `shopt` options that are on (extglob...).
+	ShellOptions []string
+	// ErrTrap is the ERR trap's command, if any. (The EXIT trap fires at
+	// the end of every Run and does not persist.)
+	ErrTrap string
+}
+
+// Var is one shell variable with its attributes. Kind is "string",
+// "indexed", "associative" or "nameref" (whose Str is the target name).
+type Var struct {
+	Name     string
+	Kind     string
+	Str      string            `json:",omitempty"`
+	List     []string          `json:",omitempty"`
+	Indexes  []int             `json:",omitempty"`
+	Map      map[string]string `json:",omitempty"`
+	Exported bool              `json:",omitempty"`
+	ReadOnly bool              `json:",omitempty"`
+}
+
+// Variables the shell owns; Snapshot leaves them out.
+var stateSkip = map[string]bool{
+	"UID": true, "EUID": true, "GID": true, "PWD": true, "OPTIND": true,
+	pidName: true, ppidName: true, "RANDOM": true, "SRANDOM": true,
+}
+
+// snapshotCall is the statement that makes the exec handler capture the
+// state of the runner it runs on (see Shell.capture).
+var snapshotCall = &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{lit(sentinel), lit("wasmbox-snapshot")}}}
+
+// Snapshot returns a copy of the shell's persistent state.
+func (s *Shell) Snapshot() (State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snapshot()
+}
+
+func (s *Shell) snapshot() (State, error) {
+	st := State{Dir: s.runner.Dir, Umask: s.umask.Load(), Funcs: map[string]string{}, Aliases: map[string]string{}}
+	var out bytes.Buffer
+	var vars []Var
+	rs := s.newRunState(context.Background())
+	defer rs.cancel(nil)
+	s.rs.Store(rs)
+	defer s.rs.Store(nil)
+	interp.StdIO(nil, &out, &out)(s.runner)
+	defer interp.StdIO(nil, nil, nil)(s.runner)
+	capture := func(hc interp.HandlerContext) {
+		seen := map[string]Var{}
+		hc.Env.Each(func(name string, vr expand.Variable) bool {
+			if !vr.IsSet() && !vr.Declared() {
+				delete(seen, name)
+				return true
+			}
+			if !vr.IsSet() {
+				delete(seen, name)
+				return true
+			}
+			seen[name] = toVar(name, vr)
+			return true
+		})
+		for _, name := range slices.Sorted(maps.Keys(seen)) {
+			if !stateSkip[name] {
+				vars = append(vars, seen[name])
+			}
+		}
+	}
+	s.captureFn = capture
+	defer func() { s.captureFn = nil }()
+	if err := s.runNode(context.Background(), s.runner, snapshotCall); err != nil {
+		return State{}, fmt.Errorf("shell: snapshot: %w", err)
+	}
+	st.Vars = vars
+	if err := parseSnapshotOutput(out.String(), &st); err != nil {
+		return State{}, err
+	}
+	printer := syntax.NewPrinter()
+	for name, body := range s.runner.Funcs {
+		var sb strings.Builder
+		if err := printer.Print(&sb, &syntax.FuncDecl{Parens: true, Name: &syntax.Lit{Value: name}, Body: body}); err != nil {
+			return State{}, fmt.Errorf("shell: snapshot: function %s: %w", name, err)
+		}
+		st.Funcs[name] = sb.String()
+	}
+	return st, nil
+}
+
+func toVar(name string, vr expand.Variable) Var {
+	v := Var{Name: name, Exported: vr.Exported, ReadOnly: vr.ReadOnly}
+	switch vr.Kind {
+	case expand.Indexed:
+		v.Kind, v.List, v.Indexes = "indexed", slices.Clone(vr.List), slices.Clone(vr.Indexes)
+	case expand.Associative:
+		v.Kind, v.Map = "associative", maps.Clone(vr.Map)
+	case expand.NameRef:
+		v.Kind, v.Str = "nameref", vr.Str
+	default:
+		v.Kind, v.Str = "string", vr.Str
+	}
+	return v
+}
+
+const snapSep = "\x00--wasmbox--\n"
+
+// captureState runs inside the exec handler on the runner being
+// snapshotted: variables through the handler's environment, the rest by
+// running the interpreter's own builtins, separated on stdout.
+func (s *Shell) captureState(ctx context.Context, hc interp.HandlerContext) error {
+	if s.captureFn == nil {
+		return status(1)
+	}
+	s.captureFn(hc)
+	for _, b := range [][]string{{"alias"}, {"set", "-o"}, {"shopt"}, {"trap"}} {
+		hc.Builtin(ctx, b)
+		fmt.Fprint(hc.Stdout, snapSep)
+	}
+	return nil
+}
+
+func parseSnapshotOutput(out string, st *State) error {
+	parts := strings.Split(out, snapSep)
+	if len(parts) < 4 {
+		return errors.New("shell: snapshot: unexpected builtin output")
+	}
+	for line := range strings.SplitSeq(parts[0], "\n") {
+		rest, ok := strings.CutPrefix(line, "alias ")
+		if !ok {
+			continue
+		}
+		name, val, ok := strings.Cut(rest, "='")
+		if !ok {
+			continue
+		}
+		st.Aliases[name] = strings.TrimSuffix(val, "'")
+	}
+	onLines := func(text string) []string {
+		var on []string
+		sc := bufio.NewScanner(strings.NewReader(text))
+		for sc.Scan() {
+			f := strings.Split(sc.Text(), "\t")
+			if len(f) == 2 && f[1] == "on" {
+				on = append(on, f[0])
+			}
+		}
+		return on
+	}
+	st.Options = onLines(parts[1])
+	st.ShellOptions = onLines(parts[2])
+	for line := range strings.SplitSeq(parts[3], "\n") {
+		rest, ok := strings.CutPrefix(line, "trap -- ")
+		if !ok || !strings.HasSuffix(rest, " ERR") {
+			continue
+		}
+		cb, err := strconv.Unquote(strings.TrimSuffix(rest, " ERR"))
+		if err == nil {
+			st.ErrTrap = cb
+		}
+	}
+	return nil
+}
+
+// Restore replaces the shell's persistent state with st (typically from
+// Snapshot of another Shell). Function bodies are sanitized again.
+func (s *Shell) Restore(st State) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.restore(st)
+}
+
+func (s *Shell) restore(st State) error {
+	var b strings.Builder
+	// Variables of the base environment the snapshot does not have were
+	// unset in the original shell.
+	have := map[string]bool{}
+	for _, v := range st.Vars {
+		have[v.Name] = true
+	}
+	for _, name := range s.env.names {
+		if !have[name] && !stateSkip[name] && !s.env.vars[name].ReadOnly {
+			fmt.Fprintf(&b, "unset %s\n", name)
+		}
+	}
+	for _, v := range st.Vars {
+		if !syntax.ValidName(v.Name) || stateSkip[v.Name] {
+			continue
+		}
+		flags := ""
+		switch v.Kind {
+		case "indexed":
+			flags += "a"
+		case "associative":
+			flags += "A"
+		case "nameref":
+			flags += "n"
+		}
+		if v.Exported {
+			flags += "x"
+		}
+		if v.ReadOnly {
+			flags += "r"
+		}
+		if flags != "" {
+			flags = " -" + flags
+		}
+		switch v.Kind {
+		case "indexed":
+			fmt.Fprintf(&b, "declare -g%s %s=(", flags, v.Name)
+			for i, e := range v.List {
+				idx := i
+				if v.Indexes != nil && i < len(v.Indexes) {
+					idx = v.Indexes[i]
+				}
+				fmt.Fprintf(&b, "[%d]=%s ", idx, quote(e))
+			}
+			b.WriteString(")\n")
+		case "associative":
+			fmt.Fprintf(&b, "declare -g%s %s=(", flags, v.Name)
+			for _, k := range slices.Sorted(maps.Keys(v.Map)) {
+				fmt.Fprintf(&b, "[%s]=%s ", quote(k), quote(v.Map[k]))
+			}
+			b.WriteString(")\n")
+		default:
+			fmt.Fprintf(&b, "declare -g%s %s=%s\n", flags, v.Name, quote(v.Str))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.Aliases)) {
+		fmt.Fprintf(&b, "alias %s=%s\n", name, quote(st.Aliases[name]))
+	}
+	known := map[string]bool{"allexport": true, "errexit": true, "noexec": true, "noglob": true, "nounset": true, "xtrace": true, "pipefail": true}
+	on := map[string]bool{}
+	for _, o := range st.Options {
+		on[o] = true
+	}
+	for _, o := range slices.Sorted(maps.Keys(known)) {
+		if o == "noexec" {
+			continue // would stop the restore script itself
+		}
+		sign := "+"
+		if on[o] {
+			sign = "-"
+		}
+		fmt.Fprintf(&b, "set %so %s\n", sign, o)
+	}
+	for _, o := range []string{"dotglob", "expand_aliases", "extglob", "globstar", "nocaseglob", "nullglob"} {
+		mode := "-u"
+		if slices.Contains(st.ShellOptions, o) {
+			mode = "-s"
+		}
+		fmt.Fprintf(&b, "shopt %s %s\n", mode, o)
+	}
+	if st.ErrTrap != "" {
+		fmt.Fprintf(&b, "trap -- %s ERR\n", quote(st.ErrTrap))
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.Funcs)) {
+		b.WriteString(st.Funcs[name])
+		b.WriteByte('\n')
+	}
+	if err := s.runInternal(context.Background(), b.String()); err != nil {
+		return fmt.Errorf("shell: restore: %w", err)
+	}
+	if st.Dir != "" {
+		fi, err := s.cfg.FS.Stat(st.Dir)
+		if err != nil || !fi.IsDir() {
+			return fmt.Errorf("shell: restore: directory %q does not exist", st.Dir)
+		}
+		if err := s.runInternal(context.Background(), "builtin cd -- "+quote(st.Dir)); err != nil {
+			return fmt.Errorf("shell: restore: %w", err)
+		}
+	}
+	if st.Umask != 0 || len(st.Vars) > 0 {
+		s.umask.Store(st.Umask & 0o777)
+	}
+	return nil
+}
+
+// Clone returns a new Shell with the same Config and a copy of this
+// shell's state. To fork onto another filesystem, call New with the new
+// Config and Restore the Snapshot of this shell.
+func (s *Shell) Clone() (*Shell, error) {
+	st, err := s.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	cfg := s.cfg
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = s.stdin, s.stdout, s.stderr
+	s.mu.Unlock()
+	c, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Restore(st); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
