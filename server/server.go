@@ -1,0 +1,597 @@
+// Package server is the HTTP API of wasmbox (`wasmbox serve`): sessions,
+// runs, files, health and Prometheus metrics over loopback.
+//
+// # Routes
+//
+//	POST   /v1/sessions                 -> 201 {"id": "..."}
+//	POST   /v1/sessions/{id}/run        {"script": "...", "timeout_ms": N}
+//	                                    -> 200 {"stdout", "stderr", "exit_code",
+//	                                            "error_class", "truncated", "duration_ms"}
+//	GET    /v1/sessions/{id}/files?path=/abs   -> 200 raw bytes
+//	PUT    /v1/sessions/{id}/files?path=/abs   raw body -> 204
+//	DELETE /v1/sessions/{id}            -> 204
+//	GET    /health                      -> 200 {"status", "sessions", "pool"}
+//	GET    /metrics                     -> Prometheus text format
+//
+// error_class is "" (the script ran; see exit_code), "TIMEOUT",
+// "CANCELLED", "LIMIT_EXCEEDED", "DENIED" or "NOT_FOUND". timeout_ms 0 or
+// absent means Config.DefaultTimeout.
+//
+// # Errors
+//
+// Every error is JSON {"error": "...", "code": "..."} with a status code:
+// 400 bad_request (bad JSON, unknown field, bad path or timeout), 404
+// not_found (route or session) and file_not_found, 405
+// method_not_allowed, 413 too_large (body, script or file over its limit),
+// 429 too_many_sessions, 503 worker_unavailable (with Retry-After),
+// disabled or shutting_down, 507 no_space, 500 internal.
+//
+// Runs go through the interactive lane of the execution pool; /health and
+// /metrics do not, so they answer while every worker is busy.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/wasmbox/wasmbox/executor/pool"
+)
+
+// Error classes of a run (RunResult.ErrorClass).
+const (
+	ClassNone          = ""
+	ClassTimeout       = "TIMEOUT"
+	ClassCancelled     = "CANCELLED"
+	ClassLimitExceeded = "LIMIT_EXCEEDED"
+	ClassDenied        = "DENIED"
+	ClassNotFound      = "NOT_FOUND"
+)
+
+// Backend creates sessions. The sandbox package implements it.
+type Backend interface {
+	// NewSession creates an isolated session (its own filesystem and
+	// shell state).
+	NewSession(ctx context.Context) (Session, error)
+}
+
+// Session is one sandbox session. Its methods may be called concurrently;
+// Close may be called while a Run is in progress and must make it return.
+type Session interface {
+	// Run runs a shell script with a time limit. A script that fails,
+	// times out or is denied is a RunResult with ExitCode and ErrorClass
+	// set, not an error; an error means the session itself failed.
+	Run(ctx context.Context, script string, timeout time.Duration) (RunResult, error)
+	// ReadFile returns the content of the file at an absolute guest path.
+	// A missing file is an error matching fs.ErrNotExist.
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// WriteFile creates or replaces the file at an absolute guest path.
+	WriteFile(ctx context.Context, path string, data []byte) error
+	// Close releases the session. It is idempotent.
+	Close() error
+}
+
+// RunResult is the outcome of Session.Run.
+type RunResult struct {
+	Stdout     string
+	Stderr     string
+	ExitCode   int
+	ErrorClass string
+	Truncated  bool
+	Duration   time.Duration
+}
+
+// Config configures a [Server].
+type Config struct {
+	// Backend creates sessions; required.
+	Backend Backend
+	// Pool runs the scripts; default a new pool.New(pool.Config{}), which
+	// the Server then owns and shuts down.
+	Pool *pool.Pool
+	// MaxScriptBytes limits a script (default 256 KiB); the run request
+	// body may be this plus 64 KiB of JSON.
+	MaxScriptBytes int64
+	// MaxFileBytes limits a file read or written (default 16 MiB).
+	MaxFileBytes int64
+	// DefaultTimeout applies when timeout_ms is 0 (default 30s);
+	// MaxTimeout is the largest accepted (default 10 min).
+	DefaultTimeout time.Duration
+	MaxTimeout     time.Duration
+	// MaxSessions limits open sessions (default 256).
+	MaxSessions int
+	// Logger receives request errors (default: discard).
+	Logger *slog.Logger
+}
+
+// Server is the HTTP API. Create it with [New], serve with [Server.Serve],
+// stop with [Server.Shutdown].
+type Server struct {
+	cfg      Config
+	ownsPool bool
+	pool     *pool.Pool
+	mux      *http.ServeMux
+	handler  http.Handler
+	metrics  *metrics
+
+	// base is cancelled by Shutdown; every run's context follows it.
+	base       context.Context
+	cancelBase context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]Session
+	closing  bool
+	srv      *http.Server
+}
+
+// New returns a Server. It fails only without a Backend.
+func New(cfg Config) (*Server, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("server: Config.Backend is required")
+	}
+	if cfg.MaxScriptBytes <= 0 {
+		cfg.MaxScriptBytes = 256 << 10
+	}
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = 16 << 20
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = 30 * time.Second
+	}
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = 10 * time.Minute
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 256
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, pool: cfg.Pool, sessions: make(map[string]Session)}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+	if s.pool == nil {
+		s.pool = pool.New(pool.Config{})
+		s.ownsPool = true
+	}
+	s.metrics = newMetrics(s)
+	s.mux = http.NewServeMux()
+	s.route("POST /v1/sessions", "create", s.createSession)
+	s.route("POST /v1/sessions/{id}/run", "run", s.run)
+	s.route("GET /v1/sessions/{id}/files", "read_file", s.readFile)
+	s.route("PUT /v1/sessions/{id}/files", "write_file", s.writeFile)
+	s.route("DELETE /v1/sessions/{id}", "delete", s.deleteSession)
+	s.route("GET /health", "health", s.health)
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.route("/", "unknown", s.notFound)
+	s.handler = s.mux
+	return s, nil
+}
+
+// Handler returns the HTTP handler of the API (for tests or embedding in
+// another server).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Pool returns the execution pool the server runs scripts on.
+func (s *Server) Pool() *pool.Pool { return s.pool }
+
+func (s *Server) route(pattern, name string, h http.HandlerFunc) {
+	s.mux.Handle(pattern, s.metrics.instrument(name, h))
+}
+
+// ErrNotLoopback is returned by [Listen] for an address that is not a
+// loopback address when non-loopback listening was not allowed.
+var ErrNotLoopback = errors.New("server: refusing to listen on a non-loopback address")
+
+// Listen opens a TCP listener on addr ("127.0.0.1:8080", "[::1]:0",
+// "localhost:0"). Unless allowNonLoopback is set it refuses, with
+// [ErrNotLoopback], any address that is not loopback, including an empty
+// host (all interfaces) and host names other than "localhost".
+func Listen(addr string, allowNonLoopback bool) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("server: bad listen address %q: %w", addr, err)
+	}
+	if !allowNonLoopback {
+		ip := net.ParseIP(host)
+		if host == "localhost" {
+			ip = net.IPv4(127, 0, 0, 1)
+			addr = net.JoinHostPort("127.0.0.1", addr[strings.LastIndexByte(addr, ':')+1:])
+		}
+		if ip == nil || !ip.IsLoopback() {
+			return nil, fmt.Errorf("%w: %q (pass the explicit flag to allow it)", ErrNotLoopback, addr)
+		}
+	}
+	return net.Listen("tcp", addr)
+}
+
+// Serve serves the API on l until [Server.Shutdown]; it then returns
+// http.ErrServerClosed.
+func (s *Server) Serve(l net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		l.Close()
+		return http.ErrServerClosed
+	}
+	if s.srv == nil {
+		s.srv = &http.Server{
+			Handler:           s.handler,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+		}
+	}
+	srv := s.srv
+	s.mu.Unlock()
+	return srv.Serve(l)
+}
+
+// Shutdown stops the server within ctx's deadline: new runs are refused
+// (503 shutting_down), queued runs rejected and running ones cancelled
+// through the pool, the HTTP server stops accepting and waits for the
+// in-flight requests, and every session is closed. /health reports
+// "shutting_down" meanwhile. It returns the first error met (a pool
+// *pool.ShutdownError or ctx's error when the deadline passed).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	srv := s.srv
+	s.mu.Unlock()
+
+	s.cancelBase()
+	var errs []error
+	if s.ownsPool {
+		errs = append(errs, s.pool.Shutdown(ctx))
+	}
+	if srv != nil {
+		errs = append(errs, srv.Shutdown(ctx))
+	}
+	s.mu.Lock()
+	sessions := s.sessions
+	s.sessions = make(map[string]Session)
+	s.mu.Unlock()
+	for id, sess := range sessions {
+		if err := sess.Close(); err != nil {
+			s.cfg.Logger.Warn("closing session", "session", id, "err", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ---- handlers ----
+
+type apiError struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, apiError{Error: msg, Code: code})
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{"GET", "PUT", "POST", "DELETE"} {
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, p := s.mux.Handler(r2); p != "" && p != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.Method+" is not allowed on "+r.URL.Path)
+		return
+	}
+	writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
+}
+
+func (s *Server) session(w http.ResponseWriter, r *http.Request) (string, Session, bool) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	sess, ok := s.sessions[id]
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "unknown session "+strconv.Quote(id))
+	}
+	return id, sess, ok
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	closing, n := s.closing, len(s.sessions)
+	s.mu.Unlock()
+	if closing {
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
+		return
+	}
+	if n >= s.cfg.MaxSessions {
+		writeError(w, http.StatusTooManyRequests, "too_many_sessions", fmt.Sprintf("at most %d sessions", s.cfg.MaxSessions))
+		return
+	}
+	sess, err := s.cfg.Backend.NewSession(r.Context())
+	if err != nil {
+		s.cfg.Logger.Error("new session", "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", "cannot create session: "+err.Error())
+		return
+	}
+	id := uuid.NewString()
+	s.mu.Lock()
+	if s.closing || len(s.sessions) >= s.cfg.MaxSessions {
+		s.mu.Unlock()
+		sess.Close()
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down or full")
+		return
+	}
+	s.sessions[id] = sess
+	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	id, sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	delete(s.sessions, id)
+	s.mu.Unlock()
+	if err := sess.Close(); err != nil {
+		s.cfg.Logger.Warn("closing session", "session", id, "err", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type runRequest struct {
+	Script    *string `json:"script"`
+	TimeoutMS int64   `json:"timeout_ms"`
+}
+
+// RunResponse is the JSON body of a run; its fields are exactly the API's.
+type RunResponse struct {
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	ExitCode   int    `json:"exit_code"`
+	ErrorClass string `json:"error_class"`
+	Truncated  bool   `json:"truncated"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// decodeJSON reads a JSON body of at most limit bytes into v.
+func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, e := dec.Token(); e != io.EOF {
+			err = errors.New("trailing data after the JSON object")
+		}
+	}
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", mbe.Limit))
+		} else {
+			writeError(w, http.StatusBadRequest, "bad_request", "bad JSON body: "+err.Error())
+		}
+		return false
+	}
+	return true
+}
+
+func (s *Server) run(w http.ResponseWriter, r *http.Request) {
+	id, sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	var req runRequest
+	if !decodeJSON(w, r, s.cfg.MaxScriptBytes+64<<10, &req) {
+		return
+	}
+	switch {
+	case req.Script == nil:
+		writeError(w, http.StatusBadRequest, "bad_request", `missing "script"`)
+		return
+	case int64(len(*req.Script)) > s.cfg.MaxScriptBytes:
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("script over %d bytes", s.cfg.MaxScriptBytes))
+		return
+	case req.TimeoutMS < 0:
+		writeError(w, http.StatusBadRequest, "bad_request", "timeout_ms must not be negative")
+		return
+	case req.TimeoutMS > s.cfg.MaxTimeout.Milliseconds():
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("timeout_ms over the maximum of %d", s.cfg.MaxTimeout.Milliseconds()))
+		return
+	}
+	timeout := s.cfg.DefaultTimeout
+	if req.TimeoutMS > 0 {
+		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
+		return
+	}
+
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	stop := context.AfterFunc(s.base, func() { cancel(pool.ErrShuttingDown) })
+	defer stop()
+
+	var res RunResult
+	var runErr error
+	start := time.Now()
+	_, err := s.pool.Submit(ctx, pool.Job{
+		Session: id,
+		Lane:    pool.Interactive,
+		Label:   "run",
+		Run: func(ctx context.Context) error {
+			res, runErr = sess.Run(ctx, *req.Script, timeout)
+			if runErr == nil && res.ErrorClass == ClassTimeout {
+				return context.DeadlineExceeded // counted as timed out
+			}
+			return runErr
+		},
+	})
+	switch {
+	case errors.Is(err, pool.ErrWorkerUnavailable):
+		s.metrics.rejected.Inc()
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "worker_unavailable", "all workers busy and the queue is full; retry later")
+		return
+	case errors.Is(err, pool.ErrDisabled):
+		writeError(w, http.StatusServiceUnavailable, "disabled", "execution is disabled")
+		return
+	case errors.Is(err, pool.ErrShuttingDown) && runErr == nil && res == (RunResult{}):
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
+		return
+	}
+	if runErr != nil {
+		// The session failed rather than the script; a cancel or a
+		// deadline still gets the result contract.
+		switch {
+		case errors.Is(runErr, context.DeadlineExceeded):
+			res = RunResult{ExitCode: 124, ErrorClass: ClassTimeout, Stderr: res.Stderr, Stdout: res.Stdout}
+		case errors.Is(runErr, context.Canceled) || errors.Is(runErr, pool.ErrShuttingDown):
+			res = RunResult{ExitCode: 125, ErrorClass: ClassCancelled, Stderr: res.Stderr, Stdout: res.Stdout}
+		default:
+			s.cfg.Logger.Error("run", "session", id, "err", runErr)
+			writeError(w, http.StatusInternalServerError, "internal", runErr.Error())
+			return
+		}
+	} else if err != nil && res == (RunResult{}) {
+		// Left the queue because the client went away.
+		writeError(w, http.StatusServiceUnavailable, "cancelled", err.Error())
+		return
+	}
+	if res.Duration == 0 {
+		res.Duration = time.Since(start)
+	}
+	s.metrics.observeRun(res)
+	writeJSON(w, http.StatusOK, RunResponse{
+		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
+		ErrorClass: res.ErrorClass, Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(),
+	})
+}
+
+func filePath(w http.ResponseWriter, r *http.Request) (string, bool) {
+	p := r.URL.Query().Get("path")
+	if !strings.HasPrefix(p, "/") || strings.ContainsRune(p, 0) {
+		writeError(w, http.StatusBadRequest, "bad_request", `query parameter "path" must be an absolute guest path`)
+		return "", false
+	}
+	return p, true
+}
+
+func (s *Server) fileError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		writeError(w, http.StatusNotFound, "file_not_found", err.Error())
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EFBIG):
+		writeError(w, http.StatusInsufficientStorage, "no_space", err.Error())
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
+		writeError(w, http.StatusForbidden, "forbidden", err.Error())
+	case errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR), errors.Is(err, fs.ErrInvalid),
+		errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.ELOOP):
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+	default:
+		s.cfg.Logger.Error("file", "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+	}
+}
+
+func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
+	_, sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	p, ok := filePath(w, r)
+	if !ok {
+		return
+	}
+	data, err := sess.ReadFile(r.Context(), p)
+	if err != nil {
+		s.fileError(w, err)
+		return
+	}
+	if int64(len(data)) > s.cfg.MaxFileBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("file over %d bytes", s.cfg.MaxFileBytes))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(data)
+}
+
+func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
+	_, sess, ok := s.session(w, r)
+	if !ok {
+		return
+	}
+	p, ok := filePath(w, r)
+	if !ok {
+		return
+	}
+	if r.ContentLength > s.cfg.MaxFileBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("file over %d bytes", s.cfg.MaxFileBytes))
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxFileBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("file over %d bytes", s.cfg.MaxFileBytes))
+		} else {
+			writeError(w, http.StatusBadRequest, "bad_request", "reading body: "+err.Error())
+		}
+		return
+	}
+	if err := sess.WriteFile(r.Context(), p, data); err != nil {
+		s.fileError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// Health is the JSON body of GET /health.
+type Health struct {
+	Status   string     `json:"status"`
+	Sessions int        `json:"sessions"`
+	Pool     pool.Stats `json:"pool"`
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := Health{Status: "ok", Sessions: len(s.sessions)}
+	if s.closing {
+		h.Status = "shutting_down"
+	}
+	s.mu.Unlock()
+	h.Pool = s.pool.Stats()
+	if h.Status == "ok" && h.Pool.Mode == pool.Disabled.String() {
+		h.Status = "disabled"
+	}
+	writeJSON(w, http.StatusOK, h)
+}
