@@ -13,8 +13,9 @@ import (
 // IOFS exposes fsys as an io/fs.FS, so that fs.WalkDir, fs.ReadFile,
 // fs.Glob, template.ParseFS and friends work on it. Names are io/fs names
 // (unrooted, slash-separated, no "." or ".." elements; "." is the root)
-// and are resolved from the root of fsys. The result also implements
-// fs.ReadDirFS, fs.StatFS and fs.ReadFileFS; its directories implement
+// and are resolved from the root of fsys. Device files are files: a walk
+// that reads every file never ends on /dev/zero, so walk a subtree. The result also implements
+// fs.ReadDirFS, fs.StatFS, fs.ReadFileFS and fs.ReadLinkFS; its directories implement
 // fs.ReadDirFile.
 func IOFS(fsys FS) fs.FS { return ioFS{fsys} }
 
@@ -24,7 +25,28 @@ var (
 	_ fs.ReadDirFS  = ioFS{}
 	_ fs.StatFS     = ioFS{}
 	_ fs.ReadFileFS = ioFS{}
+	_ fs.ReadLinkFS = ioFS{}
 )
+
+// ReadLink implements fs.ReadLinkFS.
+func (i ioFS) ReadLink(name string) (string, error) {
+	p, err := i.path("readlink", name)
+	if err != nil {
+		return "", err
+	}
+	t, err := i.fsys.ReadlinkIfPossible(p)
+	return t, fix("readlink", name, err)
+}
+
+// Lstat implements fs.ReadLinkFS.
+func (i ioFS) Lstat(name string) (fs.FileInfo, error) {
+	p, err := i.path("lstat", name)
+	if err != nil {
+		return nil, err
+	}
+	fi, _, err := i.fsys.LstatIfPossible(p)
+	return fi, fix("lstat", name, err)
+}
 
 func (i ioFS) path(op, name string) (string, error) {
 	if !fs.ValidPath(name) {

@@ -361,3 +361,13 @@ func named(f afero.File, name string) afero.File {
 	}
 	return &namedFile{File: f, name: name}
 }
+
+// Stat reports the file under the base name it was opened with, as
+// os.File.Stat does.
+func (f *namedFile) Stat() (os.FileInfo, error) {
+	fi, err := f.File.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return renamed(fi, baseName(cleanAbs(f.name))), nil
+}
