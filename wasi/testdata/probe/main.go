@@ -60,7 +60,7 @@ func ready() { os.Stderr.WriteString("ready\n") }
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe cat|sleep|pollstdin|pollclock|flood N|rand N|clock|stat PATH")
+		fmt.Fprintln(os.Stderr, "usage: probe cat|sleep|pollstdin D|pollclock D|flood N|readfile PATH|writefile PATH N|rand N|clock|stat PATH")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -98,6 +98,46 @@ func main() {
 				os.Exit(1)
 			}
 			n -= c
+		}
+	case "readfile": // reads PATH in 32 KiB reads, prints the byte count
+		f, err := os.Open(os.Args[2])
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		buf := make([]byte, 32<<10)
+		total := 0
+		for {
+			n, err := f.Read(buf)
+			total += n
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				fmt.Println("error:", err)
+				os.Exit(1)
+			}
+		}
+		fmt.Println(total)
+	case "writefile": // writes N bytes to PATH in 32 KiB writes
+		n, _ := strconv.Atoi(os.Args[3])
+		f, err := os.Create(os.Args[2])
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		buf := make([]byte, 32<<10)
+		for n > 0 {
+			c := min(n, len(buf))
+			if _, err := f.Write(buf[:c]); err != nil {
+				fmt.Println("error:", err)
+				os.Exit(1)
+			}
+			n -= c
+		}
+		if err := f.Close(); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
 		}
 	case "rand":
 		n, _ := strconv.Atoi(os.Args[2])
