@@ -49,7 +49,7 @@ func mustWrite(t *testing.T, path, data string, mode os.FileMode, mtime time.Tim
 func lsFixture(t *testing.T) string {
 	time.Local = time.UTC
 	dir := t.TempDir()
-	old := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	old := lsOld()
 	mustWrite(t, dir+"/small", "hello\n", 0o644, old)
 	mustWrite(t, dir+"/mid", strings.Repeat("\x00", 1536), 0o755, old)
 	mustWrite(t, dir+"/big", strings.Repeat("\x00", 2000000), 0o600, time.Now().Add(-20*24*time.Hour).Truncate(24*time.Hour).Add(10*time.Hour))
@@ -57,10 +57,20 @@ func lsFixture(t *testing.T) string {
 	return dir
 }
 
+// lsOld is a time more than six months ago, so ls shows its year.
+func lsOld() time.Time {
+	y := time.Now().Year() - 2
+	return time.Date(y, 1, 2, 3, 4, 5, 0, time.UTC)
+}
+
 func TestLsLong(t *testing.T) {
 	dir := lsFixture(t)
 	recent := time.Now().Add(-20 * 24 * time.Hour).Truncate(24 * time.Hour).Add(10 * time.Hour)
 	recentStr := recent.Format("Jan _2 15:04")
+	old := lsOld()
+	oldStr := old.Format("Jan _2  2006")
+	oldISO := old.Format("2006-01-02 15:04")
+	oldYM := old.Format("2006/01")
 	lfi, err := os.Lstat(dir + "/link")
 	if err != nil {
 		t.Fatal(err)
@@ -74,21 +84,21 @@ func TestLsLong(t *testing.T) {
 		{[]string{"ls", "-lgG", "big", "link", "mid", "small"}, "" +
 			"-rw------- 1 2000000 " + recentStr + " big\n" +
 			"lrwxrwxrwx 1       5 " + linkStr + " link -> small\n" +
-			"-rwxr-xr-x 1    1536 Jan  2  2024 mid\n" +
-			"-rw-r--r-- 1       6 Jan  2  2024 small\n"},
+			"-rwxr-xr-x 1    1536 " + oldStr + " mid\n" +
+			"-rw-r--r-- 1       6 " + oldStr + " small\n"},
 		{[]string{"ls", "-lgGh", "big", "link", "mid", "small"}, "" +
 			"-rw------- 1 2.0M " + recentStr + " big\n" +
 			"lrwxrwxrwx 1    5 " + linkStr + " link -> small\n" +
-			"-rwxr-xr-x 1 1.5K Jan  2  2024 mid\n" +
-			"-rw-r--r-- 1    6 Jan  2  2024 small\n"},
+			"-rwxr-xr-x 1 1.5K " + oldStr + " mid\n" +
+			"-rw-r--r-- 1    6 " + oldStr + " small\n"},
 		{[]string{"ls", "-lgGF", "--time-style=long-iso", "mid", "small", "link"}, "" +
 			"lrwxrwxrwx 1    5 " + linkTime.Format("2006-01-02 15:04") + " link -> small\n" +
-			"-rwxr-xr-x 1 1536 2024-01-02 03:04 mid*\n" +
-			"-rw-r--r-- 1    6 2024-01-02 03:04 small\n"},
+			"-rwxr-xr-x 1 1536 " + oldISO + " mid*\n" +
+			"-rw-r--r-- 1    6 " + oldISO + " small\n"},
 		{[]string{"ls", "-gGS", "--time-style=+%Y/%m", "big", "mid", "small", "link"}, "" +
 			"-rw------- 1 2000000 " + recent.Format("2006/01") + " big\n" +
-			"-rwxr-xr-x 1    1536 2024/01 mid\n" +
-			"-rw-r--r-- 1       6 2024/01 small\n" +
+			"-rwxr-xr-x 1    1536 " + oldYM + " mid\n" +
+			"-rw-r--r-- 1       6 " + oldYM + " small\n" +
 			"lrwxrwxrwx 1       5 " + linkTime.Format("2006/01") + " link -> small\n"},
 	}
 	for _, tc := range tests {
@@ -107,8 +117,8 @@ func TestLsLong(t *testing.T) {
 		t.Fatalf("bad listing %q", out)
 	}
 	want := []string{
-		"-rw-r--r-- 1       6 2024-01-02 03:04:05.000000000 +0000 small",
-		"-rwxr-xr-x 1    1536 2024-01-02 03:04:05.000000000 +0000 mid",
+		"-rw-r--r-- 1       6 " + old.Format("2006-01-02 15:04:05.000000000 -0700") + " small",
+		"-rwxr-xr-x 1    1536 " + old.Format("2006-01-02 15:04:05.000000000 -0700") + " mid",
 	}
 	for i, w := range want {
 		if lines[i+1] != w {
