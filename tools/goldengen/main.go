@@ -3,6 +3,8 @@
 //
 // For every case without a "-- manual --" section it recreates the host
 // directory /tmp/golden with the case's files, runs the GNU command there
+// as the unprivileged user nobody (when goldengen itself runs as root, so
+// that a case can never change the machine: "date -s" sets the clock)
 // with a clean C-locale environment (LC_ALL=C TZ=UTC HOME=/home/user
 // USER=user PATH=/usr/bin:/bin) and the case's stdin, and rewrites the
 // case's stdout, stderr and exit sections, and its "want: PATH" sections
@@ -34,6 +36,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -157,6 +160,15 @@ func regenerate(c *goldenCase, command string) error {
 	x.Args = append([]string{command}, args...)
 	x.Env = []string{"LC_ALL=C", "TZ=UTC", "HOME=/home/user", "USER=user", "PATH=/usr/bin:/bin", "PWD=" + caseDir}
 	x.Dir = caseDir
+	if os.Geteuid() == 0 {
+		// Never run a reference tool as root: a case like "date -s" would
+		// set the machine's clock. The case directory is handed to the
+		// unprivileged user for the run.
+		if err := chownTree(caseDir, nobody, nobody); err != nil {
+			return err
+		}
+		x.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	}
 	stdin, _ := c.Get("stdin")
 	x.Stdin = bytes.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
@@ -191,6 +203,19 @@ func regenerate(c *goldenCase, command string) error {
 		goldenSection{Name: "exit", Data: []byte(strconv.Itoa(exit) + "\n")})
 	c.Sections = append(secs, wants...)
 	return nil
+}
+
+// nobody is the unprivileged user the reference tools run as when
+// goldengen runs as root.
+const nobody = 65534
+
+func chownTree(dir string, uid, gid int) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
 }
 
 // moduleRoot finds the directory of go.mod from the working directory up.
