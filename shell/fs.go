@@ -158,9 +158,9 @@ func (nullFile) Close() error                { return nil }
 
 type readerFile struct{ r io.Reader }
 
-func (r readerFile) Read(p []byte) (int, error)  { return r.r.Read(p) }
-func (readerFile) Write([]byte) (int, error)     { return 0, syscall.EBADF }
-func (readerFile) Close() error                  { return nil }
+func (r readerFile) Read(p []byte) (int, error) { return r.r.Read(p) }
+func (readerFile) Write([]byte) (int, error)    { return 0, syscall.EBADF }
+func (readerFile) Close() error                 { return nil }
 
 func (s *Shell) readDirHandler(ctx context.Context, p string) ([]fs.DirEntry, error) {
 	hc := interp.HandlerCtx(ctx)

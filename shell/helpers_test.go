@@ -2,6 +2,7 @@ package shell
 
 import (
 	"bufio"
+	"errors"
 	"bytes"
 	"context"
 	"fmt"
@@ -230,3 +231,5 @@ func settleGoroutines(t testing.TB, want int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -45,22 +45,27 @@ func (rs *runState) fail(err error) error {
 }
 
 // stdinFile turns the configured stdin into the *os.File the interpreter
-// requires, with a copying goroutine that this Run owns: the returned
-// func closes the read end, which ends the copy even when the script did
-// not read everything. (A reader that blocks forever in Read still holds
-// its goroutine until it returns.)
+// requires. An *os.File is used as is (the interpreter and the read
+// builtin cancel blocked reads with read deadlines). Any other reader is
+// copied into a pipe by a goroutine; the returned func closes the read end,
+// which ends the copy even when the script did not read everything. (A
+// reader that blocks forever in Read keeps that goroutine until it
+// returns; see CONTAINMENT.md.)
 func (rs *runState) stdinFile(r io.Reader) (*os.File, func()) {
-	if r == nil {
+	switch r := r.(type) {
+	case nil:
 		return nil, func() {}
+	case *os.File:
+		return r, func() {}
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, func() {}
 	}
-	rs.wg.Go(func() {
+	go func() {
 		io.Copy(pw, ctxReader{rs.ctx, r})
 		pw.Close()
-	})
+	}()
 	return pr, func() { pr.Close() }
 }
 

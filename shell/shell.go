@@ -416,8 +416,13 @@ func (s *Shell) runNode(ctx context.Context, r *interp.Runner, node syntax.Node)
 // exitOf maps the error of interp.Runner.Run to an exit status and the
 // error Run returns.
 func (s *Shell) exitOf(rs *runState, err error) (int, error) {
-	if err == nil {
+	if err == nil && rs.ctx.Err() == nil {
 		return 0, nil
+	}
+	if err == nil {
+		// The script ended, but only because the context cut it short
+		// (say, wait returned when its jobs were killed).
+		err = rs.ctx.Err()
 	}
 	if st, ok := errors.AsType[interp.ExitStatus](err); ok && rs.ctx.Err() == nil {
 		return int(st), nil
