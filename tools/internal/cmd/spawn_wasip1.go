@@ -4,6 +4,7 @@ package cmd
 
 import (
 	"fmt"
+	"os"
 	"unsafe"
 )
 
@@ -21,6 +22,13 @@ const (
 )
 
 func spawn(req SpawnRequest, _ *Env) (int, error) {
+	if req.Dir == "" {
+		// The host knows only the directory the program started in; an
+		// os.Chdir since then is the program's own state.
+		if wd, err := os.Getwd(); err == nil {
+			req.Dir = wd
+		}
+	}
 	b, err := req.marshal()
 	if err != nil {
 		return 0, err
