@@ -1,0 +1,133 @@
+package vfs_test
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/wasmbox/wasmbox/vfs"
+)
+
+func benchTargets(b *testing.B) map[string]vfs.FS {
+	v, err := vfs.NewDefault(vfs.WithQuota(vfs.Quota{}))
+	must(b, err)
+	m := vfs.NewMemFS()
+	must(b, m.MkdirAll("/home/user", 0o755))
+	return map[string]vfs.FS{"MemFS": m, "VFS": v}
+}
+
+func BenchmarkCreateWriteClose(b *testing.B) {
+	data := make([]byte, 100)
+	for name, fsys := range benchTargets(b) {
+		names := make([]string, 1000)
+		for i := range names {
+			names[i] = fmt.Sprintf("/home/user/f%d", i)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				f, err := fsys.OpenFile(names[i%len(names)], os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+				if err != nil {
+					b.Fatal(err)
+				}
+				f.Write(data)
+				f.Close()
+			}
+		})
+	}
+}
+
+func BenchmarkOpenRead(b *testing.B) {
+	buf := make([]byte, 4096)
+	for name, fsys := range benchTargets(b) {
+		writeFile(b, fsys, "/home/user/f", strings.Repeat("x", 1024))
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				f, err := fsys.Open("/home/user/f")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, _ := f.Read(buf); n != 1024 {
+					b.Fatal(n)
+				}
+				f.Close()
+			}
+		})
+	}
+}
+
+func BenchmarkStatDeep(b *testing.B) {
+	deep := "/home/user/a/b/c/d/e/f/g/h"
+	for name, fsys := range benchTargets(b) {
+		must(b, fsys.MkdirAll(deep, 0o755))
+		writeFile(b, fsys, deep+"/file", "x")
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := fsys.Stat(deep + "/file"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// A 10 MB tree: 100 directories of 10 files of 10 KiB.
+func BenchmarkFork10MB(b *testing.B) {
+	chunk := make([]byte, 10<<10)
+	for name, fsys := range benchTargets(b) {
+		for d := 0; d < 100; d++ {
+			dir := fmt.Sprintf("/home/user/d%d", d)
+			must(b, fsys.Mkdir(dir, 0o755))
+			for f := 0; f < 10; f++ {
+				w, err := fsys.Create(fmt.Sprintf("%s/f%d", dir, f))
+				must(b, err)
+				w.Write(chunk)
+				w.Close()
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				vfs.Fork(fsys)
+			}
+		})
+	}
+}
+
+func BenchmarkForkSmall(b *testing.B) {
+	v, err := vfs.NewDefault()
+	must(b, err)
+	for i := 0; i < 20; i++ {
+		writeFile(b, v, fmt.Sprintf("/home/user/f%d", i), "small file")
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		v.Fork()
+	}
+}
+
+func BenchmarkParallelReadWrite(b *testing.B) {
+	v, err := vfs.NewDefault(vfs.WithQuota(vfs.Quota{}))
+	must(b, err)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		buf := make([]byte, 512)
+		i := 0
+		for pb.Next() {
+			name := fmt.Sprintf("/tmp/p%d", i%64)
+			i++
+			f, err := v.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Write(buf)
+			f.Seek(0, io.SeekStart)
+			f.Read(buf)
+			f.Close()
+		}
+	})
+}
