@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -660,11 +661,13 @@ func (s *Shell) read(ctx context.Context, hc interp.HandlerContext, args []strin
 		rctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	data, escaped, eof, err := readInput(rctx, hc.Stdin, raw, delim, nchars, exact)
+	data, escaped, eof, err := readInput(rctx, hc.Stdin, raw, delim, nchars, exact, s.lim.MaxVarBytes)
 	code := 0
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return ctx.Err()
+	case errors.Is(err, ErrLimitExceeded):
+		return s.curRun().fail(err)
 	case err != nil && rctx.Err() != nil:
 		code = 142 // timed out, like bash (128+SIGALRM)
 	case err != nil || eof:
@@ -705,24 +708,13 @@ func (s *Shell) read(ctx context.Context, hc interp.HandlerContext, args []strin
 // readInput reads up to delim (or nchars characters) one byte at a time.
 // Without raw, a backslash escapes the next byte (marked in escaped) and
 // backslash-newline is a line continuation.
-func readInput(ctx context.Context, in io.Reader, raw bool, delim byte, nchars int, exact bool) (data []byte, escaped []bool, eof bool, err error) {
-	if f, ok := in.(*os.File); ok {
-		stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Now()) })
-		defer func() {
-			if !stop() {
-				f.SetReadDeadline(time.Time{})
-			}
-		}()
-		if dl, ok := ctx.Deadline(); ok {
-			f.SetReadDeadline(dl)
-		}
-	}
+func readInput(ctx context.Context, in io.Reader, raw bool, delim byte, nchars int, exact bool, maxLine int64) (data []byte, escaped []bool, eof bool, err error) {
+	defer cancelReads(ctx, in)()
 	chars := 0
 	esc := false
 	var buf [1]byte
-	const maxLine = 16 << 20
 	for nchars < 0 || chars < nchars {
-		if len(data) > maxLine {
+		if int64(len(data)) > maxLine {
 			return data, escaped, false, &LimitError{Limit: "variable size", Max: maxLine}
 		}
 		n, rerr := in.Read(buf[:])

@@ -33,6 +33,9 @@ var overridden = map[string]bool{
 func (s *Shell) callHandler(ctx context.Context, args []string) ([]string, error) {
 	hc := interp.HandlerCtx(ctx)
 	rs := s.curRun()
+	if args[0] == sentinel {
+		return args, nil // the shell's own calls (Snapshot)
+	}
 	if n := rs.commands.Add(1); n > rs.lim.MaxCommands {
 		return nil, rs.fail(&LimitError{Limit: "commands", Max: rs.lim.MaxCommands})
 	}

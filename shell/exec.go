@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
@@ -231,6 +230,8 @@ func (s *Shell) runExecutor(ctx context.Context, hc interp.HandlerContext, rs *r
 		Stdout: rs.guardWriter(hc.Stdout),
 		Stderr: rs.guardWriter(hc.Stderr),
 	}
+	// Whatever the executor does with stdin, a cancel unblocks it.
+	defer cancelReads(ctx, hc.Stdin)()
 	code, err := s.cfg.Executor.Exec(ctx, c)
 	switch {
 	case err == nil:
@@ -409,14 +410,7 @@ func (s *Shell) runChild(ctx context.Context, hc interp.HandlerContext, rs *runS
 
 // readAllCtx reads r to EOF, at most max bytes, stopping when ctx is done.
 func readAllCtx(ctx context.Context, r io.Reader, max int64) ([]byte, error) {
-	if f, ok := r.(*os.File); ok {
-		stop := context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Now()) })
-		defer func() {
-			if !stop() {
-				f.SetReadDeadline(time.Time{})
-			}
-		}()
-	}
+	defer cancelReads(ctx, r)()
 	b, err := io.ReadAll(io.LimitReader(r, max+1))
 	if int64(len(b)) > max {
 		return nil, &LimitError{Limit: "script size", Max: max}
@@ -449,14 +443,7 @@ func (s *Shell) procSubst(ctx context.Context, hc interp.HandlerContext, rs *run
 	rs.mu.Unlock()
 	if hc.Stdin != nil {
 		in := hc.Stdin
-		if of, ok := in.(*os.File); ok {
-			stop := context.AfterFunc(ctx, func() { of.SetReadDeadline(time.Now()) })
-			defer func() {
-				if !stop() {
-					of.SetReadDeadline(time.Time{})
-				}
-			}()
-		}
+		defer cancelReads(ctx, in)()
 		_, err = io.Copy(f, in)
 	}
 	f.Close()

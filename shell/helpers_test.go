@@ -2,9 +2,9 @@ package shell
 
 import (
 	"bufio"
-	"errors"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"

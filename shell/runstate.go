@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // runState is what one Run shares with every goroutine and child shell it
@@ -147,4 +148,26 @@ func (rs *runState) guardWriter(w io.Writer) io.Writer {
 		return lenWriter{w: w, l: l, max: rs.lim.MaxVarBytes, rs: rs}
 	}
 	return w
+}
+
+// cancelReads makes blocked reads of r (if it is an *os.File) fail once
+// ctx is done, by setting a read deadline in the past. The returned func
+// undoes it, after waiting for the deadline to have been set if ctx was
+// already done, so that a later reader does not inherit it.
+func cancelReads(ctx context.Context, r io.Reader) func() {
+	f, ok := r.(*os.File)
+	if !ok {
+		return func() {}
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		f.SetReadDeadline(time.Now())
+		close(fired)
+	})
+	return func() {
+		if !stop() {
+			<-fired
+			f.SetReadDeadline(time.Time{})
+		}
+	}
 }

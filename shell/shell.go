@@ -32,6 +32,7 @@ package shell
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -41,6 +42,7 @@ import (
 	"os"
 	"path"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -338,6 +340,9 @@ func (s *Shell) Run(ctx context.Context, script string) (int, error) {
 	defer s.rs.Store(nil)
 	code, err := s.runTop(rs, script)
 	s.finishRun(rs)
+	if le, ok := errors.AsType[*LimitError](err); ok && le.Limit == "variable size" {
+		s.shrinkVars(rs.stderr)
+	}
 	s.last = Stats{
 		Commands:        rs.commands.Load(),
 		StdoutBytes:     rs.stdout.n,
@@ -376,6 +381,47 @@ func (s *Shell) runTop(rs *runState, script string) (int, error) {
 }
 
 var resetTrap = mustParse("trap - EXIT").Stmts[0]
+
+// shrinkVars recovers from a variable size limit: it drops the largest
+// variables until the rest use at most half the limit, and rebuilds the
+// interpreter from the remaining state (a read-only variable cannot be
+// unset otherwise).
+func (s *Shell) shrinkVars(stderr io.Writer) {
+	dir := s.runner.Dir
+	st, err := s.snapshot()
+	if err != nil {
+		st = State{Dir: dir, Umask: s.umask.Load()}
+	}
+	size := func(v Var) int64 {
+		n := int64(len(v.Name) + len(v.Str))
+		for _, e := range v.List {
+			n += int64(len(e)) + 8
+		}
+		for k, e := range v.Map {
+			n += int64(len(k)+len(e)) + 16
+		}
+		return n
+	}
+	var total int64
+	for _, v := range st.Vars {
+		total += size(v)
+	}
+	slices.SortStableFunc(st.Vars, func(a, b Var) int { return cmp.Compare(size(b), size(a)) })
+	for total > s.lim.MaxVarBytes/2 && len(st.Vars) > 0 {
+		v := st.Vars[0]
+		st.Vars = st.Vars[1:]
+		total -= size(v)
+		fmt.Fprintf(stderr, "wasmbox: variable %s (%d bytes) dropped to get under the variable size limit\n", v.Name, size(v))
+	}
+	r, err := s.newRunner(dir)
+	if err != nil {
+		return
+	}
+	s.runner = r
+	if err := s.restore(st); err != nil {
+		fmt.Fprintf(stderr, "wasmbox: state partly lost: %v\n", err)
+	}
+}
 
 // runInternal runs trusted shell source on the main runner, outside any
 // Run (used to seed and to restore state).
