@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"io"
 	mrand "math/rand/v2"
 	"runtime"
 	"sync"
@@ -29,6 +30,18 @@ type Options struct {
 	// they cannot escape, but WASI forbids them and wasi-testsuite checks
 	// that they fail with EPERM, so the default is off.
 	AbsoluteSymlinks bool
+
+	// Stdin, Stdout and Stderr, when non-nil, become the guest's stdio
+	// (use them instead of ModuleConfig.WithStdin and friends). Configure
+	// wraps them so that a read, write or poll that fails because ctx is
+	// done ends the run at once with exit code sys.ExitCodeContextCanceled
+	// or sys.ExitCodeDeadlineExceeded, instead of handing the guest an
+	// error it might survive and exit 0 with; a write whose reader closed
+	// (an error wrapping syscall.EPIPE, as from a PipeWriter) ends it with
+	// ExitCodeBrokenPipe. A Stdin that implements experimental/sys.Pollable
+	// (a PipeReader does) keeps serving poll_oneoff.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
 }
 
 // Deterministic describes the reproducible clocks and randomness of a run.
@@ -75,15 +88,18 @@ func (d Deterministic) withDefaults() Deterministic {
 //   - random_get reads crypto/rand, or a ChaCha8 stream seeded by
 //     opts.Deterministic.Seed.
 //   - sleeping (poll_oneoff with a clock subscription, which is how
-//     wasip1 programs sleep) waits on a timer and on ctx.Done(), so a
-//     cancelled run never sits in a sleep: wazero's own WithSysNanosleep
-//     ignores the context.
+//     wasip1 programs sleep) waits on a timer and on ctx.Done(), and a
+//     cancel ends the run right there with exit code
+//     sys.ExitCodeContextCanceled (or ExitCodeDeadlineExceeded): wazero's
+//     own WithSysNanosleep ignores the context.
+//   - opts.Stdin, Stdout and Stderr become the guest's stdio, with the same
+//     guarantee (see Options).
 //   - sched_yield yields the Go scheduler.
 //
 // ctx must be the context the module runs under (the one passed to
-// InstantiateModule): the sleep watches it. Configure never fails; stdio,
-// arguments and environment are left to the caller (use NewPipe for stdio
-// that honours ctx).
+// InstantiateModule): the sleep and the stdio watch it. Configure never
+// fails; arguments and environment are left to the caller. Use NewPipe
+// (with the same ctx) for stdio that honours ctx.
 //
 // # Notes
 //
@@ -98,6 +114,15 @@ func Configure(ctx context.Context, mc wazero.ModuleConfig, fsys vfs.FS, opts Op
 	}
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newFS(fsys, opts), "/")
 	mc = mc.WithFSConfig(fsc).WithOsyield(runtime.Gosched)
+	if opts.Stdin != nil {
+		mc = mc.WithStdin(&guestReader{ctx: ctx, r: opts.Stdin})
+	}
+	if opts.Stdout != nil {
+		mc = mc.WithStdout(&guestWriter{ctx: ctx, w: opts.Stdout})
+	}
+	if opts.Stderr != nil {
+		mc = mc.WithStderr(&guestWriter{ctx: ctx, w: opts.Stderr})
+	}
 
 	if opts.Deterministic == nil {
 		return mc.WithSysWalltime().
@@ -127,14 +152,17 @@ type stepClock struct {
 
 func (c *stepClock) read() int64 { return c.now.Add(c.step) - c.step }
 
-// contextSleep returns a nanosleep that returns early when ctx is done. When
-// clock is non-nil the slept duration is added to it.
+// contextSleep returns a nanosleep that ends the guest (see exitIfDone)
+// as soon as ctx is done. When clock is non-nil the slept duration is added
+// to it.
 func contextSleep(ctx context.Context, clock *stepClock) func(ns int64) {
 	return func(ns int64) {
 		if clock != nil && ns > 0 {
 			clock.now.Add(ns)
 		}
-		Sleep(ctx, time.Duration(ns))
+		if Sleep(ctx, time.Duration(ns)) != nil {
+			exitIfDone(ctx)
+		}
 	}
 }
 

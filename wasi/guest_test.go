@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // guestWasm builds testdata/<name> with GOOS=wasip1 GOARCH=wasm once per
@@ -165,17 +166,18 @@ func TestCancelBlockedGuest(t *testing.T) {
 				WithArgs(append([]string{"probe"}, tc.args...)...).
 				WithStderr(stderr)
 			var closers []io.Closer
+			var opts Options
 			if tc.stdin {
 				r, w := NewPipe(ctx)
-				mc = mc.WithStdin(r)
+				opts.Stdin = r
 				closers = append(closers, w)
 			}
 			if tc.flood {
 				r, w := NewPipe(ctx)
-				mc = mc.WithStdout(w)
+				opts.Stdout = w
 				closers = append(closers, r)
 			}
-			mc = Configure(ctx, mc, newTestFS(t), Options{})
+			mc = Configure(ctx, mc, newTestFS(t), opts)
 
 			done := make(chan error, 1)
 			go func() {
@@ -210,8 +212,9 @@ func TestCancelBlockedGuest(t *testing.T) {
 			}
 			elapsed := time.Since(start)
 			t.Logf("returned %v after cancel: %v", elapsed, err)
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("err = %v, want one that is context.Canceled", err)
+			var exit *sys.ExitError
+			if !errors.Is(err, context.Canceled) || !errors.As(err, &exit) || exit.ExitCode() != sys.ExitCodeContextCanceled {
+				t.Errorf("err = %v, want an exit with sys.ExitCodeContextCanceled", err)
 			}
 			if elapsed > 250*time.Millisecond {
 				t.Errorf("took %v after cancel, want a few ms", elapsed)
@@ -239,4 +242,44 @@ func newSharedRuntime(ctx context.Context) wazero.Runtime {
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
 	instantiateWASI(ctx, r)
 	return r
+}
+
+// TestDeadlineWhileSleeping: a deadline that passes while the guest sleeps
+// ends the run with sys.ExitCodeDeadlineExceeded.
+func TestDeadlineWhileSleeping(t *testing.T) {
+	r, compiled := probe(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	mc := Configure(ctx, wazero.NewModuleConfig().WithName("").WithArgs("probe", "sleep"), newTestFS(t), Options{})
+	start := time.Now()
+	mod, err := r.InstantiateModule(ctx, compiled, mc)
+	if mod != nil {
+		mod.Close(context.Background())
+	}
+	var exit *sys.ExitError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &exit) || exit.ExitCode() != sys.ExitCodeDeadlineExceeded {
+		t.Errorf("err = %v, want an exit with sys.ExitCodeDeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v for a 100ms deadline", d)
+	}
+}
+
+// TestBrokenPipe: a guest writing to a stdout pipe whose reader closed ends
+// with ExitCodeBrokenPipe, as a process killed by SIGPIPE.
+func TestBrokenPipe(t *testing.T) {
+	r, compiled := probe(t)
+	ctx := context.Background()
+	pr, pw := NewPipe(ctx)
+	pr.Close()
+	mc := Configure(ctx, wazero.NewModuleConfig().WithName("").WithArgs("probe", "flood", "1000000"),
+		newTestFS(t), Options{Stdout: pw})
+	mod, err := r.InstantiateModule(ctx, compiled, mc)
+	if mod != nil {
+		mod.Close(ctx)
+	}
+	var exit *sys.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != ExitCodeBrokenPipe {
+		t.Errorf("err = %v, want exit code %d", err, ExitCodeBrokenPipe)
+	}
 }
