@@ -19,9 +19,8 @@
 //	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 //	stdinR, stdinW := wasi.NewPipe(ctx)
 //	stdoutR, stdoutW := wasi.NewPipe(ctx)
-//	mc := wazero.NewModuleConfig().WithArgs("cat").
-//		WithStdin(stdinR).WithStdout(stdoutW).WithStderr(stderr)
-//	mc = wasi.Configure(ctx, mc, fsys, wasi.Options{})
+//	mc := wasi.Configure(ctx, wazero.NewModuleConfig().WithArgs("cat"), fsys,
+//		wasi.Options{Stdin: stdinR, Stdout: stdoutW, Stderr: stderr})
 //	mod, err := rt.InstantiateModule(ctx, compiled, mc)
 //	// then: stdoutW.Close() (the reader sees EOF), stdinR.Close() (a
 //	// producer still writing gets EPIPE), mod.Close(ctx).
@@ -32,7 +31,11 @@
 // a host call. Everything in this package that can block watches the
 // context: a guest blocked in fd_read or fd_write on a pipe, in poll_oneoff
 // (clock, or fd_read on stdin) or in a sleep returns within microseconds of
-// a cancel, and no goroutine is left behind (TestCancelBlockedGuest).
+// a cancel, and no goroutine is left behind (TestCancelBlockedGuest). When
+// stdio is given through Options, the run then ends with exit code
+// sys.ExitCodeContextCanceled or sys.ExitCodeDeadlineExceeded (the guest is
+// not handed an error it could survive), and a guest writing to a pipe
+// whose reader closed ends with ExitCodeBrokenPipe (141).
 // Readers given to WithStdin that are not a PipeReader (an *os.File such as
 // the CLI's own stdin) block in the kernel and cannot be interrupted: copy
 // them into a NewPipe instead.
