@@ -514,6 +514,10 @@ func (f *file) Pread(buf []byte, off int64) (int, experimentalsys.Errno) {
 
 // Seek implements experimentalsys.File.Seek. On a directory only
 // Seek(0, io.SeekStart) is allowed: it rewinds Readdir.
+//
+// go vet's stdmethods check flags this signature (io.Seeker returns error);
+// wazero's interface requires an Errno, as in wazero's own files. Vet this
+// package with -stdmethods=false.
 func (f *file) Seek(offset int64, whence int) (int64, experimentalsys.Errno) {
 	if f.closed {
 		return 0, experimentalsys.EBADF
