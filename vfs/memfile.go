@@ -29,7 +29,7 @@ type memFile struct {
 
 var _ afero.File = (*memFile)(nil)
 
-func (f *memFile) truncOnOpen(flag int) (afero.File, error) {
+func (f *memFile) truncOnOpen(flag int) (*memFile, error) {
 	if flag&os.O_TRUNC != 0 && f.write && f.n.kind == kReg {
 		if errno := f.fs.truncate(f.n, 0); errno != 0 {
 			f.Close()

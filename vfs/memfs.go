@@ -147,7 +147,12 @@ type lookup struct {
 // resolve walks name from the root. Intermediate symlinks are always
 // followed; the last one only when follow is set or the path ends in a
 // slash. The caller holds m.mu (read or write).
-func (m *MemFS) resolve(name string, follow bool) (lookup, syscall.Errno) {
+// errSymlink is returned by resolve in strict mode when a symlink would
+// have to be followed; it never leaves the package (the VFS falls back to
+// resolving over the whole namespace).
+const errSymlink = syscall.Errno(0x7fff)
+
+func (m *MemFS) resolve(name string, follow, strict bool) (lookup, syscall.Errno) {
 	if len(name) > MaxPathLen {
 		return lookup{}, syscall.ENAMETOOLONG
 	}
@@ -170,6 +175,9 @@ func (m *MemFS) resolve(name string, follow bool) (lookup, syscall.Errno) {
 		}
 		child := cur.children[c]
 		if child != nil && child.kind == kSymlink && (!last || follow || mustDir) {
+			if strict {
+				return lookup{}, errSymlink
+			}
 			hops++
 			if hops > MaxSymlinks {
 				return lookup{}, syscall.ELOOP
@@ -316,6 +324,14 @@ const accMode = os.O_RDONLY | os.O_WRONLY | os.O_RDWR
 
 // OpenFile opens name with POSIX open(2) semantics; see FS.
 func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	f, err := m.openFile(name, name, flag, perm, false)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, strict bool) (*memFile, error) {
 	const op = "open"
 	nofollow := flag&syscall.O_NOFOLLOW != 0
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
@@ -324,7 +340,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, e
 	var errno syscall.Errno
 	if flag&os.O_CREATE != 0 {
 		m.mu.Lock()
-		lk, errno = m.resolve(name, !nofollow && !excl)
+		lk, errno = m.resolve(name, !nofollow && !excl, strict)
 		if errno == 0 && lk.node != nil && excl {
 			errno = syscall.EEXIST
 		}
@@ -346,7 +362,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, e
 		}
 		var f *memFile
 		if errno == 0 {
-			f = m.newHandle(lk.node, name, flag)
+			f = m.newHandle(lk.node, display, flag)
 		}
 		m.mu.Unlock()
 		if errno != 0 {
@@ -355,7 +371,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, e
 		return f.truncOnOpen(flag)
 	}
 	m.mu.RLock()
-	lk, errno = m.resolve(name, !nofollow)
+	lk, errno = m.resolve(name, !nofollow, strict)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
@@ -364,7 +380,7 @@ func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, e
 	}
 	var f *memFile
 	if errno == 0 {
-		f = m.newHandle(lk.node, name, flag)
+		f = m.newHandle(lk.node, display, flag)
 	}
 	m.mu.RUnlock()
 	if errno != 0 {
@@ -402,14 +418,16 @@ func (m *MemFS) newHandle(n *inode, name string, flag int) *memFile {
 }
 
 // Mkdir creates directory name. Its parent must exist (ENOENT otherwise).
-func (m *MemFS) Mkdir(name string, perm os.FileMode) error {
+func (m *MemFS) Mkdir(name string, perm os.FileMode) error { return m.mkdir(name, perm, false) }
+
+func (m *MemFS) mkdir(name string, perm os.FileMode, strict bool) error {
 	const op = "mkdir"
 	if lastIsDot(name) {
 		return pathErr(op, name, syscall.EEXIST)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lk, errno := m.resolve(name, false)
+	lk, errno := m.resolve(name, false, strict)
 	if errno == 0 && lk.node != nil {
 		errno = syscall.EEXIST
 	}
@@ -427,7 +445,9 @@ func (m *MemFS) MkdirAll(name string, perm os.FileMode) error { return mkdirAll(
 
 // Remove removes a file, symlink, device or empty directory. A non-empty
 // directory is ENOTEMPTY.
-func (m *MemFS) Remove(name string) error {
+func (m *MemFS) Remove(name string) error { return m.remove(name, false) }
+
+func (m *MemFS) remove(name string, strict bool) error {
 	const op = "remove"
 	if lastIsDot(name) {
 		if name == "/" || len(splitPath(name)) == 0 {
@@ -437,7 +457,7 @@ func (m *MemFS) Remove(name string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lk, errno := m.resolve(name, false)
+	lk, errno := m.resolve(name, false, strict)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
@@ -457,7 +477,9 @@ func (m *MemFS) Remove(name string) error {
 // RemoveAll removes name and everything below it. A missing name is not an
 // error. Symlinks are removed, never followed. The root cannot be removed
 // (EBUSY).
-func (m *MemFS) RemoveAll(name string) error {
+func (m *MemFS) RemoveAll(name string) error { return m.removeAll(name, false) }
+
+func (m *MemFS) removeAll(name string, strict bool) error {
 	const op = "removeall"
 	if lastIsDot(name) {
 		if len(splitPath(name)) == 0 {
@@ -467,7 +489,7 @@ func (m *MemFS) RemoveAll(name string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lk, errno := m.resolve(name, false)
+	lk, errno := m.resolve(name, false, strict)
 	if errno == syscall.ENOENT || errno == 0 && lk.node == nil {
 		return nil
 	}
@@ -496,22 +518,28 @@ func (m *MemFS) RemoveAll(name string) error {
 // directory only if empty: ENOTEMPTY), a directory cannot move into its own
 // subtree (EINVAL), a file cannot replace a directory (EISDIR) nor a
 // directory a file (ENOTDIR).
-func (m *MemFS) Rename(oldname, newname string) error {
+func (m *MemFS) Rename(oldname, newname string) error { return m.rename(oldname, newname, false) }
+
+func (m *MemFS) rename(oldname, newname string, strict bool) error {
 	const op = "rename"
 	if lastIsDot(oldname) || lastIsDot(newname) {
 		return linkErr(op, oldname, newname, syscall.EBUSY)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	errno := m.renameLocked(oldname, newname)
+	errno := m.renameLocked(oldname, newname, strict)
 	if errno != 0 {
 		return linkErr(op, oldname, newname, errno)
 	}
 	return nil
 }
 
-func (m *MemFS) renameLocked(oldname, newname string) syscall.Errno {
-	src, errno := m.resolve(oldname, false)
+func (m *MemFS) renameLocked(oldname, newname string, strict bool) syscall.Errno {
+	src, errno := m.resolve(oldname, false, strict)
+	if errno != 0 {
+		return errno
+	}
+	dst, errno := m.resolve(newname, false, strict)
 	if errno != 0 {
 		return errno
 	}
@@ -520,10 +548,6 @@ func (m *MemFS) renameLocked(oldname, newname string) syscall.Errno {
 	}
 	if src.dir == nil {
 		return syscall.EBUSY
-	}
-	dst, errno := m.resolve(newname, false)
-	if errno != 0 {
-		return errno
 	}
 	if dst.dir == nil {
 		return syscall.EBUSY
@@ -574,18 +598,18 @@ func (m *MemFS) renameLocked(oldname, newname string) syscall.Errno {
 }
 
 // Stat returns the FileInfo of name, following symlinks.
-func (m *MemFS) Stat(name string) (os.FileInfo, error) { return m.stat("stat", name, true) }
+func (m *MemFS) Stat(name string) (os.FileInfo, error) { return m.stat("stat", name, true, false) }
 
 // LstatIfPossible returns the FileInfo of name without following a final
 // symlink. The boolean is always true.
 func (m *MemFS) LstatIfPossible(name string) (os.FileInfo, bool, error) {
-	fi, err := m.stat("lstat", name, false)
+	fi, err := m.stat("lstat", name, false, false)
 	return fi, true, err
 }
 
-func (m *MemFS) stat(op, name string, follow bool) (os.FileInfo, error) {
+func (m *MemFS) stat(op, name string, follow, strict bool) (os.FileInfo, error) {
 	m.mu.RLock()
-	lk, errno := m.resolve(name, follow)
+	lk, errno := m.resolve(name, follow, strict)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
@@ -636,6 +660,10 @@ func (m *MemFS) info(n *inode, name string) os.FileInfo {
 // SymlinkIfPossible creates newname as a symlink to oldname. The target is
 // stored as given and resolved when used.
 func (m *MemFS) SymlinkIfPossible(oldname, newname string) error {
+	return m.symlink(oldname, newname, false)
+}
+
+func (m *MemFS) symlink(oldname, newname string, strict bool) error {
 	const op = "symlink"
 	if lastIsDot(newname) {
 		return linkErr(op, oldname, newname, syscall.EEXIST)
@@ -648,7 +676,7 @@ func (m *MemFS) SymlinkIfPossible(oldname, newname string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lk, errno := m.resolve(newname, false)
+	lk, errno := m.resolve(newname, false, strict)
 	if errno == 0 && lk.node != nil {
 		errno = syscall.EEXIST
 	}
@@ -666,10 +694,12 @@ func (m *MemFS) SymlinkIfPossible(oldname, newname string) error {
 
 // ReadlinkIfPossible returns the target of symlink name (EINVAL if name is
 // not a symlink).
-func (m *MemFS) ReadlinkIfPossible(name string) (string, error) {
+func (m *MemFS) ReadlinkIfPossible(name string) (string, error) { return m.readlink(name, false) }
+
+func (m *MemFS) readlink(name string, strict bool) (string, error) {
 	const op = "readlink"
 	m.mu.RLock()
-	lk, errno := m.resolve(name, false)
+	lk, errno := m.resolve(name, false, strict)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
@@ -685,23 +715,25 @@ func (m *MemFS) ReadlinkIfPossible(name string) (string, error) {
 
 // Link creates newname as a hard link to oldname. A symlink oldname is
 // linked itself, not followed; a directory is EPERM.
-func (m *MemFS) Link(oldname, newname string) error {
+func (m *MemFS) Link(oldname, newname string) error { return m.hardlink(oldname, newname, false) }
+
+func (m *MemFS) hardlink(oldname, newname string, strict bool) error {
 	const op = "link"
 	if lastIsDot(newname) {
 		return linkErr(op, oldname, newname, syscall.EEXIST)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	src, errno := m.resolve(oldname, false)
+	src, errno := m.resolve(oldname, false, strict)
+	var dst lookup
+	if errno == 0 {
+		dst, errno = m.resolve(newname, false, strict)
+	}
 	if errno == 0 && src.node == nil {
 		errno = syscall.ENOENT
 	}
 	if errno == 0 && src.node.kind == kDir {
 		errno = syscall.EPERM
-	}
-	var dst lookup
-	if errno == 0 {
-		dst, errno = m.resolve(newname, false)
 	}
 	if errno == 0 && dst.node != nil {
 		errno = syscall.EEXIST
@@ -726,9 +758,9 @@ func (m *MemFS) Link(oldname, newname string) error {
 }
 
 // node resolves name (following symlinks) for a metadata change.
-func (m *MemFS) node(op, name string) (*inode, error) {
+func (m *MemFS) node(op, name string, strict bool) (*inode, error) {
 	m.mu.RLock()
-	lk, errno := m.resolve(name, true)
+	lk, errno := m.resolve(name, true, strict)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
@@ -741,7 +773,7 @@ func (m *MemFS) node(op, name string) (*inode, error) {
 
 // Chmod sets the permission bits (and setuid, setgid, sticky) of name.
 func (m *MemFS) Chmod(name string, mode os.FileMode) error {
-	n, err := m.node("chmod", name)
+	n, err := m.node("chmod", name, false)
 	if err != nil {
 		return err
 	}
@@ -761,7 +793,7 @@ func (m *MemFS) chmod(n *inode, mode os.FileMode) {
 
 // Chown sets the owner of name; -1 leaves a value unchanged.
 func (m *MemFS) Chown(name string, uid, gid int) error {
-	n, err := m.node("chown", name)
+	n, err := m.node("chown", name, false)
 	if err != nil {
 		return err
 	}
@@ -785,10 +817,15 @@ func (m *MemFS) chown(n *inode, uid, gid int) {
 // Chtimes sets the access and modification times of name; a zero time
 // leaves that time unchanged (as os.Chtimes does).
 func (m *MemFS) Chtimes(name string, atime, mtime time.Time) error {
-	n, err := m.node("chtimes", name)
+	n, err := m.node("chtimes", name, false)
 	if err != nil {
 		return err
 	}
+	m.chtimes(n, atime, mtime)
+	return nil
+}
+
+func (m *MemFS) chtimes(n *inode, atime, mtime time.Time) {
 	now := m.now()
 	n.mu.Lock()
 	if !atime.IsZero() {
@@ -799,11 +836,14 @@ func (m *MemFS) Chtimes(name string, atime, mtime time.Time) error {
 	}
 	n.ctime = now
 	n.mu.Unlock()
-	return nil
 }
 
 // Mknod creates a character device node name with behaviour dev.
 func (m *MemFS) Mknod(name string, perm os.FileMode, dev Device) error {
+	return m.mknod(name, perm, dev, false)
+}
+
+func (m *MemFS) mknod(name string, perm os.FileMode, dev Device, strict bool) error {
 	const op = "mknod"
 	if dev == nil {
 		return pathErr(op, name, syscall.EINVAL)
@@ -813,7 +853,7 @@ func (m *MemFS) Mknod(name string, perm os.FileMode, dev Device) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lk, errno := m.resolve(name, false)
+	lk, errno := m.resolve(name, false, strict)
 	if errno == 0 && lk.node != nil {
 		errno = syscall.EEXIST
 	}

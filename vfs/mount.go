@@ -221,15 +221,21 @@ func (mt *mountTable) OpenFile(p string, flag int, perm os.FileMode) (afero.File
 	if err != nil {
 		return nil, rewrap("open", p, err)
 	}
-	kids := mt.children(p)
-	if len(kids) == 0 {
-		return f, nil
+	return mt.wrapDir(p, named(f, p)), nil
+}
+
+// wrapDir returns f, or when f is a directory with mount points directly
+// below it, a directory handle that lists them with the attributes of the
+// mounted roots.
+func (mt *mountTable) wrapDir(p string, f afero.File) afero.File {
+	if len(mt.children(p)) == 0 {
+		return f
 	}
 	fi, err := f.Stat()
 	if err != nil || !fi.IsDir() {
-		return f, nil
+		return f
 	}
-	return &listDir{name: p, info: fi, close: f.Close, load: func() ([]os.FileInfo, error) {
+	return &listDir{name: f.Name(), info: fi, close: f.Close, load: func() ([]os.FileInfo, error) {
 		if _, err := f.Seek(0, 0); err != nil {
 			return nil, err
 		}
@@ -255,7 +261,7 @@ func (mt *mountTable) OpenFile(p string, flag int, perm os.FileMode) (afero.File
 			}
 		}
 		return ents, nil
-	}}, nil
+	}}
 }
 
 func (mt *mountTable) Mkdir(p string, perm os.FileMode) error {

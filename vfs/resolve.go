@@ -312,6 +312,9 @@ func (r *resolving) SymlinkIfPossible(oldname, newname string) error {
 	p, mustDir, errno := walk(r.raw, newname, false)
 	if errno == 0 && mustDir {
 		errno = syscall.ENOENT
+		if _, _, err := r.raw.LstatIfPossible(p); err == nil {
+			errno = syscall.EEXIST
+		}
 	}
 	if errno != 0 {
 		return linkErr(op, oldname, newname, errno)

@@ -1,0 +1,156 @@
+package vfs_test
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/wasmbox/wasmbox/vfs"
+)
+
+// opaqueFS hides the concrete type of a filesystem, so that a VFS over it
+// cannot take its MemFS fast path.
+type opaqueFS struct{ vfs.FS }
+
+// dump lists every path below root with type, mode, size and content.
+func dump(fsys vfs.FS, root string) string {
+	var out []string
+	var walk func(p string)
+	walk = func(p string) {
+		fi, _, err := fsys.LstatIfPossible(p)
+		if err != nil {
+			out = append(out, p+" "+err.Error())
+			return
+		}
+		line := fmt.Sprintf("%s %v %d", p, fi.Mode(), fi.Size())
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			t, _ := fsys.ReadlinkIfPossible(p)
+			line += " -> " + t
+		case fi.Mode().IsRegular():
+			if f, err := fsys.Open(p); err == nil {
+				b, _ := io.ReadAll(f)
+				f.Close()
+				line += " " + string(b)
+			}
+		case fi.IsDir():
+			f, err := fsys.Open(p)
+			if err != nil {
+				break
+			}
+			names, _ := f.Readdirnames(-1)
+			f.Close()
+			sort.Strings(names)
+			for _, n := range names {
+				walk(strings.TrimSuffix(p, "/") + "/" + n)
+			}
+		}
+		out = append(out, line)
+	}
+	walk(root)
+	return strings.Join(out, "\n")
+}
+
+// FuzzFastSlow runs the same operations on a VFS over a MemFS (fast path)
+// and on a VFS over the same kind of MemFS hidden behind an interface
+// (general resolution), with a second MemFS mounted in both. Every result
+// and the final trees must be identical.
+func FuzzFastSlow(f *testing.F) {
+	f.Add([]byte("\x00\x02\x00\x01\x01\x06\x00\x07\x01\x02"))
+	f.Add([]byte("\x05\x04\x04\x06\x0a\x02\x00\x03\x05\x04\x04\x06\x00"))
+	f.Add([]byte("\x05\x01\x01\x07\x00\x00\x02\x01\x01\x01\x00\x04\x04\x01\x07\x00\x00"))
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		if len(prog) > 400 {
+			prog = prog[:400]
+		}
+		mk := func(hide bool) vfs.FS {
+			var root, sub vfs.FS = vfs.NewMemFS(), vfs.NewMemFS()
+			if hide {
+				root, sub = opaqueFS{root}, opaqueFS{sub}
+			}
+			v := vfs.New(root)
+			must(t, v.Mount("/mnt/h", sub))
+			return v
+		}
+		fast, slow := mk(false), mk(true)
+		for len(prog) >= 4 {
+			op, n1, n2 := prog[0], int(prog[1])%6+1, int(prog[2])%6+1
+			rest := prog[3:]
+			n1 = min(n1, len(rest))
+			p1 := fuzzPath(rest[:n1])
+			rest = rest[n1:]
+			n2 = min(n2, len(rest))
+			p2 := fuzzPath(rest[:n2])
+			prog = rest[n2:]
+			res := [2]string{}
+			for i, fsys := range []vfs.FS{fast, slow} {
+				var err error
+				var extra string
+				switch op % 12 {
+				case 0:
+					err = fsys.Mkdir(p1, 0o755)
+				case 1:
+					var fh interface {
+						io.Writer
+						Close() error
+					}
+					fh, err = fsys.OpenFile(p1, os.O_RDWR|os.O_CREATE|int(op>>4)&int(os.O_EXCL|os.O_TRUNC|os.O_APPEND), 0o644)
+					if err == nil {
+						fh.Write([]byte(p2))
+						fh.Close()
+					}
+				case 2:
+					err = fsys.Remove(p1)
+				case 3:
+					err = fsys.RemoveAll(p1)
+				case 4:
+					err = fsys.Rename(p1, p2)
+				case 5:
+					err = fsys.SymlinkIfPossible(p2, p1)
+				case 6:
+					err = fsys.Link(p1, p2)
+				case 7:
+					var fi os.FileInfo
+					fi, err = fsys.Stat(p1)
+					if err == nil {
+						extra = fmt.Sprint(fi.Name(), fi.Mode(), fi.Size())
+					}
+				case 8:
+					var fi os.FileInfo
+					fi, _, err = fsys.LstatIfPossible(p1)
+					if err == nil {
+						extra = fmt.Sprint(fi.Name(), fi.Mode(), fi.Size())
+					}
+				case 9:
+					extra, err = fsys.ReadlinkIfPossible(p1)
+				case 10:
+					err = fsys.Chmod(p1, os.FileMode(op)|0o400)
+				case 11:
+					var fh interface {
+						Close() error
+						Readdirnames(int) ([]string, error)
+						Name() string
+					}
+					fh, err = fsys.OpenFile(p1, os.O_RDONLY|int(op>>4)&(syscall.O_NOFOLLOW|syscall.O_DIRECTORY), 0)
+					if err == nil {
+						names, _ := fh.Readdirnames(-1)
+						sort.Strings(names)
+						extra = fh.Name() + " " + strings.Join(names, ",")
+						fh.Close()
+					}
+				}
+				res[i] = fmt.Sprintf("%v %s", vfs.Errno(err), extra)
+			}
+			if res[0] != res[1] {
+				t.Fatalf("op %d %q %q: fast %q, slow %q", op%12, p1, p2, res[0], res[1])
+			}
+		}
+		if a, b := dump(fast, "/"), dump(slow, "/"); a != b {
+			t.Fatalf("trees differ:\nfast:\n%s\nslow:\n%s", a, b)
+		}
+	})
+}

@@ -1,0 +1,230 @@
+package vfs
+
+import (
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/afero"
+)
+
+// The fast path of the VFS. Resolving a path one component at a time over
+// the whole namespace (resolving.walk) costs one Lstat per component. Most
+// paths contain no ".." and no symlink and stay inside one MemFS: for them
+// the lexically cleaned path is the resolved path, and the MemFS can walk
+// it in one go under its own lock. The MemFS is asked to walk in strict
+// mode, where meeting a symlink that would have to be followed fails with
+// errSymlink instead; the VFS then starts over with the general
+// resolution, so symlinks still resolve over the whole guest namespace.
+//
+// Mount points and the directories above them are never symlinks: the VFS
+// refuses to remove or rename them (EBUSY).
+
+type fastPath struct {
+	mem *MemFS
+	m   *mount
+	p   string // guest path, clean
+	r   string // path inside mem
+}
+
+func (v *VFS) fast(name string) (fastPath, bool) {
+	if len(name) > MaxPathLen || strings.Contains(name, "..") {
+		return fastPath{}, false
+	}
+	p := cleanAbs(name)
+	m, r := v.mt.find(p)
+	mem, ok := m.raw.(*MemFS)
+	if !ok {
+		return fastPath{}, false
+	}
+	if r != "/" && wantsDir(name) {
+		r += "/"
+	}
+	return fastPath{mem: mem, m: m, p: p, r: r}, true
+}
+
+// fallback reports whether a strict MemFS call met a symlink.
+func fallback(err error) bool { return err != nil && Errno(err) == errSymlink }
+
+// Create creates or truncates name (mode 0666).
+func (v *VFS) Create(name string) (afero.File, error) {
+	return v.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+}
+
+// Open opens name for reading.
+func (v *VFS) Open(name string) (afero.File, error) { return v.OpenFile(name, os.O_RDONLY, 0) }
+
+// OpenFile opens name; see FS for the flags honoured.
+func (v *VFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	if fp, ok := v.fast(name); ok {
+		f, err := fp.mem.openFile(fp.r, name, flag, perm, true)
+		if err == nil {
+			return v.mt.wrapDir(fp.p, f), nil
+		}
+		if !fallback(err) {
+			return nil, rewrap("open", name, err)
+		}
+	}
+	return v.resolving.OpenFile(name, flag, perm)
+}
+
+// Stat returns the FileInfo of name, following symlinks.
+func (v *VFS) Stat(name string) (os.FileInfo, error) { return v.stat("stat", name, true) }
+
+// LstatIfPossible returns the FileInfo of name without following a final
+// symlink; the boolean is always true.
+func (v *VFS) LstatIfPossible(name string) (os.FileInfo, bool, error) {
+	fi, err := v.stat("lstat", name, false)
+	return fi, true, err
+}
+
+func (v *VFS) stat(op, name string, follow bool) (os.FileInfo, error) {
+	if fp, ok := v.fast(name); ok {
+		fi, err := fp.mem.stat(op, fp.r, follow, true)
+		if err == nil {
+			if fp.r == "/" {
+				fi = renamed(fi, baseName(fp.p))
+			}
+			return fi, nil
+		}
+		if !fallback(err) {
+			return nil, rewrap(op, name, err)
+		}
+	}
+	return statResolved(v.mt, op, name, follow)
+}
+
+// Mkdir creates directory name; its parent must exist.
+func (v *VFS) Mkdir(name string, perm os.FileMode) error {
+	if fp, ok := v.fast(name); ok && !lastIsDot(name) {
+		err := fp.mem.mkdir(fp.r, perm, true)
+		if !fallback(err) {
+			return rewrap("mkdir", name, err)
+		}
+	}
+	return v.resolving.Mkdir(name, perm)
+}
+
+// MkdirAll creates name and every missing parent.
+func (v *VFS) MkdirAll(name string, perm os.FileMode) error { return mkdirAll(v, name, perm) }
+
+// Remove removes a file, symlink or empty directory; mount points are
+// EBUSY.
+func (v *VFS) Remove(name string) error {
+	if fp, ok := v.fast(name); ok && !lastIsDot(name) && !v.mt.busy(fp.p) {
+		err := fp.mem.remove(fp.r, true)
+		if !fallback(err) {
+			return rewrap("remove", name, err)
+		}
+	}
+	return v.resolving.Remove(name)
+}
+
+// RemoveAll removes name and everything below it, never following
+// symlinks. Mounted filesystems below name are emptied, and then EBUSY is
+// reported for their mount points.
+func (v *VFS) RemoveAll(name string) error {
+	if fp, ok := v.fast(name); ok && !lastIsDot(name) && !v.mt.busy(fp.p) {
+		err := fp.mem.removeAll(fp.r, true)
+		if !fallback(err) {
+			return rewrap("removeall", name, err)
+		}
+	}
+	return v.resolving.RemoveAll(name)
+}
+
+// Rename renames oldname to newname (EXDEV across filesystems, EBUSY for
+// mount points).
+func (v *VFS) Rename(oldname, newname string) error {
+	if fo, ok := v.fast(oldname); ok && !lastIsDot(oldname) && !lastIsDot(newname) {
+		if fn, ok := v.fast(newname); ok && fn.m == fo.m && !v.mt.busy(fo.p) && !v.mt.busy(fn.p) {
+			err := fo.mem.rename(fo.r, fn.r, true)
+			if !fallback(err) {
+				return rewrapLink("rename", oldname, newname, err)
+			}
+		}
+	}
+	return v.resolving.Rename(oldname, newname)
+}
+
+// Link creates newname as a hard link to oldname (EXDEV across
+// filesystems).
+func (v *VFS) Link(oldname, newname string) error {
+	if fo, ok := v.fast(oldname); ok && !lastIsDot(newname) {
+		if fn, ok := v.fast(newname); ok && fn.m == fo.m {
+			err := fo.mem.hardlink(fo.r, fn.r, true)
+			if !fallback(err) {
+				return rewrapLink("link", oldname, newname, err)
+			}
+		}
+	}
+	return v.resolving.Link(oldname, newname)
+}
+
+// SymlinkIfPossible creates newname as a symlink to oldname.
+func (v *VFS) SymlinkIfPossible(oldname, newname string) error {
+	if fp, ok := v.fast(newname); ok && !lastIsDot(newname) {
+		err := fp.mem.symlink(oldname, fp.r, true)
+		if !fallback(err) {
+			return rewrapLink("symlink", oldname, newname, err)
+		}
+	}
+	return v.resolving.SymlinkIfPossible(oldname, newname)
+}
+
+// ReadlinkIfPossible returns the target of symlink name.
+func (v *VFS) ReadlinkIfPossible(name string) (string, error) {
+	if fp, ok := v.fast(name); ok {
+		t, err := fp.mem.readlink(fp.r, true)
+		if !fallback(err) {
+			return t, rewrap("readlink", name, err)
+		}
+	}
+	return v.resolving.ReadlinkIfPossible(name)
+}
+
+// node finds the inode of name on the fast path.
+func (v *VFS) node(op, name string) (m *MemFS, n *inode, ok bool, err error) {
+	fp, ok := v.fast(name)
+	if !ok {
+		return nil, nil, false, nil
+	}
+	n, err = fp.mem.node(op, fp.r, true)
+	if fallback(err) {
+		return nil, nil, false, nil
+	}
+	return fp.mem, n, true, rewrap(op, name, err)
+}
+
+// Chmod sets the permission bits of name.
+func (v *VFS) Chmod(name string, mode os.FileMode) error {
+	if m, n, ok, err := v.node("chmod", name); ok {
+		if err == nil {
+			m.chmod(n, mode)
+		}
+		return err
+	}
+	return v.resolving.Chmod(name, mode)
+}
+
+// Chown sets the owner of name; -1 leaves a value unchanged.
+func (v *VFS) Chown(name string, uid, gid int) error {
+	if m, n, ok, err := v.node("chown", name); ok {
+		if err == nil {
+			m.chown(n, uid, gid)
+		}
+		return err
+	}
+	return v.resolving.Chown(name, uid, gid)
+}
+
+// Chtimes sets the access and modification times of name.
+func (v *VFS) Chtimes(name string, atime, mtime time.Time) error {
+	if m, n, ok, err := v.node("chtimes", name); ok {
+		if err == nil {
+			m.chtimes(n, atime, mtime)
+		}
+		return err
+	}
+	return v.resolving.Chtimes(name, atime, mtime)
+}
