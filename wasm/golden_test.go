@@ -64,6 +64,7 @@ func runGolden(t *testing.T, command, file string) {
 	if _, manual := c.Get("manual"); !ok && !manual {
 		t.Fatalf("%s has no expectations yet: run go run ./tools/goldengen -run '^%s/'", file, command)
 	}
+	host := getHost(t) // compiles the module on first use, outside the case's deadline
 	root, caseDir := newRoot(t)
 	if err := c.writeFiles(caseDir); err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func runGolden(t *testing.T, command, file string) {
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	status, err := getHost(t).run(ctx, &guest{
+	status, err := host.run(ctx, &guest{
 		argv: append([]string{command}, args...), env: goldenEnv, cwd: "/tmp/golden", root: root,
 		stdin: bytes.NewReader(stdin), stdout: &stdout, stderr: &stderr,
 	})

@@ -143,7 +143,15 @@ func (h *testHost) run(ctx context.Context, g *guest) (int, error) {
 		WithName("").
 		WithArgs(g.argv...).
 		WithStdin(g.stdin).WithStdout(g.stdout).WithStderr(g.stderr).
-		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
+		WithSysWalltime().WithSysNanotime().
+		WithNanosleep(func(ns int64) { // a sleeping guest still dies with its context
+			t := time.NewTimer(time.Duration(ns))
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		}).
 		WithRandSource(rand.Reader).
 		WithFSConfig(wazero.NewFSConfig().
 			WithDirMount(g.root, "/").

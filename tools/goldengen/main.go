@@ -6,7 +6,7 @@
 // as the unprivileged user nobody (when goldengen itself runs as root, so
 // that a case can never change the machine: "date -s" sets the clock)
 // with a clean C-locale environment (LC_ALL=C TZ=UTC HOME=/home/user
-// USER=user PATH=/usr/bin:/bin) and the case's stdin, and rewrites the
+// USER=user PATH=/bin:/usr/bin) and the case's stdin, and rewrites the
 // case's stdout, stderr and exit sections, and its "want: PATH" sections
 // with the files' contents after the run. The command is the name of the
 // case's directory; awk runs gawk (Debian's awk is mawk), with argv[0]
@@ -158,7 +158,7 @@ func regenerate(c *goldenCase, command string) error {
 	defer cancel()
 	x := exec.CommandContext(ctx, path)
 	x.Args = append([]string{command}, args...)
-	x.Env = []string{"LC_ALL=C", "TZ=UTC", "HOME=/home/user", "USER=user", "PATH=/usr/bin:/bin", "PWD=" + caseDir}
+	x.Env = []string{"LC_ALL=C", "TZ=UTC", "HOME=/home/user", "USER=user", "PATH=/bin:/usr/bin", "PWD=" + caseDir}
 	x.Dir = caseDir
 	if os.Geteuid() == 0 {
 		// Never run a reference tool as root: a case like "date -s" would

@@ -277,7 +277,7 @@ func unaryTest(op, arg string) (bool, error) {
 	case "-w":
 		return m.Perm()&0o222 != 0, nil
 	case "-x":
-		return m.Perm()&0o111 != 0, nil
+		return m.Perm()&0o111 != 0 || !permBitsKnown, nil
 	}
 	return false, nil
 }
