@@ -156,6 +156,10 @@ func (s *Shell) external(ctx context.Context, hc interp.HandlerContext, rs *runS
 	}
 	if file != "" {
 		head := s.readHead(file)
+		if bytes.HasPrefix(head, []byte("#!wasmbox ")) {
+			// A command entry of the executor (executor.EntryPrefix).
+			return s.runExecutor(ctx, hc, rs, args)
+		}
 		if interpArgs, ok := shebang(head); ok {
 			if isShellName(interpArgs[0]) {
 				return s.runShellScript(ctx, hc, rs, file, name, args[1:])

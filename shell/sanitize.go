@@ -79,6 +79,13 @@ func (s *Shell) sanitize(node syntax.Node) error {
 			if !startsWithCheck(n.Do) {
 				n.Do = append([]*syntax.Stmt{{Cmd: call(checkCmd)}}, n.Do...)
 			}
+			if _, ok := n.Loop.(*syntax.CStyleLoop); ok && !isCheck(n.Do[len(n.Do)-1]) {
+				// interp v3.14.1 ends a for ((;;)) loop as soon as an
+				// iteration's last command fails, e.g. (( x += 0 )); bash
+				// does not. A final check (status 0) keeps it going; the
+				// cost is that such a loop's own status is 0.
+				n.Do = append(n.Do, &syntax.Stmt{Cmd: call(checkCmd)})
+			}
 		case *syntax.FuncDecl:
 			if n.Body != nil && !hasFrame(n.Body, framePath) {
 				n.Body.Redirs = append([]*syntax.Redirect{frameRedirect(framePath)}, n.Body.Redirs...)
@@ -137,10 +144,11 @@ func hasFrame(st *syntax.Stmt, p string) bool {
 }
 
 func startsWithCheck(stmts []*syntax.Stmt) bool {
-	if len(stmts) == 0 {
-		return false
-	}
-	ce, ok := stmts[0].Cmd.(*syntax.CallExpr)
+	return len(stmts) > 0 && isCheck(stmts[0])
+}
+
+func isCheck(st *syntax.Stmt) bool {
+	ce, ok := st.Cmd.(*syntax.CallExpr)
 	return ok && len(ce.Args) == 1 && len(ce.Assigns) == 0 && ce.Args[0].Lit() == checkCmd
 }
 

@@ -294,7 +294,7 @@ func (s *Shell) restore(st State) error {
 		if err != nil || !fi.IsDir() {
 			return fmt.Errorf("shell: restore: directory %q does not exist", st.Dir)
 		}
-		if err := s.runInternal(context.Background(), "builtin cd -- "+quote(st.Dir)); err != nil {
+		if err := s.runInternal(context.Background(), "builtin cd "+quote(st.Dir)); err != nil {
 			return fmt.Errorf("shell: restore: %w", err)
 		}
 	}

@@ -61,6 +61,7 @@ var bashCases = []scriptCase{
 	{"nested cmdsubst", `echo $(echo $(echo $(echo deep)))`, "deep\n", 0, ""},
 	{"while read", `printf '1\n2\n3\n' | while read n; do echo "n=$n"; done`, "n=1\nn=2\nn=3\n", 0, ""},
 	{"for c style", `for ((i=0; i<3; i++)); do echo $i; done`, "0\n1\n2\n", 0, ""},
+	{"for c style failing body", `s=0; for ((i=0; i<4; i++)); do (( s += i & 1 )); done; echo $s`, "2\n", 0, ""},
 	{"until", `i=0; until (( i >= 2 )); do echo $i; (( i++ )); done`, "0\n1\n", 0, ""},
 	{"case", `case foo.txt in *.md) echo md;; *.txt) echo txt;; esac`, "txt\n", 0, ""},
 	{"brace", `echo {a,b}{1,2} {1..4}`, "a1 a2 b1 b2 1 2 3 4\n", 0, ""},
