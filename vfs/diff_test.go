@@ -86,71 +86,122 @@ func FuzzFastSlow(f *testing.F) {
 			n2 = min(n2, len(rest))
 			p2 := fuzzPath(rest[:n2])
 			prog = rest[n2:]
-			res := [2]string{}
-			for i, fsys := range []vfs.FS{fast, slow} {
-				var err error
-				var extra string
-				switch op % 12 {
-				case 0:
-					err = fsys.Mkdir(p1, 0o755)
-				case 1:
-					var fh interface {
-						io.Writer
-						Close() error
-					}
-					fh, err = fsys.OpenFile(p1, os.O_RDWR|os.O_CREATE|int(op>>4)&int(os.O_EXCL|os.O_TRUNC|os.O_APPEND), 0o644)
-					if err == nil {
-						fh.Write([]byte(p2))
-						fh.Close()
-					}
-				case 2:
-					err = fsys.Remove(p1)
-				case 3:
-					err = fsys.RemoveAll(p1)
-				case 4:
-					err = fsys.Rename(p1, p2)
-				case 5:
-					err = fsys.SymlinkIfPossible(p2, p1)
-				case 6:
-					err = fsys.Link(p1, p2)
-				case 7:
-					var fi os.FileInfo
-					fi, err = fsys.Stat(p1)
-					if err == nil {
-						extra = fmt.Sprint(fi.Name(), fi.Mode(), fi.Size())
-					}
-				case 8:
-					var fi os.FileInfo
-					fi, _, err = fsys.LstatIfPossible(p1)
-					if err == nil {
-						extra = fmt.Sprint(fi.Name(), fi.Mode(), fi.Size())
-					}
-				case 9:
-					extra, err = fsys.ReadlinkIfPossible(p1)
-				case 10:
-					err = fsys.Chmod(p1, os.FileMode(op)|0o400)
-				case 11:
-					var fh interface {
-						Close() error
-						Readdirnames(int) ([]string, error)
-						Name() string
-					}
-					fh, err = fsys.OpenFile(p1, os.O_RDONLY|int(op>>4)&(syscall.O_NOFOLLOW|syscall.O_DIRECTORY), 0)
-					if err == nil {
-						names, _ := fh.Readdirnames(-1)
-						sort.Strings(names)
-						extra = fh.Name() + " " + strings.Join(names, ",")
-						fh.Close()
-					}
-				}
-				res[i] = fmt.Sprintf("%v %s", vfs.Errno(err), extra)
-			}
+			res := [2]string{runOp(fast, op, p1, p2), runOp(slow, op, p1, p2)}
 			if res[0] != res[1] {
 				t.Fatalf("op %d %q %q: fast %q, slow %q", op%12, p1, p2, res[0], res[1])
 			}
 		}
 		if a, b := dump(fast, "/"), dump(slow, "/"); a != b {
 			t.Fatalf("trees differ:\nfast:\n%s\nslow:\n%s", a, b)
+		}
+	})
+}
+
+// runOp applies operation op to fsys and describes the outcome.
+func runOp(fsys vfs.FS, op byte, p1, p2 string) string {
+	var err error
+	var extra string
+	switch op % 12 {
+	case 0:
+		err = fsys.Mkdir(p1, 0o755)
+	case 1:
+		var fh interface {
+			io.Writer
+			Close() error
+		}
+		fh, err = fsys.OpenFile(p1, os.O_RDWR|os.O_CREATE|int(op>>4)&int(os.O_EXCL|os.O_TRUNC|os.O_APPEND), 0o644)
+		if err == nil {
+			fh.Write([]byte(p2))
+			fh.Close()
+		}
+	case 2:
+		err = fsys.Remove(p1)
+	case 3:
+		err = fsys.RemoveAll(p1)
+	case 4:
+		err = fsys.Rename(p1, p2)
+	case 5:
+		err = fsys.SymlinkIfPossible(p2, p1)
+	case 6:
+		err = fsys.Link(p1, p2)
+	case 7:
+		var fi os.FileInfo
+		fi, err = fsys.Stat(p1)
+		if err == nil {
+			extra = fmt.Sprint(fi.Name(), fi.Mode(), fi.Size())
+		}
+	case 8:
+		var fi os.FileInfo
+		fi, _, err = fsys.LstatIfPossible(p1)
+		if err == nil {
+			extra = fmt.Sprint(fi.Name(), fi.Mode(), fi.Size())
+		}
+	case 9:
+		extra, err = fsys.ReadlinkIfPossible(p1)
+	case 10:
+		err = fsys.Chmod(p1, os.FileMode(op)|0o400)
+	case 11:
+		var fh interface {
+			Close() error
+			Readdirnames(int) ([]string, error)
+			Name() string
+		}
+		fh, err = fsys.OpenFile(p1, os.O_RDONLY|int(op>>4)&(syscall.O_NOFOLLOW|syscall.O_DIRECTORY), 0)
+		if err == nil {
+			names, _ := fh.Readdirnames(-1)
+			sort.Strings(names)
+			extra = fh.Name() + " " + strings.Join(names, ",")
+			fh.Close()
+		}
+	}
+	return fmt.Sprintf("%v %s", vfs.Errno(err), extra)
+}
+
+// FuzzMemVsHost runs the same operations on a MemFS, on a read-write host
+// directory (the Linux kernel as the oracle, under our resolver) and on a
+// copy-on-write mount of a host directory. Every result and the final trees
+// must be identical.
+//
+//	go test -fuzz=FuzzMemVsHost ./vfs
+func FuzzMemVsHost(f *testing.F) {
+	f.Add([]byte("\x00\x02\x00\x01\x01\x06\x00\x07\x01\x02"))
+	f.Add([]byte("\x05\x04\x04\x06\x0a\x02\x00\x03\x05\x04\x04\x06\x00"))
+	f.Add([]byte("\x05\x01\x01\x07\x00\x00\x02\x01\x01\x01\x00\x04\x04\x01\x07\x00\x00"))
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		if len(prog) > 200 {
+			prog = prog[:200]
+		}
+		rw, err := vfs.HostDir(t.TempDir(), vfs.ReadWrite)
+		must(t, err)
+		defer rw.(io.Closer).Close()
+		cow, err := vfs.HostDir(t.TempDir(), vfs.CopyOnWrite)
+		must(t, err)
+		defer cow.(io.Closer).Close()
+		fss := []vfs.FS{vfs.NewMemFS(), rw, cow}
+		for len(prog) >= 4 {
+			op, n1, n2 := prog[0], int(prog[1])%6+1, int(prog[2])%6+1
+			rest := prog[3:]
+			n1 = min(n1, len(rest))
+			p1 := fuzzPath(rest[:n1])
+			rest = rest[n1:]
+			n2 = min(n2, len(rest))
+			p2 := fuzzPath(rest[:n2])
+			prog = rest[n2:]
+			if op%12 == 10 || op%12 == 1 && op&0x10 != 0 {
+				continue // modes and O_EXCL|O_TRUNC combos: umask and host quirks
+			}
+			want := runOp(fss[0], op, p1, p2)
+			for i, fsys := range fss[1:] {
+				if got := runOp(fsys, op, p1, p2); got != want {
+					t.Fatalf("op %d %q %q: MemFS %q, %d %q", op%12, p1, p2, want, i+1, got)
+				}
+			}
+		}
+		want := dump(fss[0], "/")
+		for i, fsys := range fss[1:] {
+			if got := dump(fsys, "/"); got != want {
+				t.Fatalf("trees differ:\nMemFS:\n%s\n%d:\n%s", want, i+1, got)
+			}
 		}
 	})
 }
