@@ -90,6 +90,9 @@ func ParseMountSpec(s string) (MountSpec, error) {
 // error here, not at first use. Options (quota, clock) apply to the
 // in-memory upper layer of a CopyOnWrite mount.
 //
+// On the host, setuid and setgid bits are never set and the owner of a
+// file never changes (chown is EPERM, as for an unprivileged user).
+//
 // The returned FS holds a host file descriptor; it implements io.Closer.
 // FileInfo.Sys() is a *Stat filled from the host's stat (device, inode,
 // link count, owner, times).
@@ -197,7 +200,7 @@ func (h *hostRaw) OpenFile(name string, flag int, perm os.FileMode) (afero.File,
 			return nil, err
 		}
 	}
-	f, err := h.root.OpenFile(rel(name), flag, perm)
+	f, err := h.root.OpenFile(rel(name), flag, perm&os.ModePerm)
 	if err != nil {
 		return nil, rewrap("open", name, err)
 	}
@@ -208,7 +211,7 @@ func (h *hostRaw) Mkdir(name string, perm os.FileMode) error {
 	if err := h.erofs("mkdir", name); err != nil {
 		return err
 	}
-	return rewrap("mkdir", name, h.root.Mkdir(rel(name), perm))
+	return rewrap("mkdir", name, h.root.Mkdir(rel(name), perm&(os.ModePerm|os.ModeSticky)))
 }
 
 func (h *hostRaw) MkdirAll(name string, perm os.FileMode) error { return mkdirAll(h, name, perm) }
@@ -283,14 +286,27 @@ func (h *hostRaw) Chmod(name string, mode os.FileMode) error {
 	if err := h.erofs("chmod", name); err != nil {
 		return err
 	}
-	return rewrap("chmod", name, h.root.Chmod(rel(name), mode))
+	// No setuid or setgid bits on the host: a guest must not be able to
+	// plant a privileged executable for a host user to run.
+	return rewrap("chmod", name, h.root.Chmod(rel(name), mode&(os.ModePerm|os.ModeSticky)))
 }
 
 func (h *hostRaw) Chown(name string, uid, gid int) error {
 	if err := h.erofs("chown", name); err != nil {
 		return err
 	}
-	return rewrap("chown", name, h.root.Chown(rel(name), uid, gid))
+	// Guest user ids mean nothing on the host, and the sandbox user is
+	// not root: changing the owner of a host file is refused, as chown(2)
+	// refuses it to an unprivileged user. Only a no-op change succeeds.
+	fi, err := h.root.Stat(rel(name))
+	if err != nil {
+		return rewrap("chown", name, err)
+	}
+	st := hostStat(fi)
+	if (uid == -1 || uint32(uid) == st.Uid) && (gid == -1 || uint32(gid) == st.Gid) {
+		return nil
+	}
+	return pathErr("chown", name, syscall.EPERM)
 }
 
 func (h *hostRaw) Chtimes(name string, atime, mtime time.Time) error {

@@ -407,3 +407,19 @@ func writeErr(fsys vfs.FS, name string) error {
 	}
 	return err
 }
+
+func TestHostNoPrivilegeBits(t *testing.T) {
+	dir := t.TempDir()
+	h, err := vfs.HostDir(dir, vfs.ReadWrite)
+	must(t, err)
+	defer h.(io.Closer).Close()
+	writeFile(t, h, "/x", "#!/bin/sh\n")
+	must(t, h.Chmod("/x", 0o755|os.ModeSetuid|os.ModeSetgid))
+	fi, err := os.Stat(filepath.Join(dir, "x"))
+	must(t, err)
+	if fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("host mode %v", fi.Mode())
+	}
+	wantErrno(t, h.Chown("/x", 4242, 4242), syscall.EPERM)
+	must(t, h.Chown("/x", -1, -1))
+}
