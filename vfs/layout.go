@@ -38,11 +38,11 @@ user:x:1000:
 //	/root
 //
 // with quotas of DefaultQuotaBytes and DefaultQuotaFiles unless WithQuota
-// says otherwise. WithRandom seeds /dev/random and /dev/urandom; WithClock
+// says otherwise, new files owned by the sandbox user and a umask of 022. WithRandom seeds /dev/random and /dev/urandom; WithClock
 // sets the clock. Nothing of the host is visible: host directories are
 // added with Mount and HostDir.
 func NewDefault(opts ...Option) (*VFS, error) {
-	base := []Option{WithQuota(Quota{Bytes: DefaultQuotaBytes, Files: DefaultQuotaFiles}), WithOwner(UserUID, UserGID)}
+	base := []Option{WithQuota(Quota{Bytes: DefaultQuotaBytes, Files: DefaultQuotaFiles}), WithOwner(UserUID, UserGID), WithUmask(0o022)}
 	m := NewMemFS(append(base, opts...)...)
 	if err := buildLayout(m, m.cfg.random); err != nil {
 		return nil, fmt.Errorf("vfs: default layout: %w", err)
@@ -94,6 +94,9 @@ func buildLayout(m *MemFS, random io.Reader) error {
 		dev  Device
 	}{{"null", DevNull}, {"zero", DevZero}, {"random", rnd}, {"urandom", rnd}} {
 		if err := m.Mknod("/dev/"+d.name, 0o666, d.dev); err != nil {
+			return err
+		}
+		if err := m.Chmod("/dev/"+d.name, 0o666); err != nil {
 			return err
 		}
 		if err := m.Chown("/dev/"+d.name, 0, 0); err != nil {

@@ -303,6 +303,9 @@ func (m *MemFS) create(dir *inode, name string, k kind, mode os.FileMode, target
 		m.q.files.Add(-1)
 		return nil, syscall.ENOSPC
 	}
+	if k != kSymlink {
+		mode &^= m.cfg.umask
+	}
 	now := m.now()
 	n := m.newInode(k, mode, now)
 	n.target = target

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"io"
+	"os"
 	"time"
 )
 
@@ -43,6 +44,7 @@ type config struct {
 	random io.Reader
 	uid    uint32
 	gid    uint32
+	umask  os.FileMode
 }
 
 func newConfig(opts []Option) config {
@@ -92,4 +94,11 @@ func WithRandom(r io.Reader) Option {
 // WithOwner sets the uid and gid given to files created in the filesystem.
 func WithOwner(uid, gid uint32) Option {
 	return func(c *config) { c.uid, c.gid = uid, gid }
+}
+
+// WithUmask sets permission bits cleared from the mode of every file,
+// directory and device created (as a process umask does; WASI programs
+// cannot pass one). NewDefault uses 022; NewMemFS none.
+func WithUmask(mask os.FileMode) Option {
+	return func(c *config) { c.umask = mask & os.ModePerm }
 }
