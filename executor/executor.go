@@ -1,0 +1,457 @@
+// Package executor runs one WASI job: a command resolved in the job's
+// virtual filesystem, executed by the wasmbox runtime in its own goroutine,
+// under a deadline that kills it wherever it is, with a result whose exit
+// code and class say how it ended.
+//
+//	ex := executor.New(rt)
+//	if err := ex.RegisterTools(); err != nil { ... }       // the embedded coreutils
+//	if err := ex.Install(fsys, "/bin", "/usr/bin"); err != nil { ... }
+//	res := ex.Run(ctx, executor.Job{
+//		Argv: []string{"ls", "-l"}, Env: []string{"PATH=/bin:/usr/bin"}, Dir: "/home/user",
+//		FS: fsys, Stdout: &out, Stderr: &errOut, Timeout: 5 * time.Second,
+//	})
+//
+// # Command resolution
+//
+// argv[0] containing a slash is a path (relative to Job.Dir); otherwise it
+// is looked up in the directories of $PATH from Job.Env (default
+// "/usr/local/bin:/usr/bin:/bin"), in the VFS, like execvp. The file found
+// is either an entry written by Install (a one-line marker
+// "#!wasmbox MODULE COMMAND" naming a registered module) or any WebAssembly
+// module (checked by its \0asm magic), compiled on first use and cached by
+// content. Anything else is "exec format error" (126). A command removed
+// from the VFS is not found, as on a real system.
+//
+// # Results
+//
+//	exit  class            cause
+//	0..255 ""              the guest's exit status (proc_exit code & 0xff)
+//	124   TIMEOUT          Job.Timeout or the ctx deadline passed; errors.Is(Err, context.DeadlineExceeded)
+//	125   CANCELLED        ctx was cancelled; errors.Is(Err, context.Canceled)
+//	126   DENIED           Job.Allow refused the command; errors.Is(Err, ErrDenied)
+//	126   ""               not executable: not wasm, a module with imports wasmbox lacks, a bad job
+//	127   NOT_FOUND        no such command; errors.Is(Err, ErrNotFound)
+//	134   ""               the guest trapped (unreachable, out-of-bounds access, stack overflow, ...); Err has the trap
+//	137   LIMIT_EXCEEDED   the guest failed after hitting its memory limit; errors.Is(Err, runtime.ErrMemoryLimit)
+//
+// 134 and 137 follow the shell convention 128+signal for SIGABRT and
+// SIGKILL (the kernel's OOM killer).
+//
+// # Spawning
+//
+// Guests can run other commands through the host call wasmbox.spawn (see
+// runtime.SpawnABI). The child is resolved and run like a Job with the
+// parent's filesystem, streams, limits, allow hook and context; nesting is
+// refused past MaxDepth (status 126, errno EAGAIN).
+package executor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi"
+	"github.com/wasmbox/wasmbox/wasm"
+)
+
+// Class says how a job ended abnormally; "" for a normal exit.
+type Class string
+
+// Result classes, as reported by the sandbox and the server API.
+const (
+	ClassNone          Class = ""
+	ClassTimeout       Class = "TIMEOUT"
+	ClassCancelled     Class = "CANCELLED"
+	ClassLimitExceeded Class = "LIMIT_EXCEEDED"
+	ClassDenied        Class = "DENIED"
+	ClassNotFound      Class = "NOT_FOUND"
+)
+
+// Exit codes of abnormal ends.
+const (
+	ExitTimeout       = 124
+	ExitCancelled     = 125
+	ExitCannotExecute = 126
+	ExitDenied        = 126
+	ExitNotFound      = 127
+	ExitTrap          = 134
+	ExitLimitExceeded = 137
+)
+
+// DefaultPath is the search path when the job's environment has no PATH.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// DefaultMaxDepth is how deeply spawned commands may nest.
+const DefaultMaxDepth = 16
+
+// EntryPrefix starts the marker files that Install writes: the line
+// "#!wasmbox MODULE COMMAND".
+const EntryPrefix = "#!wasmbox "
+
+// Sentinel errors of Result.Err.
+var (
+	ErrNotFound      = errors.New("command not found")
+	ErrDenied        = errors.New("denied by policy")
+	ErrNotExecutable = errors.New("exec format error")
+	ErrBadJob        = errors.New("invalid job")
+)
+
+// Job is one command to run.
+type Job struct {
+	// Argv is the command and its arguments; Argv[0] is resolved as
+	// described in the package documentation.
+	Argv []string
+	// Env is the exact environment ("K=V" entries), nothing is inherited
+	// from the host. PWD is set to Dir.
+	Env []string
+	// Dir is the working directory, an absolute guest path ("/" if empty).
+	Dir string
+	// Stdin, Stdout, Stderr are the standard streams; nil means empty
+	// input and discarded output. Streams that can block (pipes) must
+	// return when the run's context is done: make them with wasi.NewPipe
+	// from the same ctx. When a job is killed (deadline, Timeout or
+	// cancel), a Stdin with a CloseWithError method (wasi.PipeReader,
+	// io.PipeReader) is closed with the context's error, as a dying
+	// process closes its end of a pipe: this also frees a guest blocked
+	// reading a pipe made from a longer-lived context.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Timeout > 0 bounds the run (exit 124 TIMEOUT).
+	Timeout time.Duration
+	// MemoryLimit is the guest's linear memory limit in bytes; 0 means
+	// the runtime's default.
+	MemoryLimit uint64
+	// FS is the filesystem the guest sees at "/" and where the command
+	// is looked up. Required.
+	FS vfs.FS
+	// Deterministic, when set, gives the guest fixed clocks and seeded
+	// randomness.
+	Deterministic *wasi.Deterministic
+	// Allow, when set, is asked before every command runs, spawned
+	// children included. name is the command name for registered tools
+	// (e.g. "ls") and the absolute guest path for other modules. A
+	// non-nil error denies the command (exit 126, DENIED).
+	Allow func(name string) error
+}
+
+// Result is how a job ended.
+type Result struct {
+	ExitCode int
+	Class    Class
+	// Err explains an abnormal end (nil for a normal exit, whatever its
+	// status).
+	Err      error
+	Duration time.Duration
+}
+
+// Executor runs jobs against a runtime. It is safe for concurrent use.
+type Executor struct {
+	rt       *runtime.Runtime
+	maxDepth int
+
+	mu      sync.RWMutex
+	modules map[string]*registered
+}
+
+type registered struct {
+	name     string
+	wasm     []byte
+	commands []string
+	once     sync.Once
+	mod      *runtime.Module
+	err      error
+}
+
+// New returns an executor that runs jobs on rt.
+func New(rt *runtime.Runtime) *Executor {
+	return &Executor{rt: rt, maxDepth: DefaultMaxDepth, modules: map[string]*registered{}}
+}
+
+// SetMaxDepth sets how deeply spawned commands may nest (default 16).
+func (e *Executor) SetMaxDepth(n int) { e.maxDepth = max(n, 0) }
+
+// Runtime returns the runtime jobs run on.
+func (e *Executor) Runtime() *runtime.Runtime { return e.rt }
+
+// Register makes the module wasm available under the given command names.
+// It is compiled (and pinned in memory) on first use. Registering a name
+// again replaces it.
+func (e *Executor) Register(module string, wasm []byte, commands ...string) error {
+	if module == "" || strings.ContainsAny(module, " \n/") {
+		return fmt.Errorf("executor: bad module name %q", module)
+	}
+	if !runtime.IsWasm(wasm) {
+		return fmt.Errorf("executor: module %s: %w", module, runtime.ErrNotWasm)
+	}
+	for _, c := range commands {
+		if c == "" || strings.ContainsAny(c, " \n/") {
+			return fmt.Errorf("executor: module %s: bad command name %q", module, c)
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.modules[module] = &registered{name: module, wasm: wasm, commands: append([]string(nil), commands...)}
+	return nil
+}
+
+// RegisterTools registers the embedded tool modules of package wasm under
+// every command name of their index.
+func (e *Executor) RegisterTools() error {
+	byModule := map[string][]string{}
+	for _, c := range wasm.Commands() {
+		byModule[c.Module] = append(byModule[c.Module], c.Name)
+	}
+	for name, cmds := range byModule {
+		bin, ok := wasm.Module(name)
+		if !ok {
+			return fmt.Errorf("executor: tool module %s is not embedded", name)
+		}
+		if err := e.Register(name, bin, cmds...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Precompile compiles every registered module now instead of on first use.
+func (e *Executor) Precompile(ctx context.Context) error {
+	e.mu.RLock()
+	regs := make([]*registered, 0, len(e.modules))
+	for _, r := range e.modules {
+		regs = append(regs, r)
+	}
+	e.mu.RUnlock()
+	for _, r := range regs {
+		if _, err := e.compiled(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Executor) compiled(ctx context.Context, r *registered) (*runtime.Module, error) {
+	r.once.Do(func() {
+		r.mod, r.err = e.rt.Compile(ctx, r.name, r.wasm)
+		if r.err == nil {
+			e.rt.Pin(r.mod)
+		}
+	})
+	return r.mod, r.err
+}
+
+// Commands returns the registered command names, sorted.
+func (e *Executor) Commands() []string {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var names []string
+	for _, r := range e.modules {
+		names = append(names, r.commands...)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Install writes an entry file for every registered command into each of
+// dirs of fsys (created if missing, mode 0755): the file DIR/NAME holds
+// the marker line "#!wasmbox MODULE NAME\n" that resolution recognises.
+// Existing files of the same name are replaced.
+func (e *Executor) Install(fsys vfs.FS, dirs ...string) error {
+	e.mu.RLock()
+	type entry struct{ module, cmd string }
+	var entries []entry
+	for _, r := range e.modules {
+		for _, c := range r.commands {
+			entries = append(entries, entry{r.name, c})
+		}
+	}
+	e.mu.RUnlock()
+	for _, dir := range dirs {
+		if err := fsys.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("executor: install: %w", err)
+		}
+		for _, en := range entries {
+			p := path.Join(dir, en.cmd)
+			if err := writeEntry(fsys, p, EntryPrefix+en.module+" "+en.cmd+"\n"); err != nil {
+				return fmt.Errorf("executor: install: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func writeEntry(fsys vfs.FS, p, content string) error {
+	f, err := fsys.OpenFile(p, osCreateTrunc, 0o755)
+	if err != nil {
+		return err
+	}
+	_, werr := io.WriteString(f, content)
+	cerr := f.Close()
+	if werr != nil {
+		return werr
+	}
+	if cerr != nil {
+		return cerr
+	}
+	return fsys.Chmod(p, 0o755)
+}
+
+// Run runs job and reports how it ended. It never panics on bad input:
+// a bad job is a Result with exit 126 and an error.
+func (e *Executor) Run(ctx context.Context, job Job) Result {
+	return e.run(ctx, job, 0)
+}
+
+func (e *Executor) run(ctx context.Context, job Job, depth int) Result {
+	start := time.Now()
+	done := make(chan Result, 1)
+	// One goroutine per execution: a panic in a host function of this run
+	// becomes this run's error instead of taking the process down.
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- Result{ExitCode: ExitTrap, Err: fmt.Errorf("executor: internal error: %v", p)}
+			}
+		}()
+		done <- e.execute(ctx, job, depth)
+	}()
+	res := <-done
+	res.Duration = time.Since(start)
+	return res
+}
+
+func (e *Executor) execute(ctx context.Context, job Job, depth int) Result {
+	if job.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, job.Timeout)
+		defer cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return ctxResult(err)
+	}
+	if err := validate(&job); err != nil {
+		return Result{ExitCode: ExitCannotExecute, Err: err}
+	}
+	cmd, err := e.resolve(ctx, job)
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return Result{ExitCode: ExitNotFound, Class: ClassNotFound, Err: err}
+		case ctx.Err() != nil:
+			return ctxResult(ctx.Err())
+		}
+		return Result{ExitCode: ExitCannotExecute, Err: err}
+	}
+	if job.Allow != nil {
+		if aerr := job.Allow(cmd.policyName); aerr != nil {
+			return Result{ExitCode: ExitDenied, Class: ClassDenied,
+				Err: fmt.Errorf("%s: %w: %w", cmd.policyName, ErrDenied, aerr)}
+		}
+	}
+	argv := append([]string(nil), job.Argv...)
+	if cmd.argv0 != "" {
+		argv[0] = cmd.argv0
+	}
+	mc := wazero.NewModuleConfig().
+		WithArgs(argv...).
+		WithStdin(job.Stdin).
+		WithStdout(job.Stdout).
+		WithStderr(job.Stderr)
+	for _, kv := range job.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "PWD" {
+			continue
+		}
+		mc = mc.WithEnv(k, v)
+	}
+	mc = mc.WithEnv("PWD", job.Dir)
+	mc = wasi.Configure(ctx, mc, job.FS, wasi.Options{Deterministic: job.Deterministic})
+
+	if depth == 0 {
+		// A killed process's end of its stdin pipe dies with it: close
+		// the reader so that a guest blocked reading a pipe made with
+		// another (longer) context returns, and the writer gets EPIPE.
+		// Spawned children share their parent's stdin and leave it open.
+		if c, ok := job.Stdin.(interface{ CloseWithError(error) error }); ok {
+			stop := context.AfterFunc(ctx, func() { _ = c.CloseWithError(context.Cause(ctx)) })
+			defer stop()
+		}
+	}
+	sp := &spawner{e: e, parent: job, depth: depth}
+	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp})
+	return resultOf(err)
+}
+
+// resultOf maps the error of runtime.Run to a Result.
+func resultOf(err error) Result {
+	if err == nil {
+		return Result{}
+	}
+	var ee *sys.ExitError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return Result{ExitCode: ExitTimeout, Class: ClassTimeout, Err: err}
+	case errors.Is(err, context.Canceled):
+		return Result{ExitCode: ExitCancelled, Class: ClassCancelled, Err: err}
+	case errors.Is(err, runtime.ErrMemoryLimit):
+		return Result{ExitCode: ExitLimitExceeded, Class: ClassLimitExceeded, Err: err}
+	case errors.As(err, &ee):
+		return Result{ExitCode: int(ee.ExitCode() & 0xff)}
+	}
+	return Result{ExitCode: ExitTrap, Err: err}
+}
+
+func ctxResult(err error) Result {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return Result{ExitCode: ExitTimeout, Class: ClassTimeout, Err: err}
+	}
+	return Result{ExitCode: ExitCancelled, Class: ClassCancelled, Err: err}
+}
+
+func validate(job *Job) error {
+	if len(job.Argv) == 0 || job.Argv[0] == "" {
+		return fmt.Errorf("%w: empty argv", ErrBadJob)
+	}
+	if job.FS == nil {
+		return fmt.Errorf("%w: no filesystem", ErrBadJob)
+	}
+	if job.Dir == "" {
+		job.Dir = "/"
+	}
+	if job.Dir[0] != '/' {
+		return fmt.Errorf("%w: working directory %q is not absolute", ErrBadJob, job.Dir)
+	}
+	job.Dir = path.Clean(job.Dir)
+	for _, a := range job.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("%w: NUL byte in argument", ErrBadJob)
+		}
+	}
+	for _, kv := range job.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.IndexByte(kv, 0) >= 0 {
+			return fmt.Errorf("%w: bad environment entry %q", ErrBadJob, kv)
+		}
+	}
+	if job.Stdin == nil {
+		job.Stdin = bytes.NewReader(nil)
+	}
+	if job.Stdout == nil {
+		job.Stdout = io.Discard
+	}
+	if job.Stderr == nil {
+		job.Stderr = io.Discard
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/wasmbox/wasmbox/runtime"
+)
+
+// spawner runs the children of one job's wasmbox.spawn calls.
+type spawner struct {
+	e      *Executor
+	parent Job // validated: Dir clean and absolute, streams non-nil
+	depth  int
+}
+
+// Spawn implements runtime.Spawner: the child is a Job like its parent,
+// with the request's argv, env, dir, stdin and timeout.
+func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, error) {
+	if s.depth+1 > s.e.maxDepth {
+		fmt.Fprintf(s.parent.Stderr, "%s: spawn nesting deeper than %d\n", req.Argv[0], s.e.maxDepth)
+		return ExitCannotExecute, runtime.ErrSpawnDepth
+	}
+	child := s.parent
+	child.Argv = req.Argv
+	if !req.InheritEnv {
+		child.Env = req.Env
+	}
+	if req.Dir != "" {
+		child.Dir = req.Dir
+	}
+	if req.StdinNull {
+		child.Stdin = bytes.NewReader(nil)
+	}
+	child.Timeout = req.Timeout
+	res := s.e.run(ctx, child, s.depth+1)
+	switch res.Class {
+	case ClassNotFound:
+		return 0, fmt.Errorf("%s: %w", req.Argv[0], runtime.ErrSpawnNotFound)
+	case ClassDenied:
+		// The guest only sees EACCES; the reason goes to stderr.
+		fmt.Fprintf(s.parent.Stderr, "%v\n", res.Err)
+		return 0, runtime.ErrSpawnDenied
+	case ClassNone:
+		if res.Err != nil {
+			fmt.Fprintf(s.parent.Stderr, "%v\n", res.Err)
+		}
+	case ClassLimitExceeded:
+		fmt.Fprintf(s.parent.Stderr, "%v\n", res.Err)
+	}
+	return uint32(res.ExitCode), nil
+}
