@@ -186,8 +186,9 @@ func (e *Executor) SetMaxDepth(n int) { e.maxDepth = max(n, 0) }
 func (e *Executor) Runtime() *runtime.Runtime { return e.rt }
 
 // Register makes the module wasm available under the given command names.
-// It is compiled (and pinned in memory) on first use. Registering a name
-// again replaces it.
+// It is compiled (and pinned in memory) on first use. Registering a module
+// name again replaces it; a command name belongs to the module registered
+// last.
 func (e *Executor) Register(module string, wasm []byte, commands ...string) error {
 	if module == "" || strings.ContainsAny(module, " \n/") {
 		return fmt.Errorf("executor: bad module name %q", module)
@@ -202,6 +203,10 @@ func (e *Executor) Register(module string, wasm []byte, commands ...string) erro
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// A command name belongs to the module registered last.
+	for _, r := range e.modules {
+		r.commands = slices.DeleteFunc(r.commands, func(c string) bool { return slices.Contains(commands, c) })
+	}
 	e.modules[module] = &registered{name: module, wasm: wasm, commands: append([]string(nil), commands...)}
 	return nil
 }

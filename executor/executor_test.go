@@ -363,3 +363,22 @@ func TestMemoryLimitGuest(t *testing.T) {
 		t.Errorf("message: %v", res.Err)
 	}
 }
+
+// The embedded tools run through the same path as any command.
+func TestTools(t *testing.T) {
+	e := newEnv(t)
+	if err := e.ex.RegisterTools(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ex.Install(e.fs, "/bin", "/usr/bin"); err != nil {
+		t.Fatal(err)
+	}
+	res, out, stderr := e.run(context.Background(), executor.Job{Argv: []string{"cat", "/tmp/notes.txt", "-"}, Stdin: strings.NewReader("stdin\n")})
+	if res.ExitCode != 0 || out != "hello\nstdin\n" {
+		t.Errorf("cat: %+v %q %q", res, out, stderr)
+	}
+	res, _, stderr = e.run(context.Background(), executor.Job{Argv: []string{"cat", "nope"}})
+	if res.ExitCode != 1 || res.Err != nil || !strings.Contains(stderr, "nope") {
+		t.Errorf("cat nope: %+v %q", res, stderr)
+	}
+}
