@@ -87,8 +87,11 @@ func ParseMountSpec(s string) (MountSpec, error) {
 // process) can lead outside it. Symlinks are resolved by the returned FS,
 // with "/" meaning dir itself; mounted in a VFS, they are resolved in the
 // guest namespace. A missing dir or one that is not a directory is an
-// error here, not at first use. Options (quota, clock) apply to the
-// in-memory upper layer of a CopyOnWrite mount.
+// error here, not at first use. Options (quota, clock, owner, umask) apply
+// to the in-memory upper layer of a CopyOnWrite mount, whose quota is
+// DefaultQuotaBytes and DefaultQuotaFiles unless WithQuota says otherwise
+// (the upper layer has its own quota, separate from the rest of the
+// namespace). A ReadWrite mount has no quota: it writes to the host disk.
 //
 // On the host, setuid and setgid bits are never set and the owner of a
 // file never changes (chown is EPERM, as for an unprivileged user).
@@ -114,7 +117,9 @@ func HostDir(dir string, mode MountMode, opts ...Option) (FS, error) {
 		return &HostFS{resolving: resolving{raw: &hostRaw{root: root, ro: mode == ReadOnly, dir: abs}}}, nil
 	case CopyOnWrite:
 		lower := &hostRaw{root: root, ro: true, dir: abs}
-		return &HostFS{resolving: resolving{raw: newCow(lower, NewMemFS(opts...))}, closer: root}, nil
+		base := []Option{WithQuota(Quota{Bytes: DefaultQuotaBytes, Files: DefaultQuotaFiles})}
+		upper := NewMemFS(append(base, opts...)...)
+		return &HostFS{resolving: resolving{raw: newCow(lower, upper)}, closer: root}, nil
 	}
 	root.Close()
 	return nil, fmt.Errorf("vfs: unknown mount mode %v", mode)

@@ -5,8 +5,30 @@
 // Every path is a guest path: slash-separated and resolved from "/" (a
 // relative path is taken relative to "/"). Errors are *os.PathError or
 // *os.LinkError wrapping a syscall.Errno (ENOENT, ENOTDIR, EISDIR, EEXIST,
-// ENOTEMPTY, ELOOP, ENOSPC, EFBIG, EROFS, EXDEV, EINVAL, EBADF, EACCES,
-// ENAMETOOLONG, EPERM), so callers can map them with errors.Is.
+// ENOTEMPTY, ELOOP, ENOSPC, EFBIG, EROFS, EXDEV, EINVAL, EBADF, EBUSY,
+// ENAMETOOLONG, EPERM), so callers can map them with errors.Is; Errno
+// extracts the number from any error.
+//
+// # Pieces
+//
+//   - MemFS (NewMemFS): the in-memory filesystem. Inodes, hard links,
+//     symlinks, devices (Mknod, DevNull, DevZero, DevRandom), quotas
+//     (WithQuota), a clock (WithClock), Fork.
+//   - VFS (New, NewDefault): a mount table giving one guest namespace.
+//     Symlinks are resolved over the whole namespace; EXDEV across mounts.
+//   - HostDir: a host directory as an FS, read-only, read-write or
+//     copy-on-write, confined by os.Root. ParseMountSpec reads
+//     "HOST:GUEST[:ro|:rw|:cow]".
+//   - NewDefault: the sandbox layout (/bin, /usr/bin, /home/user, /tmp,
+//     /etc/passwd, /dev/...), with InstallCommand for command entries.
+//   - IOFS: any FS as an io/fs.FS.
+//   - Package vfstest: the conformance suite every implementation passes.
+//
+// # Concurrency
+//
+// Every FS of this package is safe for concurrent use by many goroutines
+// (many guest modules at once). No operation blocks on anything but short
+// internal locks, so none takes a context.
 package vfs
 
 import (
