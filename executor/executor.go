@@ -16,8 +16,8 @@
 // argv[0] containing a slash is a path (relative to Job.Dir); otherwise it
 // is looked up in the directories of $PATH from Job.Env (default
 // "/usr/local/bin:/usr/bin:/bin"), in the VFS, like execvp. The file found
-// is either an entry written by Install (a one-line marker
-// "#!wasmbox MODULE COMMAND" naming a registered module) or any WebAssembly
+// is either an entry written by Install or vfs.InstallCommand (a one-line
+// marker "#!wasmbox COMMAND" naming a registered command) or any WebAssembly
 // module (checked by its \0asm magic), compiled on first use and cached by
 // content. Anything else is "exec format error" (126). A command removed
 // from the VFS is not found, as on a real system.
@@ -96,8 +96,8 @@ const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 // DefaultMaxDepth is how deeply spawned commands may nest.
 const DefaultMaxDepth = 16
 
-// EntryPrefix starts the marker files that Install writes: the line
-// "#!wasmbox MODULE COMMAND".
+// EntryPrefix starts the marker files that Install (and
+// vfs.InstallCommand) write: the line "#!wasmbox COMMAND".
 const EntryPrefix = "#!wasmbox "
 
 // Sentinel errors of Result.Err.
@@ -269,26 +269,13 @@ func (e *Executor) Commands() []string {
 }
 
 // Install writes an entry file for every registered command into each of
-// dirs of fsys (created if missing, mode 0755): the file DIR/NAME holds
-// the marker line "#!wasmbox MODULE NAME\n" that resolution recognises.
-// Existing files of the same name are replaced.
+// dirs of fsys (created if missing): DIR/NAME, mode 0755, holding the
+// marker line "#!wasmbox NAME\n" of vfs.InstallCommand, which resolution
+// recognises. Existing files of the same name are replaced.
 func (e *Executor) Install(fsys vfs.FS, dirs ...string) error {
-	e.mu.RLock()
-	type entry struct{ module, cmd string }
-	var entries []entry
-	for _, r := range e.modules {
-		for _, c := range r.commands {
-			entries = append(entries, entry{r.name, c})
-		}
-	}
-	e.mu.RUnlock()
 	for _, dir := range dirs {
-		if err := fsys.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("executor: install: %w", err)
-		}
-		for _, en := range entries {
-			p := path.Join(dir, en.cmd)
-			if err := writeEntry(fsys, p, EntryPrefix+en.module+" "+en.cmd+"\n"); err != nil {
+		for _, c := range e.Commands() {
+			if err := vfs.WriteExecutable(fsys, path.Join(dir, c), []byte(EntryPrefix+c+"\n")); err != nil {
 				return fmt.Errorf("executor: install: %w", err)
 			}
 		}
@@ -296,20 +283,16 @@ func (e *Executor) Install(fsys vfs.FS, dirs ...string) error {
 	return nil
 }
 
-func writeEntry(fsys vfs.FS, p, content string) error {
-	f, err := fsys.OpenFile(p, osCreateTrunc, 0o755)
-	if err != nil {
-		return err
+// lookupCommand returns the module registered for the command name.
+func (e *Executor) lookupCommand(name string) *registered {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, r := range e.modules {
+		if slices.Contains(r.commands, name) {
+			return r
+		}
 	}
-	_, werr := io.WriteString(f, content)
-	cerr := f.Close()
-	if werr != nil {
-		return werr
-	}
-	if cerr != nil {
-		return cerr
-	}
-	return fsys.Chmod(p, 0o755)
+	return nil
 }
 
 // Run runs job and reports how it ended. It never panics on bad input:

@@ -156,8 +156,11 @@ func TestEntries(t *testing.T) {
 	e := newEnv(t)
 	// A copied entry runs the command it names, with that name as argv[0].
 	b, err := afero.ReadFile(e.fs, "/bin/args")
-	if err != nil || string(b) != "#!wasmbox args args\n" {
+	if err != nil || string(b) != "#!wasmbox args\n" {
 		t.Fatalf("entry = %q, %v", b, err)
+	}
+	if name, ok := vfs.CommandName(e.fs, "/usr/bin/args"); !ok || name != "args" {
+		t.Errorf("vfs.CommandName = %q, %v", name, ok)
 	}
 	mustWrite(t, e.fs, "/tmp/renamed", b)
 	res, out, _ := e.run(context.Background(), executor.Job{Argv: []string{"/tmp/renamed", "x"}, Env: []string{}})
@@ -172,9 +175,9 @@ func TestEntries(t *testing.T) {
 	if res.Class != executor.ClassNotFound {
 		t.Errorf("removed entry: %+v", res)
 	}
-	mustWrite(t, e.fs, "/tmp/ghost", []byte("#!wasmbox ghost ghost\n"))
+	mustWrite(t, e.fs, "/tmp/ghost", []byte("#!wasmbox ghost\n"))
 	res, _, _ = e.run(context.Background(), executor.Job{Argv: []string{"/tmp/ghost"}})
-	if res.ExitCode != 126 || !strings.Contains(fmt.Sprint(res.Err), "module ghost is not registered") {
+	if res.ExitCode != 126 || !strings.Contains(fmt.Sprint(res.Err), "command ghost is not registered") {
 		t.Errorf("unregistered module: %+v", res)
 	}
 	if p, err := executor.Resolve(e.fs, []string{"PATH=/nope:/usr/bin"}, "/", "args"); err != nil || p != "/usr/bin/args" {

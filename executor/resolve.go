@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"strings"
 	"syscall"
@@ -15,8 +14,6 @@ import (
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/vfs"
 )
-
-const osCreateTrunc = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 
 // MaxModuleSize bounds a module file read from the VFS.
 const MaxModuleSize = 256 << 20
@@ -101,22 +98,20 @@ func (e *Executor) resolve(ctx context.Context, job Job) (*command, error) {
 	case bytes.HasPrefix(head, []byte(EntryPrefix)):
 		line, _, _ := bytes.Cut(head[len(EntryPrefix):], []byte("\n"))
 		fields := strings.Fields(string(line))
-		if len(fields) != 2 {
+		if len(fields) != 1 {
 			return nil, fmt.Errorf("%s: malformed entry %q: %w", p, line, ErrNotExecutable)
 		}
-		e.mu.RLock()
-		reg := e.modules[fields[0]]
-		e.mu.RUnlock()
+		reg := e.lookupCommand(fields[0])
 		if reg == nil {
-			return nil, fmt.Errorf("%s: module %s is not registered: %w", p, fields[0], ErrNotExecutable)
+			return nil, fmt.Errorf("%s: command %s is not registered: %w", p, fields[0], ErrNotExecutable)
 		}
 		mod, err := e.compiled(ctx, reg)
 		if err != nil {
 			return nil, err
 		}
-		c := &command{mod: mod, policyName: fields[1]}
-		if path.Base(job.Argv[0]) != fields[1] {
-			c.argv0 = fields[1]
+		c := &command{mod: mod, policyName: fields[0]}
+		if path.Base(job.Argv[0]) != fields[0] {
+			c.argv0 = fields[0]
 		}
 		return c, nil
 	case runtime.IsWasm(head):
