@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +32,13 @@ func (s *Shell) builtin(ctx context.Context, hc interp.HandlerContext, rs *runSt
 			return status(code)
 		}
 		return status(1)
+	case guardCmd:
+		if len(args) != 1 {
+			return status(2)
+		}
+		return s.guard(ctx, hc, args[0])
+	case procSubstCmd:
+		return s.procSubst(ctx, hc, s.curRun())
 	case "wasmbox-snapshot":
 		return s.captureState(ctx, hc)
 	case "echo":
@@ -64,6 +72,18 @@ func (s *Shell) builtin(ctx context.Context, hc interp.HandlerContext, rs *runSt
 	}
 	fmt.Fprintf(hc.Stderr, "bash: %s: unsupported builtin\n", name)
 	return status(2)
+}
+
+// guard runs src (a statement the sanitizer took out of a pipeline or a
+// background job) on the calling runner, recovering a panic of the
+// interpreter: it stops the Run with a *PanicError instead of the process.
+func (s *Shell) guard(ctx context.Context, hc interp.HandlerContext, src string) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = s.curRun().fail(&PanicError{Value: v, Stack: debug.Stack()})
+		}
+	}()
+	return hc.Builtin(ctx, []string{"eval", src})
 }
 
 // setVars assigns variables in the caller's scope by running assignments

@@ -42,8 +42,12 @@ func (s *Shell) callHandler(ctx context.Context, args []string) ([]string, error
 	if err := s.checkVars(rs, hc); err != nil {
 		return nil, err
 	}
-	if args[0] == checkCmd {
+	switch args[0] {
+	case checkCmd:
 		return []string{sentinel, "true"}, nil
+	case guardCmd, procSubstCmd:
+		// Never a user function of the same name.
+		return append([]string{sentinel}, args...), nil
 	}
 	switch args[0] {
 	case "command", "builtin":

@@ -34,9 +34,6 @@ func (s *Shell) execHandler(ctx context.Context, args []string) error {
 		}
 		return s.builtin(ctx, hc, rs, args[1], args[2:])
 	}
-	if args[0] == procSubstCmd {
-		return s.procSubst(ctx, hc, rs)
-	}
 	return s.external(ctx, hc, rs, args)
 }
 

@@ -166,3 +166,37 @@ func TestPanicInMainGoroutineKeepsState(t *testing.T) {
 		t.Errorf("state after panic: %q", out)
 	}
 }
+
+func TestPanicsInInterpreterGoroutines(t *testing.T) {
+	for _, script := range []string{
+		`(( a[0]++ )) | cat; echo after`,
+		`{ (( a[0]++ )); } | cat | cat`,
+		`(( a[0]++ )) & wait`,
+		`f() { (( a[0]++ )) | cat; }; f | cat`,
+		`cat <( (( a[0]++ )) )`,
+		`x=$( (( a[0]++ )) | cat )`,
+		`eval '(( a[0]++ )) | cat'`,
+		`bash -c '(( a[0]++ )) | cat'`,
+		`f() { local l=1; (( a[0]++ )); }; f`,
+	} {
+		ts := newTestShell(t, nil)
+		ts.run(t, `cd /tmp; keep=1`)
+		_, _, code, err := ts.run(t, script)
+		if code != 1 || !errors.Is(err, ErrInternal) {
+			t.Errorf("%q: code %d err %v, want 1 and ErrInternal", script, code, err)
+		}
+		out, _, _, _ := ts.run(t, `echo "$keep $PWD ${l-nolocal}"; f() { echo ok; }; f | cat`)
+		if out != "1 /tmp nolocal\nok\n" {
+			t.Errorf("%q: shell after the panic: %q", script, out)
+		}
+	}
+}
+
+func TestGuardNamesCannotBeHijacked(t *testing.T) {
+	ts := newTestShell(t, nil)
+	out, _, code, err := ts.run(t, `__wasmbox_guard() { (( a[0]++ )); }; __wasmbox_check() { echo hijacked; }
+__wasmbox_procsubst() { echo hijacked; }; echo x | cat; for i in 1; do :; done; cat <(echo real)`)
+	if out != "x\nreal\n" || code != 0 || err != nil {
+		t.Errorf("stdout %q code %d err %v", out, code, err)
+	}
+}

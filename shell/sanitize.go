@@ -15,6 +15,12 @@ const (
 	// procSubstCmd reads its stdin into a VFS temporary file and prints the
 	// file's path: `<(cmds)` becomes `$({ cmds; } | __wasmbox_procsubst)`.
 	procSubstCmd = "__wasmbox_procsubst"
+	// guardCmd runs its argument, shell source, through eval under a
+	// recover: pipelines' left sides and background jobs run in goroutines
+	// the interpreter starts, where a panic of the interpreter would kill
+	// the host process. Wrapped so, the panic unwinds through the shell's
+	// handler and is recovered.
+	guardCmd = "__wasmbox_guard"
 	// The hidden variables $$ and $PPID are renamed to; baseEnv answers them.
 	pidName  = "__wasmbox_pid"
 	ppidName = "__wasmbox_ppid"
@@ -108,7 +114,85 @@ func (s *Shell) sanitize(node syntax.Node) error {
 		}
 		return true
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	return guardGoroutines(node)
+}
+
+// guardGoroutines replaces what the interpreter runs in its own goroutines
+// (the left side of a pipeline, a background job) by a guardCmd call
+// holding its source. Innermost first, so that the source of an outer
+// statement already holds its guarded inner ones.
+func guardGoroutines(node syntax.Node) error {
+	type site struct {
+		pipe *syntax.BinaryCmd
+		bg   *syntax.Stmt
+	}
+	var sites []site
+	syntax.Walk(node, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.BinaryCmd:
+			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !isGuard(n.X) {
+				sites = append(sites, site{pipe: n})
+			}
+		case *syntax.Stmt:
+			if (n.Background || n.Disown) && !isGuardCall(n.Cmd) {
+				sites = append(sites, site{bg: n})
+			}
+		}
+		return true
+	})
+	for i := len(sites) - 1; i >= 0; i-- {
+		st := sites[i]
+		if st.pipe != nil {
+			g, err := guardStmt(st.pipe.X)
+			if err != nil {
+				return err
+			}
+			st.pipe.X = g
+			continue
+		}
+		// Keep the job frame on the outer statement (it is opened in the
+		// job's goroutine before the guard runs); the rest goes inside.
+		inner := *st.bg
+		inner.Background, inner.Disown = false, false
+		var outer []*syntax.Redirect
+		if hasFrame(&inner, jobPath) {
+			outer, inner.Redirs = inner.Redirs[:1], inner.Redirs[1:]
+		}
+		g, err := guardStmt(&inner)
+		if err != nil {
+			return err
+		}
+		st.bg.Cmd = g.Cmd
+		st.bg.Redirs = outer
+		st.bg.Negated = false
+	}
+	return nil
+}
+
+func guardStmt(st *syntax.Stmt) (*syntax.Stmt, error) {
+	var sb strings.Builder
+	if err := syntax.NewPrinter().Print(&sb, st); err != nil {
+		return nil, err
+	}
+	q, err := syntax.Quote(sb.String(), syntax.LangBash)
+	if err != nil {
+		return nil, err
+	}
+	f, err := parse(guardCmd+" "+q, "")
+	if err != nil || len(f.Stmts) != 1 {
+		return nil, fmt.Errorf("guard: %v", err)
+	}
+	return f.Stmts[0], nil
+}
+
+func isGuard(st *syntax.Stmt) bool { return st != nil && isGuardCall(st.Cmd) }
+
+func isGuardCall(cmd syntax.Command) bool {
+	ce, ok := cmd.(*syntax.CallExpr)
+	return ok && len(ce.Args) == 2 && len(ce.Assigns) == 0 && ce.Args[0].Lit() == guardCmd
 }
 
 // wrapFrame puts all of file's statements in one block that opens a frame,

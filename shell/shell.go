@@ -341,7 +341,11 @@ func (s *Shell) Run(ctx context.Context, script string) (int, error) {
 	code, err := s.runTop(rs, script)
 	s.finishRun(rs)
 	if le, ok := errors.AsType[*LimitError](err); ok && le.Limit == "variable size" {
-		s.shrinkVars(rs.stderr)
+		s.rebuild(rs.stderr, s.lim.MaxVarBytes/2)
+	} else if errors.Is(err, ErrInternal) {
+		// The interpreter may have stopped half-way through a function
+		// call: rebuild it from its state so it is consistent again.
+		s.rebuild(rs.stderr, -1)
 	}
 	s.last = Stats{
 		Commands:        rs.commands.Load(),
@@ -382,11 +386,11 @@ func (s *Shell) runTop(rs *runState, script string) (int, error) {
 
 var resetTrap = mustParse("trap - EXIT").Stmts[0]
 
-// shrinkVars recovers from a variable size limit: it drops the largest
-// variables until the rest use at most half the limit, and rebuilds the
-// interpreter from the remaining state (a read-only variable cannot be
-// unset otherwise).
-func (s *Shell) shrinkVars(stderr io.Writer) {
+// rebuild replaces the interpreter by a fresh one holding the current
+// state. With maxVars >= 0 it first drops the largest variables until the
+// rest use at most maxVars bytes: that is how the shell recovers from a
+// variable size limit (a read-only variable could not be unset otherwise).
+func (s *Shell) rebuild(stderr io.Writer, maxVars int64) {
 	dir := s.runner.Dir
 	st, err := s.snapshot()
 	if err != nil {
@@ -407,7 +411,7 @@ func (s *Shell) shrinkVars(stderr io.Writer) {
 		total += size(v)
 	}
 	slices.SortStableFunc(st.Vars, func(a, b Var) int { return cmp.Compare(size(b), size(a)) })
-	for total > s.lim.MaxVarBytes/2 && len(st.Vars) > 0 {
+	for maxVars >= 0 && total > maxVars && len(st.Vars) > 0 {
 		v := st.Vars[0]
 		st.Vars = st.Vars[1:]
 		total -= size(v)

@@ -83,7 +83,9 @@ func (s *Shell) snapshot() (State, error) {
 				delete(seen, name)
 				return true
 			}
-			if !vr.IsSet() {
+			if !vr.IsSet() || vr.Local {
+				// Unset, or local to a function the interpreter was in
+				// when it panicked (see Shell.rebuild).
 				delete(seen, name)
 				return true
 			}
