@@ -3,6 +3,7 @@ package vfs
 import (
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -155,6 +156,9 @@ const errSymlink = syscall.Errno(0x7fff)
 func (m *MemFS) resolve(name string, follow, strict bool) (lookup, syscall.Errno) {
 	if len(name) > MaxPathLen {
 		return lookup{}, syscall.ENAMETOOLONG
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return lookup{}, syscall.EINVAL
 	}
 	mustDir := wantsDir(name)
 	comps := splitPath(name)
@@ -676,6 +680,9 @@ func (m *MemFS) symlink(oldname, newname string, strict bool) error {
 	}
 	if oldname == "" {
 		return linkErr(op, oldname, newname, syscall.ENOENT)
+	}
+	if strings.IndexByte(oldname, 0) >= 0 {
+		return linkErr(op, oldname, newname, syscall.EINVAL)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -220,3 +220,61 @@ func TestDefaultLayout(t *testing.T) {
 		t.Fatalf("layout under a tiny quota: %v", err)
 	}
 }
+
+// Goroutines use the namespace across mounts while others mount, unmount
+// and fork it. Run with -race.
+func TestHammerVFS(t *testing.T) {
+	v, err := vfs.NewDefault()
+	must(t, err)
+	cow, err := vfs.HostDir(t.TempDir(), vfs.CopyOnWrite)
+	must(t, err)
+	defer cow.(io.Closer).Close()
+	must(t, v.Mount("/cow", cow))
+	must(t, v.SymlinkIfPossible("/cow", "/home/user/c"))
+	done := make(chan struct{})
+	errs := make(chan error, 16)
+	for w := 0; w < 6; w++ {
+		go func(w int) {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 150; i++ {
+				dir := []string{"/tmp", "/home/user/c", "/mnt/x"}[(w+i)%3]
+				name := dir + "/f" + string(rune('a'+w))
+				f, err := v.Create(name)
+				if err == nil {
+					f.Write([]byte("data"))
+					f.Close()
+					if _, err := v.Stat(name); err != nil && !errors.Is(err, syscall.ENOENT) {
+						errs <- err
+						return
+					}
+					v.Rename(name, name+"2")
+					v.Remove(name + "2")
+				}
+				if w == 0 && i%10 == 0 {
+					v.Mount("/mnt/x", vfs.NewMemFS())
+				}
+				if w == 1 && i%10 == 5 {
+					v.Unmount("/mnt/x")
+				}
+				if w == 2 && i%25 == 0 {
+					c := v.Fork()
+					if _, err := c.Stat("/etc/passwd"); err != nil {
+						errs <- err
+						return
+					}
+				}
+				if f, err := v.Open(dir); err == nil {
+					f.Readdir(-1)
+					f.Close()
+				}
+			}
+		}(w)
+	}
+	for w := 0; w < 6; w++ {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}

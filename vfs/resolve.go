@@ -40,6 +40,9 @@ func walk(raw FS, name string, follow bool) (p string, mustDir bool, errno sysca
 	if len(name) > MaxPathLen {
 		return "", false, syscall.ENAMETOOLONG
 	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return "", false, syscall.EINVAL
+	}
 	mustDir = wantsDir(name)
 	comps := splitPath(name)
 	resolved := "/"
@@ -308,6 +311,9 @@ func (r *resolving) SymlinkIfPossible(oldname, newname string) error {
 	}
 	if len(oldname) > MaxPathLen {
 		return linkErr(op, oldname, newname, syscall.ENAMETOOLONG)
+	}
+	if strings.IndexByte(oldname, 0) >= 0 {
+		return linkErr(op, oldname, newname, syscall.EINVAL)
 	}
 	p, mustDir, errno := walk(r.raw, newname, false)
 	if errno == 0 && mustDir {

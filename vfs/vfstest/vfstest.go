@@ -157,6 +157,8 @@ var tests = []testCase{
 			{"/f", os.O_RDONLY | syscall.O_DIRECTORY, syscall.ENOTDIR},
 			{"/new/", os.O_RDWR | os.O_CREATE, syscall.EISDIR},
 			{"/" + strings.Repeat("n", 256), os.O_RDWR | os.O_CREATE, syscall.ENAMETOOLONG},
+			{"/" + strings.Repeat("d/", 2100), os.O_RDONLY, syscall.ENAMETOOLONG},
+			{"/nul\x00name", os.O_RDWR | os.O_CREATE, syscall.EINVAL},
 		}
 		for _, c := range cases {
 			f, err := fsys.OpenFile(c.name, c.flag, 0o644)
@@ -461,6 +463,8 @@ var tests = []testCase{
 		_, _, err = fsys.LstatIfPossible("/dangling")
 		must(t, err)
 		wantErrno(t, fsys.SymlinkIfPossible("x", "/d/rel"), syscall.EEXIST)
+		wantErrno(t, fsys.SymlinkIfPossible("nul\x00", "/d/nul"), syscall.EINVAL)
+		wantErrno(t, fsys.SymlinkIfPossible("", "/d/empty"), syscall.ENOENT)
 		_, err = fsys.OpenFile("/d/rel", os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		wantErrno(t, err, syscall.ELOOP)
 		_, err = fsys.OpenFile("/dangling", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
