@@ -425,14 +425,16 @@ func (p *posixParser) escape(d byte) (*node, error) {
 func (p *posixParser) base() int { return p.ngroupBase }
 
 var classNames = map[string]func(byte) bool{
-	"alpha":  func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' },
-	"digit":  func(c byte) bool { return c >= '0' && c <= '9' },
-	"alnum":  func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' },
-	"upper":  func(c byte) bool { return c >= 'A' && c <= 'Z' },
-	"lower":  func(c byte) bool { return c >= 'a' && c <= 'z' },
-	"space":  func(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' },
-	"blank":  func(c byte) bool { return c == ' ' || c == '\t' },
-	"punct":  func(c byte) bool { return c > ' ' && c < 0x7f && !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') },
+	"alpha": func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' },
+	"digit": func(c byte) bool { return c >= '0' && c <= '9' },
+	"alnum": func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' },
+	"upper": func(c byte) bool { return c >= 'A' && c <= 'Z' },
+	"lower": func(c byte) bool { return c >= 'a' && c <= 'z' },
+	"space": func(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' },
+	"blank": func(c byte) bool { return c == ' ' || c == '\t' },
+	"punct": func(c byte) bool {
+		return c > ' ' && c < 0x7f && !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')
+	},
 	"print":  func(c byte) bool { return c >= ' ' && c < 0x7f },
 	"graph":  func(c byte) bool { return c > ' ' && c < 0x7f },
 	"cntrl":  func(c byte) bool { return c < ' ' || c == 0x7f },
@@ -627,10 +629,14 @@ func render(b *strings.Builder, n *node) {
 		default:
 			fmt.Fprintf(b, "{%d,%d}", n.min, n.max)
 		}
-	case nBol, nBufStart:
+	case nBol:
 		b.WriteString(`^`)
-	case nEol, nBufEnd:
+	case nEol:
 		b.WriteString(`$`)
+	case nBufStart:
+		b.WriteString(`\A`)
+	case nBufEnd:
+		b.WriteString(`\z`)
 	case nWordB, nWordStart, nWordEnd:
 		// RE2 has no look-around: \< and \> become \b, which is the same
 		// at a word's edge.
@@ -650,6 +656,8 @@ type Regex struct {
 	ngroups int
 	budget  int
 	icase   bool
+	// multiline: ^ and $ match around embedded newlines too.
+	multiline bool
 }
 
 // NumSubexp is the number of capturing groups.
@@ -657,8 +665,9 @@ func (r *Regex) NumSubexp() int { return r.ngroups }
 
 // regexOpts selects the syntax and how patterns are combined.
 type regexOpts struct {
-	ere   bool
-	icase bool
+	ere       bool
+	icase     bool
+	multiline bool // sed M: ^ and $ also match at embedded newlines
 	// wrap: 0 none; wrapLine anchors at both ends (grep -x); wrapWordFirst
 	// and wrapWordNext require a non-word character or the line start
 	// before the match (grep -w; the match is then group NumSubexp()).
@@ -722,11 +731,14 @@ func compileRegexes(pats []string, o regexOpts) (*Regex, error) {
 		}
 		root = &node{kind: nCat, sub: []*node{lead, g}}
 	}
-	r := &Regex{ngroups: total, budget: 1 << 22, icase: o.icase}
+	r := &Regex{ngroups: total, budget: 1 << 22, icase: o.icase, multiline: o.multiline}
 	var b strings.Builder
 	b.WriteString("(?s)")
 	if o.icase {
 		b.WriteString("(?i)")
+	}
+	if o.multiline {
+		b.WriteString("(?m)")
 	}
 	render(&b, root)
 	re, err := regexp.Compile(b.String())

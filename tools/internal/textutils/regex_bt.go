@@ -7,13 +7,14 @@ import "bytes"
 // the longest (POSIX leftmost-longest), within a step budget.
 
 type btMatcher struct {
-	in      []byte
-	caps    []int
-	best    []int
-	bestEnd int
-	steps   int
-	budget  int
-	icase   bool
+	in        []byte
+	caps      []int
+	best      []int
+	bestEnd   int
+	steps     int
+	budget    int
+	icase     bool
+	multiline bool
 }
 
 type btAbort struct{}
@@ -71,9 +72,13 @@ func (m *btMatcher) match(n *node, i int, k func(int) bool) bool {
 		return false
 	case nRep:
 		return m.rep(n, 0, i, k)
-	case nBol, nBufStart:
+	case nBol:
+		return (i == 0 || m.multiline && m.in[i-1] == '\n') && k(i)
+	case nEol:
+		return (i == len(m.in) || m.multiline && m.in[i] == '\n') && k(i)
+	case nBufStart:
 		return i == 0 && k(i)
-	case nEol, nBufEnd:
+	case nBufEnd:
 		return i == len(m.in) && k(i)
 	case nWordB, nNotWordB, nWordStart, nWordEnd:
 		before := i > 0 && isWordByte(m.in[i-1])
@@ -132,7 +137,7 @@ func (m *btMatcher) rep(n *node, count, i int, k func(int) bool) bool {
 // btFind returns the leftmost-longest match at or after from, with its
 // groups, in Go's FindSubmatchIndex layout.
 func (r *Regex) btFind(in []byte, from int) (loc []int, err error) {
-	m := &btMatcher{in: in, budget: r.budget, icase: r.icase}
+	m := &btMatcher{in: in, budget: r.budget, icase: r.icase, multiline: r.multiline}
 	defer func() {
 		if v := recover(); v != nil {
 			if _, ok := v.(btAbort); !ok {
