@@ -1,4 +1,5 @@
 package textutils
+
 import (
 	"bytes"
 	"fmt"

@@ -27,14 +27,14 @@ func (e *sedError) Error() string {
 type addrKind uint8
 
 const (
-	addrNone addrKind = iota
-	addrLine          // n
-	addrLast          // $
-	addrRegex         // /re/
-	addrStep          // first~step
-	addrPlus          // addr1,+N
-	addrMult          // addr1,~N
-	addrZero          // 0 (only as 0,/re/)
+	addrNone  addrKind = iota
+	addrLine           // n
+	addrLast           // $
+	addrRegex          // /re/
+	addrStep           // first~step
+	addrPlus           // addr1,+N
+	addrMult           // addr1,~N
+	addrZero           // 0 (only as 0,/re/)
 )
 
 type sedAddr struct {
