@@ -133,6 +133,10 @@ type Job struct {
 	// MemoryLimit is the guest's linear memory limit in bytes; 0 means
 	// the runtime's default.
 	MemoryLimit uint64
+	// Module, when set, is what runs: Argv[0] is not looked up (it is
+	// passed to the guest as is and to Allow as the name). Used to run a
+	// module that is not in the VFS, such as a host file (wasmbox exec).
+	Module *runtime.Module
 	// FS is the filesystem the guest sees at "/" and where the command
 	// is looked up. Required.
 	FS vfs.FS
@@ -331,7 +335,11 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int) Result {
 	if err := validate(&job); err != nil {
 		return Result{ExitCode: ExitCannotExecute, Err: err}
 	}
-	cmd, err := e.resolve(ctx, job)
+	cmd := &command{mod: job.Module, policyName: job.Argv[0]}
+	var err error
+	if job.Module == nil {
+		cmd, err = e.resolve(ctx, job)
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrNotFound):

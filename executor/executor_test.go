@@ -385,3 +385,17 @@ func TestTools(t *testing.T) {
 		t.Errorf("cat nope: %+v %q", res, stderr)
 	}
 }
+
+func TestRunModule(t *testing.T) {
+	e := newEnv(t)
+	mod, err := e.rt.Compile(context.Background(), "exit7", runtimetest.Exit(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked string
+	res, _, _ := e.run(context.Background(), executor.Job{Argv: []string{"not/in/the/vfs"}, Module: mod,
+		Allow: func(name string) error { asked = name; return nil }})
+	if res.ExitCode != 7 || res.Err != nil || asked != "not/in/the/vfs" {
+		t.Errorf("got %+v, allow asked %q", res, asked)
+	}
+}
