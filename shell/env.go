@@ -45,6 +45,11 @@ func newBaseEnv(s *Shell, env []string) (*baseEnv, error) {
 	}
 	def("HOME", "/home/user")
 	def("PATH", "/usr/local/bin:/usr/bin:/bin")
+	for name, val := range map[string]string{"BASH": "/bin/bash", "BASH_VERSION": "5.2.0(1)-release"} {
+		if _, ok := b.vars[name]; !ok {
+			b.vars[name] = expand.Variable{Set: true, Kind: expand.String, Str: val}
+		}
+	}
 	for name, val := range map[string]uint32{"UID": s.uid, "EUID": s.uid, "GID": s.gid} {
 		b.vars[name] = expand.Variable{Set: true, ReadOnly: true, Kind: expand.String, Str: strconv.FormatUint(uint64(val), 10)}
 	}

@@ -101,3 +101,15 @@ func TestClone(t *testing.T) {
 		t.Errorf("clone output %q", got)
 	}
 }
+
+func TestSeededRandom(t *testing.T) {
+	seed := uint64(42)
+	outs := make([]string, 2)
+	for i := range outs {
+		ts := newTestShell(t, func(c *Config) { c.Seed = &seed })
+		outs[i], _, _, _ = ts.run(t, `echo $RANDOM $RANDOM $RANDOM`)
+	}
+	if outs[0] != outs[1] || outs[0] == "" {
+		t.Errorf("seeded $RANDOM differs: %q vs %q", outs[0], outs[1])
+	}
+}

@@ -91,6 +91,7 @@ var bashCases = []scriptCase{
 	{"read eof", `printf 'partial' | { read x; echo "$? $x"; }`, "1 partial\n", 0, ""},
 	{"read REPLY", `echo '  spaced  ' | { read; echo "[$REPLY]"; }`, "[  spaced  ]\n", 0, ""},
 	{"read -N", `printf 'ab\ncd' | { read -N 4 x; printf '%q\n' "$x"; }`, "$'ab\\nc'\n", 0, ""},
+	{"read -t timeout", `sleep 0.2 | { read -t 0.05 x; echo $?; }`, "142\n", 0, ""},
 	{"read loop lines", `printf 'x y\nz w\n' | while read a b; do echo "$b$a"; done`, "yx\nwz\n", 0, ""},
 	{"aliases", `alias hi='echo hello'; hi there`, "hello there\n", 0, ""},
 	{"eval", `cmd='echo evaled $((1+2))'; eval "$cmd"`, "evaled 3\n", 0, ""},
