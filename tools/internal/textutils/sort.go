@@ -1,0 +1,886 @@
+package textutils
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+)
+
+func init() { cmd.Register("sort", sortMain) }
+
+const sortHelp = `Write sorted concatenation of all FILE(s) to standard output.
+With no FILE, or when FILE is -, read standard input.
+
+Ordering options:
+  -b, --ignore-leading-blanks  ignore leading blanks
+  -d, --dictionary-order      consider only blanks and alphanumeric characters
+  -f, --ignore-case           fold lower case to upper case characters
+  -g, --general-numeric-sort  compare according to general numerical value
+  -i, --ignore-nonprinting    consider only printable characters
+  -M, --month-sort            compare (unknown) < 'JAN' < ... < 'DEC'
+  -h, --human-numeric-sort    compare human readable numbers (e.g., 2K 1G)
+  -n, --numeric-sort          compare according to string numerical value
+  -R, --random-sort           shuffle, but group identical keys
+  -r, --reverse               reverse the result of comparisons
+  -V, --version-sort          natural sort of (version) numbers within text
+
+Other options:
+  -c, --check               check for sorted input; do not sort
+  -C, --check=quiet         like -c, but do not report first bad line
+  -k, --key=KEYDEF          sort via a key; KEYDEF gives location and type
+  -m, --merge               merge already sorted files; do not sort
+  -o, --output=FILE         write result to FILE instead of standard output
+  -s, --stable              stabilize sort by disabling last-resort comparison
+  -t, --field-separator=SEP  use SEP instead of non-blank to blank transition
+  -u, --unique              output only the first of an equal run
+  -z, --zero-terminated     line delimiter is NUL, not newline
+
+KEYDEF is F[.C][OPTS][,F[.C][OPTS]] for start and stop position, where F is a
+field number and C a character position in the field; both are origin 1, and
+the stop position defaults to the line's end.  OPTS is one or more
+single-letter ordering options [bdfgiMhnRrV], which override global ordering
+options for that key.
+`
+
+var sortOpts = []optDef{
+	{'b', "ignore-leading-blanks", noArg},
+	{'d', "dictionary-order", noArg},
+	{'f', "ignore-case", noArg},
+	{'g', "general-numeric-sort", noArg},
+	{'i', "ignore-nonprinting", noArg},
+	{'M', "month-sort", noArg},
+	{'h', "human-numeric-sort", noArg},
+	{'n', "numeric-sort", noArg},
+	{'R', "random-sort", noArg},
+	{'r', "reverse", noArg},
+	{'V', "version-sort", noArg},
+	{0, "sort", reqArg},
+	{'c', "check", optArg},
+	{'C', "", noArg},
+	{'k', "key", reqArg},
+	{'m', "merge", noArg},
+	{'o', "output", reqArg},
+	{'s', "stable", noArg},
+	{'t', "field-separator", reqArg},
+	{'u', "unique", noArg},
+	{'z', "zero-terminated", noArg},
+	{'S', "buffer-size", reqArg},
+	{'T', "temporary-directory", reqArg},
+	{0, "parallel", reqArg},
+	{0, "batch-size", reqArg},
+	{0, "compress-program", reqArg},
+	{0, "random-source", reqArg},
+	{0, "files0-from", reqArg},
+	{0, "debug", noArg},
+}
+
+// sortKey is one -k key (or the whole line), GNU's keyfield.
+type sortKey struct {
+	sword, schar int // start field and character (0-based)
+	eword, echar int // end field (0-based; -1: end of line); echar 0: end of field
+	skipSB       bool
+	skipEB       bool
+	numeric      bool
+	general      bool
+	human        bool
+	month        bool
+	version      bool
+	random       bool
+	reverse      bool
+	fold         bool
+	dict         bool
+	nonprint     bool
+}
+
+func (k *sortKey) hasOpts() bool {
+	return k.skipSB || k.skipEB || k.numeric || k.general || k.human || k.month || k.version ||
+		k.random || k.reverse || k.fold || k.dict || k.nonprint
+}
+
+// setOpt applies an option letter; it reports false for an unknown one.
+func (k *sortKey) setOpt(c byte, start bool) bool {
+	switch c {
+	case 'b':
+		if start {
+			k.skipSB = true
+		} else {
+			k.skipEB = true
+		}
+	case 'd':
+		k.dict = true
+	case 'f':
+		k.fold = true
+	case 'g':
+		k.general = true
+	case 'i':
+		k.nonprint = true
+	case 'M':
+		k.month = true
+	case 'h':
+		k.human = true
+	case 'n':
+		k.numeric = true
+	case 'R':
+		k.random = true
+	case 'r':
+		k.reverse = true
+	case 'V':
+		k.version = true
+	default:
+		return false
+	}
+	return true
+}
+
+type sorter struct {
+	keys   []sortKey
+	tab    int // -1: blank separation
+	stable bool
+	unique bool
+	rev    bool // global -r for the last-resort comparison
+	seed   uint64
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+func (s *sorter) begfield(line []byte, k *sortKey) int {
+	ptr, lim := 0, len(line)
+	sword := k.sword
+	if s.tab >= 0 {
+		for ptr < lim && sword > 0 {
+			sword--
+			for ptr < lim && int(line[ptr]) != s.tab {
+				ptr++
+			}
+			if ptr < lim {
+				ptr++
+			}
+		}
+	} else {
+		for ptr < lim && sword > 0 {
+			sword--
+			for ptr < lim && isBlank(line[ptr]) {
+				ptr++
+			}
+			for ptr < lim && !isBlank(line[ptr]) {
+				ptr++
+			}
+		}
+	}
+	if k.skipSB {
+		for ptr < lim && isBlank(line[ptr]) {
+			ptr++
+		}
+	}
+	return min(lim, ptr+k.schar)
+}
+
+func (s *sorter) limfield(line []byte, k *sortKey) int {
+	ptr, lim := 0, len(line)
+	if k.eword < 0 {
+		return lim
+	}
+	eword, echar := k.eword, k.echar
+	if echar == 0 {
+		eword++
+	}
+	if s.tab >= 0 {
+		for ptr < lim && eword > 0 {
+			eword--
+			for ptr < lim && int(line[ptr]) != s.tab {
+				ptr++
+			}
+			if ptr < lim && (eword > 0 || echar != 0) {
+				ptr++
+			}
+		}
+	} else {
+		for ptr < lim && eword > 0 {
+			eword--
+			for ptr < lim && isBlank(line[ptr]) {
+				ptr++
+			}
+			for ptr < lim && !isBlank(line[ptr]) {
+				ptr++
+			}
+		}
+	}
+	if echar != 0 {
+		if k.skipEB {
+			for ptr < lim && isBlank(line[ptr]) {
+				ptr++
+			}
+		}
+		ptr = min(lim, ptr+echar)
+	}
+	return ptr
+}
+
+// keySpan returns the key's bytes within line.
+func (s *sorter) keySpan(line []byte, k *sortKey) []byte {
+	b := s.begfield(line, k)
+	e := s.limfield(line, k)
+	if e < b {
+		e = b
+	}
+	return line[b:e]
+}
+
+// compare orders two lines: keys first, then (unless -s or -u) the
+// whole line bytewise.
+func (s *sorter) compare(a, b []byte) int {
+	if len(s.keys) == 0 {
+		c := bytes.Compare(a, b)
+		if s.rev {
+			return -c
+		}
+		return c
+	}
+	for i := range s.keys {
+		k := &s.keys[i]
+		ka, kb := s.keySpan(a, k), s.keySpan(b, k)
+		c := s.compareKey(ka, kb, k)
+		if c != 0 {
+			if k.reverse {
+				return -c
+			}
+			return c
+		}
+	}
+	if s.stable || s.unique {
+		return 0
+	}
+	c := bytes.Compare(a, b)
+	if s.rev {
+		return -c
+	}
+	return c
+}
+
+func (s *sorter) compareKey(a, b []byte, k *sortKey) int {
+	switch {
+	case k.numeric:
+		return numCompare(a, b)
+	case k.general:
+		return generalCompare(a, b)
+	case k.human:
+		return humanCompare(a, b)
+	case k.month:
+		return monthOf(a) - monthOf(b)
+	case k.version:
+		return filevercmp(a, b)
+	case k.random:
+		ha, hb := s.hash(a), s.hash(b)
+		if ha != hb {
+			if ha < hb {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare(a, b)
+	case k.fold || k.dict || k.nonprint:
+		return textCompare(a, b, k)
+	}
+	return bytes.Compare(a, b)
+}
+
+func (s *sorter) hash(b []byte) uint64 {
+	h := fnv.New64a()
+	var seed [8]byte
+	for i := range seed {
+		seed[i] = byte(s.seed >> (8 * i))
+	}
+	h.Write(seed[:])
+	h.Write(b)
+	return h.Sum64()
+}
+
+func textCompare(a, b []byte, k *sortKey) int {
+	i, j := 0, 0
+	ignore := func(c byte) bool {
+		if k.dict && !(isBlank(c) || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return true
+		}
+		return k.nonprint && !(c >= ' ' && c < 0x7f)
+	}
+	for {
+		for i < len(a) && ignore(a[i]) {
+			i++
+		}
+		for j < len(b) && ignore(b[j]) {
+			j++
+		}
+		if i >= len(a) || j >= len(b) {
+			switch {
+			case i < len(a):
+				return 1
+			case j < len(b):
+				return -1
+			}
+			return 0
+		}
+		ca, cb := a[i], b[j]
+		if k.fold {
+			ca, cb = upper(ca), upper(cb)
+		}
+		if ca != cb {
+			return int(ca) - int(cb)
+		}
+		i++
+		j++
+	}
+}
+
+// numParts splits a -n number: sign, integer digits without leading
+// zeros, fraction digits without trailing zeros.
+func numParts(s []byte) (neg bool, intp, frac []byte) {
+	i := 0
+	for i < len(s) && isBlank(s[i]) {
+		i++
+	}
+	if i < len(s) && s[i] == '-' {
+		neg = true
+		i++
+	}
+	st := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intp = s[st:i]
+	for len(intp) > 0 && intp[0] == '0' {
+		intp = intp[1:]
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		fs := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		frac = s[fs:i]
+		for len(frac) > 0 && frac[len(frac)-1] == '0' {
+			frac = frac[:len(frac)-1]
+		}
+	}
+	if len(intp) == 0 && len(frac) == 0 {
+		neg = false // -0 is 0
+	}
+	return
+}
+
+func numCompare(a, b []byte) int {
+	na, ia, fa := numParts(a)
+	nb, ib, fb := numParts(b)
+	if na != nb {
+		if na {
+			return -1
+		}
+		return 1
+	}
+	c := cmpMagnitude(ia, fa, ib, fb)
+	if na {
+		return -c
+	}
+	return c
+}
+
+func cmpMagnitude(ia, fa, ib, fb []byte) int {
+	if len(ia) != len(ib) {
+		if len(ia) < len(ib) {
+			return -1
+		}
+		return 1
+	}
+	if c := bytes.Compare(ia, ib); c != 0 {
+		return c
+	}
+	return bytes.Compare(fa, fb)
+}
+
+// generalCompare implements -g: non-numbers first, then NaN, then
+// numbers by value.
+func generalCompare(a, b []byte) int {
+	va, oka := parseFloatPrefix(a)
+	vb, okb := parseFloatPrefix(b)
+	switch {
+	case !oka && !okb:
+		return 0
+	case !oka:
+		return -1
+	case !okb:
+		return 1
+	}
+	nanA, nanB := math.IsNaN(va), math.IsNaN(vb)
+	switch {
+	case nanA && nanB:
+		return 0
+	case nanA:
+		return -1
+	case nanB:
+		return 1
+	case va < vb:
+		return -1
+	case va > vb:
+		return 1
+	}
+	return 0
+}
+
+// parseFloatPrefix parses the longest prefix of s (after blanks) that is
+// a floating-point number, like strtod.
+func parseFloatPrefix(s []byte) (float64, bool) {
+	i := 0
+	for i < len(s) && (isBlank(s[i]) || s[i] == '\n') {
+		i++
+	}
+	s = s[i:]
+	best := -1
+	var val float64
+	for j := min(len(s), 64); j > 0; j-- {
+		if v, err := strconv.ParseFloat(string(s[:j]), 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			best, val = j, v
+			break
+		}
+	}
+	if best < 0 {
+		return 0, false
+	}
+	return val, true
+}
+
+func humanCompare(a, b []byte) int {
+	sa, sb := humanSuffix(a), humanSuffix(b)
+	na, _, _ := numParts(a)
+	nb, _, _ := numParts(b)
+	// Negative numbers order below positive ones whatever the suffix.
+	if na != nb {
+		if na {
+			return -1
+		}
+		return 1
+	}
+	if sa != sb {
+		c := sa - sb
+		if na {
+			c = -c
+		}
+		return c
+	}
+	return numCompare(a, b)
+}
+
+func humanSuffix(s []byte) int {
+	i := 0
+	for i < len(s) && isBlank(s[i]) {
+		i++
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	if i < len(s) {
+		if s[i] == 'k' {
+			return 1
+		}
+		if k := strings.IndexByte("KMGTPEZYRQ", s[i]); k >= 0 {
+			return k + 1
+		}
+	}
+	return 0
+}
+
+var monthNames = [...]string{"JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"}
+
+func monthOf(s []byte) int {
+	i := 0
+	for i < len(s) && (isBlank(s[i]) || s[i] == '\n') {
+		i++
+	}
+	if len(s)-i < 3 {
+		return 0
+	}
+	m := string([]byte{upper(s[i]), upper(s[i+1]), upper(s[i+2])})
+	for k, n := range monthNames {
+		if n == m {
+			return k + 1
+		}
+	}
+	return 0
+}
+
+// filevercmp is gnulib's version comparison (sort -V, ls -v).
+func filevercmp(a, b []byte) int {
+	if bytes.Equal(a, b) {
+		return 0
+	}
+	switch {
+	case len(a) == 0:
+		return -1
+	case len(b) == 0:
+		return 1
+	}
+	for _, special := range []string{".", ".."} {
+		ea, eb := string(a) == special, string(b) == special
+		if ea != eb {
+			if ea {
+				return -1
+			}
+			return 1
+		}
+	}
+	ha, hb := a[0] == '.', b[0] == '.'
+	if ha != hb {
+		if ha {
+			return -1
+		}
+		return 1
+	}
+	if ha {
+		a, b = a[1:], b[1:]
+	}
+	pa, pb := a[:fileSuffixStart(a)], b[:fileSuffixStart(b)]
+	if c := verrevcmp(pa, pb); c != 0 || bytes.Equal(pa, a) && bytes.Equal(pb, b) {
+		if c != 0 {
+			return c
+		}
+	}
+	if c := verrevcmp(a, b); c != 0 {
+		return c
+	}
+	return bytes.Compare(a, b)
+}
+
+// fileSuffixStart finds the start of a trailing (\.[A-Za-z~][A-Za-z0-9~]*)* suffix.
+func fileSuffixStart(s []byte) int {
+	end := len(s)
+	i := len(s)
+	for {
+		j := i - 1
+		for j >= 0 && (isAlnum(s[j]) || s[j] == '~') {
+			j--
+		}
+		if j < 0 || s[j] != '.' || j+1 >= i || !(isAlpha(s[j+1]) || s[j+1] == '~') {
+			return end
+		}
+		end = j
+		i = j
+	}
+}
+
+func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func isAlnum(c byte) bool { return isAlpha(c) || isDigit(c) }
+
+func verOrder(s []byte, i int) int {
+	if i >= len(s) {
+		return 0
+	}
+	c := s[i]
+	switch {
+	case isDigit(c):
+		return 0
+	case isAlpha(c):
+		return int(c)
+	case c == '~':
+		return -1
+	}
+	return int(c) + 256
+}
+
+func verrevcmp(a, b []byte) int {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		firstDiff := 0
+		for i < len(a) && !isDigit(a[i]) || j < len(b) && !isDigit(b[j]) {
+			ac, bc := verOrder(a, i), verOrder(b, j)
+			if ac != bc {
+				return ac - bc
+			}
+			i++
+			j++
+		}
+		for i < len(a) && a[i] == '0' {
+			i++
+		}
+		for j < len(b) && b[j] == '0' {
+			j++
+		}
+		for i < len(a) && isDigit(a[i]) && j < len(b) && isDigit(b[j]) {
+			if firstDiff == 0 {
+				firstDiff = int(a[i]) - int(b[j])
+			}
+			i++
+			j++
+		}
+		if i < len(a) && isDigit(a[i]) {
+			return 1
+		}
+		if j < len(b) && isDigit(b[j]) {
+			return -1
+		}
+		if firstDiff != 0 {
+			return firstDiff
+		}
+	}
+	return 0
+}
+
+// parseKeyDef parses a -k argument.
+func parseKeyDef(spec string) (sortKey, error) {
+	k := sortKey{eword: -1}
+	bad := func(why string) error {
+		return fmt.Errorf("%s: invalid field specification %s", why, quote(spec))
+	}
+	s := spec
+	num := func() (int, bool) {
+		i := 0
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		if i == 0 {
+			return 0, false
+		}
+		n, err := strconv.Atoi(s[:i])
+		if err != nil {
+			n = math.MaxInt32
+		}
+		s = s[i:]
+		return n, true
+	}
+	f, ok := num()
+	if !ok {
+		return k, fmt.Errorf("invalid number at field start: invalid count at start of %s", quote(spec))
+	}
+	if f == 0 {
+		return k, bad("field number is zero")
+	}
+	k.sword = f - 1
+	if strings.HasPrefix(s, ".") {
+		s = s[1:]
+		c, ok := num()
+		if !ok {
+			return k, fmt.Errorf("invalid number after '.': invalid count at start of %s", quote(s))
+		}
+		if c == 0 {
+			return k, bad("character offset is zero")
+		}
+		k.schar = c - 1
+	}
+	for len(s) > 0 && s[0] != ',' {
+		if !k.setOpt(s[0], true) {
+			return k, fmt.Errorf("stray character in field spec: invalid field specification %s", quote(spec))
+		}
+		s = s[1:]
+	}
+	if strings.HasPrefix(s, ",") {
+		s = s[1:]
+		f, ok := num()
+		if !ok {
+			return k, fmt.Errorf("invalid number after ',': invalid count at start of %s", quote(s))
+		}
+		if f == 0 {
+			return k, bad("field number is zero")
+		}
+		k.eword = f - 1
+		if strings.HasPrefix(s, ".") {
+			s = s[1:]
+			c, ok := num()
+			if !ok {
+				return k, fmt.Errorf("invalid number after '.': invalid count at start of %s", quote(s))
+			}
+			k.echar = c
+		}
+		for len(s) > 0 {
+			if !k.setOpt(s[0], false) {
+				return k, fmt.Errorf("stray character in field spec: invalid field specification %s", quote(spec))
+			}
+			s = s[1:]
+		}
+	}
+	return k, nil
+}
+
+func sortMain(e *cmd.Env) int {
+	t := newTool(e)
+	opts, files, st, ok := t.parse(sortOpts, "sort [OPTION]... [FILE]...", sortHelp, 2)
+	if !ok {
+		return st
+	}
+	s := &sorter{tab: -1, seed: 0x9e3779b97f4a7c15}
+	var global sortKey
+	var keys []sortKey
+	check, quiet := false, false
+	output := ""
+	delim := byte('\n')
+	for _, o := range opts {
+		switch o.name {
+		case "ignore-leading-blanks":
+			global.skipSB, global.skipEB = true, true
+		case "dictionary-order", "ignore-case", "general-numeric-sort", "ignore-nonprinting",
+			"month-sort", "human-numeric-sort", "numeric-sort", "random-sort", "reverse", "version-sort":
+			letter := map[string]byte{"dictionary-order": 'd', "ignore-case": 'f', "general-numeric-sort": 'g',
+				"ignore-nonprinting": 'i', "month-sort": 'M', "human-numeric-sort": 'h', "numeric-sort": 'n',
+				"random-sort": 'R', "reverse": 'r', "version-sort": 'V'}[o.name]
+			global.setOpt(letter, true)
+		case "sort":
+			m := map[string]byte{"general-numeric": 'g', "human-numeric": 'h', "month": 'M', "numeric": 'n', "random": 'R', "version": 'V'}
+			l, ok := m[o.val]
+			if !ok {
+				e.Errorf("invalid argument %s for '--sort'", quote(o.val))
+				return 2
+			}
+			global.setOpt(l, true)
+		case "check":
+			check = true
+			if o.val == "quiet" || o.val == "silent" {
+				quiet = true
+			}
+		case "C":
+			check, quiet = true, true
+		case "key":
+			k, err := parseKeyDef(o.val)
+			if err != nil {
+				e.Errorf("%s", err)
+				return 2
+			}
+			keys = append(keys, k)
+		case "output":
+			output = o.val
+		case "stable":
+			s.stable = true
+		case "field-separator":
+			v := unescapeTab(o.val)
+			if len(v) != 1 {
+				if v == "" {
+					e.Errorf("empty tab")
+				} else {
+					e.Errorf("multi-character tab %s", quote(o.val))
+				}
+				return 2
+			}
+			s.tab = int(v[0])
+		case "unique":
+			s.unique = true
+		case "zero-terminated":
+			delim = 0
+		case "random-source":
+			s.seed = fnv64(o.val)
+		}
+	}
+	for i := range keys {
+		if !keys[i].hasOpts() {
+			g := global
+			g.sword, g.schar, g.eword, g.echar = keys[i].sword, keys[i].schar, keys[i].eword, keys[i].echar
+			keys[i] = g
+		}
+	}
+	if len(keys) == 0 {
+		g := global
+		g.eword = -1
+		if g.hasOpts() {
+			keys = []sortKey{g}
+		}
+	}
+	s.keys = keys
+	s.rev = global.reverse
+	files = inputs(files)
+	var all []byte
+	status := 0
+	var recs [][]byte
+	var recFile []string
+	for _, name := range files {
+		data, err := readAllInput(e, name)
+		if err != nil {
+			e.Errorf("cannot read: %s: %s", name, strerror(err))
+			return 2
+		}
+		if check {
+			for _, r := range splitRecords(data, delim) {
+				recs = append(recs, r)
+				recFile = append(recFile, name)
+			}
+			continue
+		}
+		all = append(all, data...)
+		if len(data) > 0 && data[len(data)-1] != delim {
+			all = append(all, delim)
+		}
+	}
+	if check {
+		for i := 1; i < len(recs); i++ {
+			c := s.compare(recs[i-1], recs[i])
+			if c > 0 || (s.unique && c == 0) {
+				if !quiet {
+					lineno := 1
+					for j := i - 1; j >= 0 && recFile[j] == recFile[i]; j-- {
+						lineno++
+					}
+					fmt.Fprintf(e.Stderr, "sort: %s:%d: disorder: %s\n", recFile[i], lineno, recs[i])
+				}
+				return 1
+			}
+		}
+		return 0
+	}
+	recs = splitRecords(all, delim)
+	slices.SortStableFunc(recs, s.compare)
+	if s.unique {
+		out := recs[:0]
+		for i, r := range recs {
+			if i > 0 && s.compare(out[len(out)-1], r) == 0 {
+				continue
+			}
+			out = append(out, r)
+		}
+		recs = out
+	}
+	w := t.out
+	var f *os.File
+	if output != "" && output != "-" {
+		var err error
+		f, err = os.Create(output)
+		if err != nil {
+			e.Errorf("open failed: %s: %s", output, strerror(err))
+			return 2
+		}
+		w.Reset(f)
+	}
+	for _, r := range recs {
+		w.Write(r)
+		w.WriteByte(delim)
+	}
+	if f != nil {
+		if err := w.Flush(); err != nil {
+			e.Errorf("write failed: %s: %s", output, strerror(err))
+			status = 2
+		}
+		if err := f.Close(); err != nil && status == 0 {
+			e.Errorf("write failed: %s: %s", output, strerror(err))
+			status = 2
+		}
+		return status
+	}
+	return t.flush(status)
+}
+
+func unescapeTab(s string) string {
+	if s == `\0` {
+		return "\x00"
+	}
+	return s
+}
+
+func fnv64(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
