@@ -518,3 +518,7 @@ func (c *cowFS) Chown(p string, uid, gid int) error {
 func (c *cowFS) Chtimes(p string, atime, mtime time.Time) error {
 	return c.change("chtimes", p, func() error { return c.upper.Chtimes(p, atime, mtime) })
 }
+
+func (c *cowFS) Lchtimes(p string, atime, mtime time.Time) error {
+	return c.change("lchtimes", p, func() error { return c.upper.Lchtimes(p, atime, mtime) })
+}

@@ -184,12 +184,12 @@ func (v *VFS) ReadlinkIfPossible(name string) (string, error) {
 }
 
 // node finds the inode of name on the fast path.
-func (v *VFS) node(op, name string) (m *MemFS, n *inode, ok bool, err error) {
+func (v *VFS) node(op, name string, follow bool) (m *MemFS, n *inode, ok bool, err error) {
 	fp, ok := v.fast(name)
 	if !ok {
 		return nil, nil, false, nil
 	}
-	n, err = fp.mem.node(op, fp.r, true)
+	n, err = fp.mem.node(op, fp.r, follow, true)
 	if fallback(err) {
 		return nil, nil, false, nil
 	}
@@ -198,7 +198,7 @@ func (v *VFS) node(op, name string) (m *MemFS, n *inode, ok bool, err error) {
 
 // Chmod sets the permission bits of name.
 func (v *VFS) Chmod(name string, mode os.FileMode) error {
-	if m, n, ok, err := v.node("chmod", name); ok {
+	if m, n, ok, err := v.node("chmod", name, true); ok {
 		if err == nil {
 			m.chmod(n, mode)
 		}
@@ -209,7 +209,7 @@ func (v *VFS) Chmod(name string, mode os.FileMode) error {
 
 // Chown sets the owner of name; -1 leaves a value unchanged.
 func (v *VFS) Chown(name string, uid, gid int) error {
-	if m, n, ok, err := v.node("chown", name); ok {
+	if m, n, ok, err := v.node("chown", name, true); ok {
 		if err == nil {
 			m.chown(n, uid, gid)
 		}
@@ -220,11 +220,23 @@ func (v *VFS) Chown(name string, uid, gid int) error {
 
 // Chtimes sets the access and modification times of name.
 func (v *VFS) Chtimes(name string, atime, mtime time.Time) error {
-	if m, n, ok, err := v.node("chtimes", name); ok {
+	if m, n, ok, err := v.node("chtimes", name, true); ok {
 		if err == nil {
 			m.chtimes(n, atime, mtime)
 		}
 		return err
 	}
 	return v.resolving.Chtimes(name, atime, mtime)
+}
+
+// Lchtimes sets the times of name without following a final symlink.
+// Filesystems mounted in the VFS that cannot do it answer ENOTSUP.
+func (v *VFS) Lchtimes(name string, atime, mtime time.Time) error {
+	if m, n, ok, err := v.node("lchtimes", name, false); ok {
+		if err == nil {
+			m.chtimes(n, atime, mtime)
+		}
+		return err
+	}
+	return v.resolving.Lchtimes(name, atime, mtime)
 }

@@ -399,3 +399,10 @@ func (f *hostFile) Readdirnames(count int) ([]string, error) {
 	names, err := f.f.Readdirnames(count)
 	return names, f.fix("readdirent", err)
 }
+
+func (h *hostRaw) Lchtimes(name string, atime, mtime time.Time) error {
+	if err := h.erofs("lchtimes", name); err != nil {
+		return err
+	}
+	return rewrap("lchtimes", name, h.lchtimesAt(name, atime, mtime))
+}

@@ -4,6 +4,9 @@ import (
 	"os"
 	"path"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // renameAt renames with rename(2) semantics (replacing an empty
@@ -31,4 +34,28 @@ func (h *hostRaw) renameAt(oldname, newname string) error {
 			return err
 		}
 	}
+}
+
+// lchtimesAt sets the times of name itself (a symlink is not followed):
+// the parent directory is opened through the os.Root and utimensat(2)
+// gets the plain base name with AT_SYMLINK_NOFOLLOW.
+func (h *hostRaw) lchtimesAt(name string, atime, mtime time.Time) error {
+	d, err := h.root.OpenFile(rel(path.Dir(name)), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	b := path.Base(name)
+	if b == "/" {
+		b = "."
+	}
+	ts := []unix.Timespec{timespec(atime), timespec(mtime)}
+	return unix.UtimesNanoAt(int(d.Fd()), b, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+func timespec(t time.Time) unix.Timespec {
+	if t.IsZero() {
+		return unix.Timespec{Nsec: unix.UTIME_OMIT}
+	}
+	return unix.NsecToTimespec(t.UnixNano())
 }

@@ -2,6 +2,12 @@
 
 package vfs
 
+import (
+	"os"
+	"syscall"
+	"time"
+)
+
 func (h *hostRaw) renameAt(oldname, newname string) error {
 	if fi, err := h.root.Lstat(rel(newname)); err == nil && fi.IsDir() {
 		if src, err := h.root.Lstat(rel(oldname)); err == nil && src.IsDir() {
@@ -11,4 +17,15 @@ func (h *hostRaw) renameAt(oldname, newname string) error {
 		}
 	}
 	return h.root.Rename(rel(oldname), rel(newname))
+}
+
+func (h *hostRaw) lchtimesAt(name string, atime, mtime time.Time) error {
+	fi, err := h.root.Lstat(rel(name))
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return syscall.ENOTSUP
+	}
+	return h.root.Chtimes(rel(name), atime, mtime)
 }

@@ -768,9 +768,9 @@ func (m *MemFS) hardlink(oldname, newname string, strict bool) error {
 }
 
 // node resolves name (following symlinks) for a metadata change.
-func (m *MemFS) node(op, name string, strict bool) (*inode, error) {
+func (m *MemFS) node(op, name string, follow, strict bool) (*inode, error) {
 	m.mu.RLock()
-	lk, errno := m.resolve(name, true, strict)
+	lk, errno := m.resolve(name, follow, strict)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
@@ -783,7 +783,7 @@ func (m *MemFS) node(op, name string, strict bool) (*inode, error) {
 
 // Chmod sets the permission bits (and setuid, setgid, sticky) of name.
 func (m *MemFS) Chmod(name string, mode os.FileMode) error {
-	n, err := m.node("chmod", name, false)
+	n, err := m.node("chmod", name, true, false)
 	if err != nil {
 		return err
 	}
@@ -803,7 +803,7 @@ func (m *MemFS) chmod(n *inode, mode os.FileMode) {
 
 // Chown sets the owner of name; -1 leaves a value unchanged.
 func (m *MemFS) Chown(name string, uid, gid int) error {
-	n, err := m.node("chown", name, false)
+	n, err := m.node("chown", name, true, false)
 	if err != nil {
 		return err
 	}
@@ -827,7 +827,18 @@ func (m *MemFS) chown(n *inode, uid, gid int) {
 // Chtimes sets the access and modification times of name; a zero time
 // leaves that time unchanged (as os.Chtimes does).
 func (m *MemFS) Chtimes(name string, atime, mtime time.Time) error {
-	n, err := m.node("chtimes", name, false)
+	n, err := m.node("chtimes", name, true, false)
+	if err != nil {
+		return err
+	}
+	m.chtimes(n, atime, mtime)
+	return nil
+}
+
+// Lchtimes is Chtimes without following a final symlink: it sets the
+// times of the symlink itself.
+func (m *MemFS) Lchtimes(name string, atime, mtime time.Time) error {
+	n, err := m.node("lchtimes", name, false, false)
 	if err != nil {
 		return err
 	}

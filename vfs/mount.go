@@ -347,3 +347,8 @@ func (mt *mountTable) Chtimes(p string, atime, mtime time.Time) error {
 	m, r := mt.find(p)
 	return rewrap("chtimes", p, m.raw.Chtimes(r, atime, mtime))
 }
+
+func (mt *mountTable) Lchtimes(p string, atime, mtime time.Time) error {
+	m, r := mt.find(p)
+	return rewrap("lchtimes", p, Lchtimes(m.raw, r, atime, mtime))
+}

@@ -380,3 +380,33 @@ func (f *namedFile) Stat() (os.FileInfo, error) {
 	}
 	return renamed(fi, baseName(cleanAbs(f.name))), nil
 }
+
+// Lchtimes sets the times of name without following a final symlink.
+func (r *resolving) Lchtimes(name string, atime, mtime time.Time) error {
+	p, _, errno := walk(r.raw, name, false)
+	if errno != 0 {
+		return pathErr("lchtimes", name, errno)
+	}
+	return rewrap("lchtimes", name, Lchtimes(r.raw, p, atime, mtime))
+}
+
+// Lchtimes sets the access and modification times of name without
+// following a final symlink (a zero time leaves that time unchanged), on
+// any FS of this package. For another FS it uses the FS's own Lchtimes
+// method if it has one, or changes a non-symlink with Chtimes, and answers
+// ENOTSUP for a symlink.
+func Lchtimes(fsys FS, name string, atime, mtime time.Time) error {
+	if l, ok := fsys.(interface {
+		Lchtimes(name string, atime, mtime time.Time) error
+	}); ok {
+		return l.Lchtimes(name, atime, mtime)
+	}
+	fi, _, err := fsys.LstatIfPossible(name)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return pathErr("lchtimes", name, syscall.ENOTSUP)
+	}
+	return fsys.Chtimes(name, atime, mtime)
+}

@@ -612,6 +612,16 @@ var tests = []testCase{
 		if !fi.ModTime().After(mt) {
 			t.Fatalf("write did not move mtime: %v", fi.ModTime())
 		}
+		must(t, fsys.SymlinkIfPossible("f", "/l"))
+		lt := time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)
+		must(t, vfs.Lchtimes(fsys, "/l", lt, lt))
+		if li, _, err := fsys.LstatIfPossible("/l"); err != nil || !li.ModTime().Equal(lt) {
+			t.Fatalf("Lchtimes on the link: %v %v", li.ModTime(), err)
+		}
+		if fi, _ := fsys.Stat("/f"); fi.ModTime().Equal(lt) {
+			t.Fatal("Lchtimes followed the link")
+		}
+		wantErrno(t, vfs.Lchtimes(fsys, "/nope", lt, lt), syscall.ENOENT)
 		wantErrno(t, fsys.Chmod("/missing", 0o644), syscall.ENOENT)
 		wantErrno(t, fsys.Chtimes("/missing", at, mt), syscall.ENOENT)
 		mkdirs(t, fsys, "/d")
