@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -458,4 +457,3 @@ func (s *Shell) procSubst(ctx context.Context, hc interp.HandlerContext, rs *run
 	return nil
 }
 
-var _ = strconv.Itoa

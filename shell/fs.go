@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -340,4 +339,3 @@ func (s *Shell) findSource(dir, pathVar, name string) string {
 	return resolve(dir, name)
 }
 
-var _ = strconv.Itoa

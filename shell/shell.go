@@ -23,9 +23,9 @@
 // shells, and concurrent background jobs. Crossing a limit stops the Run
 // with a *LimitError (errors.Is(err, ErrLimitExceeded)). A panic of the
 // interpreter in the goroutine that runs the script is recovered and
-// returned as a *PanicError. See the package README section "What stays
-// uncontained" in CONTAINMENT.md for what a Go-hosted interpreter cannot
-// bound.
+// returned as a *PanicError; so is one in the goroutines the interpreter
+// starts for pipelines and background jobs (see guardCmd). CONTAINMENT.md
+// lists every closed door, and what a Go-hosted interpreter cannot bound.
 //
 // A Shell is not safe for concurrent use: Run calls are serialized.
 package shell
@@ -39,7 +39,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"runtime/debug"
 	"slices"
@@ -557,4 +556,3 @@ func resolve(dir, p string) string {
 	return path.Clean(p)
 }
 
-var _ = os.ModePerm
