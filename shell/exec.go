@@ -456,4 +456,3 @@ func (s *Shell) procSubst(ctx context.Context, hc interp.HandlerContext, rs *run
 	io.WriteString(hc.Stdout, p)
 	return nil
 }
-

@@ -338,4 +338,3 @@ func (s *Shell) findSource(dir, pathVar, name string) string {
 	}
 	return resolve(dir, name)
 }
-

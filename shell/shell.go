@@ -555,4 +555,3 @@ func resolve(dir, p string) string {
 	}
 	return path.Clean(p)
 }
-
