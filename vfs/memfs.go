@@ -345,6 +345,25 @@ func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, stric
 	writable := flag&accMode != os.O_RDONLY
 	var lk lookup
 	var errno syscall.Errno
+	if flag&os.O_CREATE != 0 && !excl {
+		// Most creating opens (">>", ">") find the file already there:
+		// try under the read lock first.
+		m.mu.RLock()
+		lk, errno = m.resolve(name, !nofollow, strict)
+		if errno == 0 && lk.node != nil {
+			errno = m.checkOpen(lk.node, flag, nofollow, writable)
+			var f *memFile
+			if errno == 0 {
+				f = m.newHandle(lk.node, display, flag)
+			}
+			m.mu.RUnlock()
+			if errno != 0 {
+				return nil, pathErr(op, name, errno)
+			}
+			return f.truncOnOpen(flag)
+		}
+		m.mu.RUnlock()
+	}
 	if flag&os.O_CREATE != 0 {
 		m.mu.Lock()
 		lk, errno = m.resolve(name, !nofollow && !excl, strict)
