@@ -157,7 +157,9 @@ func (h *HostFS) Mode() MountMode {
 // Fork returns h itself for a read-only or read-write mount (the host
 // directory is shared: a fork writing to a rw mount changes what the
 // parent sees) and an independent copy of the in-memory layer for a
-// copy-on-write mount.
+// copy-on-write mount. Either way the host directory handle is shared:
+// Close it only when no fork uses it any more (closing a fork of a
+// copy-on-write mount does nothing).
 func (h *HostFS) Fork() FS {
 	if c, ok := h.raw.(*cowFS); ok {
 		return &HostFS{resolving: resolving{raw: c.fork()}, closer: nopCloser{}}
