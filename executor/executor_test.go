@@ -67,6 +67,8 @@ func newEnv(t testing.TB) *env {
 	mustWrite(t, fsys, "/tmp/trap.wasm", runtimetest.Hog()) // traps once memory.grow fails
 	mustWrite(t, fsys, "/tmp/missing.wasm", runtimetest.MissingImport())
 	mustWrite(t, fsys, "/tmp/notes.txt", []byte("hello\n"))
+	mustWrite(t, fsys, "/tmp/unreachable.wasm", runtimetest.Module{HasMemory: true,
+		Funcs: []runtimetest.Func{{Export: "_start", Body: []byte{runtimetest.OpUnreachable}}}}.Encode())
 	return &env{rt: rt, ex: ex, fs: fsys}
 }
 
@@ -117,13 +119,14 @@ func TestRun(t *testing.T) {
 		{name: "text file", job: executor.Job{Argv: []string{"/tmp/notes.txt"}}, exit: 126, is: executor.ErrNotExecutable},
 		{name: "directory", job: executor.Job{Argv: []string{"/tmp"}}, exit: 126, is: executor.ErrNotExecutable},
 		{name: "missing import", job: executor.Job{Argv: []string{"../../tmp/missing.wasm"}}, exit: 126, is: runtime.ErrUnresolvedImport},
-		{name: "trap", job: executor.Job{Argv: []string{"/tmp/trap.wasm"}, MemoryLimit: 1 << 20}, exit: 137, class: executor.ClassLimitExceeded, is: runtime.ErrMemoryLimit},
+		{name: "limit", job: executor.Job{Argv: []string{"/tmp/trap.wasm"}, MemoryLimit: 1 << 20}, exit: 137, class: executor.ClassLimitExceeded, is: runtime.ErrMemoryLimit},
+		{name: "trap", job: executor.Job{Argv: []string{"/tmp/unreachable.wasm"}}, exit: 134},
 		{name: "empty argv", job: executor.Job{Argv: nil}, exit: 126, is: executor.ErrBadJob},
 		{name: "relative dir", job: executor.Job{Argv: []string{"args"}, Dir: "tmp"}, exit: 126, is: executor.ErrBadJob},
 		{name: "bad env", job: executor.Job{Argv: []string{"args"}, Env: []string{"NOEQUALS"}}, exit: 126, is: executor.ErrBadJob},
 		{name: "NUL arg", job: executor.Job{Argv: []string{"args", "a\x00b"}}, exit: 126, is: executor.ErrBadJob},
 		{name: "fs", job: executor.Job{Argv: []string{"fsprobe", "pwd", "write", "f.txt", "data", "read", "/home/user/f.txt", "ls", "/tmp"}},
-			stdout: "/home/user\ndatamissing.wasm\nnotes.txt\nspin.wasm\ntrap.wasm\n"},
+			stdout: "/home/user\ndatamissing.wasm\nnotes.txt\nspin.wasm\ntrap.wasm\nunreachable.wasm\n"},
 		{name: "fs error", job: executor.Job{Argv: []string{"fsprobe", "read", "/nope"}}, exit: 1,
 			stderr: "fsprobe: open /nope: No such file or directory\n"},
 	}
@@ -136,7 +139,11 @@ func TestRun(t *testing.T) {
 			if tc.is != nil && !errors.Is(res.Err, tc.is) {
 				t.Errorf("err = %v, want errors.Is %v", res.Err, tc.is)
 			}
-			if tc.is == nil && res.Err != nil {
+			if tc.exit == 134 {
+				if msg := fmt.Sprint(res.Err); !strings.HasPrefix(msg, "/tmp/unreachable.wasm: wasm error: unreachable\nwasm stack trace:") {
+					t.Errorf("trap message %q", msg)
+				}
+			} else if tc.is == nil && res.Err != nil {
 				t.Errorf("unexpected err %v", res.Err)
 			}
 			if stdout != tc.stdout {
@@ -397,5 +404,14 @@ func TestRunModule(t *testing.T) {
 		Allow: func(name string) error { asked = name; return nil }})
 	if res.ExitCode != 7 || res.Err != nil || asked != "not/in/the/vfs" {
 		t.Errorf("got %+v, allow asked %q", res, asked)
+	}
+	// A child spawned by a module run this way is looked up by its own name.
+	spawn, err := e.rt.Compile(context.Background(), "spawn", runtimetest.Guest(t, "spawn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, out, _ := e.run(context.Background(), executor.Job{Argv: []string{"x", `{"argv":["args"],"env":[]}`}, Module: spawn})
+	if res.ExitCode != 0 || out != "argv[0]=args\nenv:PWD=/home/user\n" {
+		t.Errorf("child of a Job.Module: %+v %q", res, out)
 	}
 }

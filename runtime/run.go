@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
@@ -105,6 +106,11 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	if cerr := ctx.Err(); cerr != nil {
 		return st, exitErrorFor(cerr)
 	}
+	// wazero wraps a trap as "module[] function[_start] failed: <trap>";
+	// name the module instead of the anonymous instance.
+	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "module[") {
+		err = fmt.Errorf("%s: %w", m.name, inner)
+	}
 	if st.LimitHit {
 		return st, &limitError{name: m.name, limit: limit, cause: err}
 	}
@@ -126,7 +132,7 @@ type limitError struct {
 }
 
 func (e *limitError) Error() string {
-	return fmt.Sprintf("%s: %v: the guest asked for more than %s of memory (%v)", e.name, ErrMemoryLimit, FormatBytes(e.limit), e.cause)
+	return fmt.Sprintf("%s: %v: the guest asked for more than %s of memory", e.name, ErrMemoryLimit, FormatBytes(e.limit))
 }
 
 func (e *limitError) Unwrap() []error { return []error{ErrMemoryLimit, e.cause} }

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/spf13/cobra"
+)
+
+// A subcommand is one file of this package that adds its constructor in
+// an init function:
+//
+//	func init() { subcommands = append(subcommands, newRunCmd) }
+//
+//	func newRunCmd(a *app) *cobra.Command {
+//		return &cobra.Command{Use: "run SCRIPT", RunE: func(cmd *cobra.Command, args []string) error {
+//			...
+//			a.exit = status // the process exit status
+//			return nil      // or a.fail(err): "wasmbox: err" on stderr, exit 1
+//		}}
+//	}
+//
+// Write to a.stdout / a.stderr and read a.stdin (never os.Std*), so that
+// tests can drive the command through doMain.
+var subcommands []func(a *app) *cobra.Command
+
+// app is the state shared by the root command and its subcommands.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	// Persistent flags of the root command.
+	cacheDir string
+	noCache  bool
+
+	// exit is the process exit status once the command has run.
+	exit int
+	// failed is set by fail: the error is not a usage error.
+	failed bool
+}
+
+// fail marks err as a failure of the command itself (exit status 1) rather
+// than a usage error (exit status 2).
+func (a *app) fail(err error) error {
+	a.failed = true
+	return err
+}
+
+// stderrIsTerminal reports whether progress messages would reach a person.
+func (a *app) stderrIsTerminal() bool {
+	f, ok := a.stderr.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func newRoot(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "wasmbox",
+		Short: "Run untrusted commands and WebAssembly programs in a sandbox",
+		Long: `wasmbox runs untrusted commands and WebAssembly (WASI) programs against a
+virtual filesystem the host owns, with memory limits and a deadline that
+kills a program wherever it is.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.PersistentFlags().StringVar(&a.cacheDir, "cachedir", "",
+		"directory of the compilation cache (default: the user cache directory + /wasmbox/compile)")
+	root.PersistentFlags().BoolVar(&a.noCache, "nocache", false, "do not use the on-disk compilation cache")
+	ctors := append([]func(*app) *cobra.Command(nil), subcommands...)
+	cmds := make([]*cobra.Command, 0, len(ctors))
+	for _, c := range ctors {
+		cmds = append(cmds, c(a))
+	}
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name() < cmds[j].Name() })
+	root.AddCommand(cmds...)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	return root
+}
+
+// doMain runs the wasmbox command line args with the given streams and
+// returns the process exit status: the guest's status for commands that
+// run one, 1 when the command failed (a one-line "wasmbox: ..." message on
+// stderr), 2 for a usage error.
+func doMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRoot(a)
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintf(stderr, "wasmbox: %v\n", oneLine(err))
+		if a.failed {
+			return 1
+		}
+		return 2
+	}
+	return a.exit
+}
+
+// oneLine keeps the first line of an error message.
+func oneLine(err error) string {
+	s := err.Error()
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
