@@ -131,3 +131,19 @@ func BenchmarkParallelReadWrite(b *testing.B) {
 		}
 	})
 }
+
+// The largest tree the default quota allows: 10,000 inodes.
+func BenchmarkFork10kFiles(b *testing.B) {
+	m := vfs.NewMemFS()
+	for d := 0; d < 100; d++ {
+		dir := fmt.Sprintf("/d%d", d)
+		must(b, m.Mkdir(dir, 0o755))
+		for f := 0; f < 98; f++ {
+			writeFile(b, m, fmt.Sprintf("%s/f%d", dir, f), "x")
+		}
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		m.Fork()
+	}
+}

@@ -920,13 +920,24 @@ func (m *MemFS) Fork() *MemFS {
 	nm := &MemFS{cfg: m.cfg, q: &quotaState{limits: m.q.limits}, ino: new(atomic.Uint64), dev: devCounter.Add(1)}
 	nm.ino.Store(m.ino.Load())
 	seen := make(map[*inode]*inode)
+	// One allocation for all inodes of the copy.
+	slab := make([]inode, 0, m.q.files.Load())
 	var bytes, files int64
 	var cp func(n, parent *inode) *inode
 	cp = func(n, parent *inode) *inode {
-		if c, ok := seen[n]; ok {
-			return c
+		if n.kind != kDir && n.nlink > 1 {
+			if c, ok := seen[n]; ok {
+				return c
+			}
 		}
-		c := &inode{ino: n.ino, kind: n.kind, target: n.target, dev: n.dev}
+		var c *inode
+		if len(slab) < cap(slab) {
+			slab = slab[:len(slab)+1]
+			c = &slab[len(slab)-1]
+		} else {
+			c = new(inode)
+		}
+		c.ino, c.kind, c.target, c.dev = n.ino, n.kind, n.target, n.dev
 		c.atime.Store(n.atime.Load())
 		n.mu.Lock()
 		c.nlink, c.mode, c.uid, c.gid, c.mtime, c.ctime = n.nlink, n.mode, n.uid, n.gid, n.mtime, n.ctime
@@ -937,7 +948,9 @@ func (m *MemFS) Fork() *MemFS {
 		bytes += n.sizeLocked()
 		n.mu.Unlock()
 		files++
-		seen[n] = c
+		if n.kind != kDir && c.nlink > 1 {
+			seen[n] = c // hard links: copy the inode once
+		}
 		if n.kind == kDir {
 			c.parent = parent
 			c.children = make(map[string]*inode, len(n.children))
