@@ -12,36 +12,37 @@ import (
 // to jailReal, as git's discovery does under GIT_CEILING_DIRECTORIES) and
 // refuses the run when a ".git" file or a "commondir" points outside the
 // jail, or when a config file in a git directory sets a key that makes git
-// run a program or read files outside the repository.
-func gitRepoCheck(jailReal, dirReal string) error {
+// run a program or read files outside the repository. found reports
+// whether a repository was found.
+func gitRepoCheck(jailReal, dirReal string) (found bool, err error) {
 	for d := dirReal; ; d = filepath.Dir(d) {
 		dotgit := filepath.Join(d, ".git")
 		if fi, err := os.Lstat(dotgit); err == nil {
 			switch {
 			case fi.Mode()&fs.ModeSymlink != 0:
-				return denied("%s is a symlink", rel(jailReal, dotgit))
+				return true, denied("%s is a symlink", rel(jailReal, dotgit))
 			case fi.IsDir():
-				return scanGitDir(jailReal, dotgit)
+				return true, scanGitDir(jailReal, dotgit)
 			case fi.Mode().IsRegular():
 				gd, err := readGitFile(dotgit)
 				if err != nil {
-					return denied("%s: %v", rel(jailReal, dotgit), err)
+					return true, denied("%s: %v", rel(jailReal, dotgit), err)
 				}
 				if !filepath.IsAbs(gd) {
 					gd = filepath.Join(d, gd)
 				}
 				real, err := filepath.EvalSymlinks(gd)
 				if err != nil {
-					return denied("%s points to a missing git directory", rel(jailReal, dotgit))
+					return true, denied("%s points to a missing git directory", rel(jailReal, dotgit))
 				}
 				if !within(jailReal, real) {
-					return denied("%s points outside the jail", rel(jailReal, dotgit))
+					return true, denied("%s points outside the jail", rel(jailReal, dotgit))
 				}
-				return scanGitDir(jailReal, real)
+				return true, scanGitDir(jailReal, real)
 			}
 		}
 		if d == jailReal || !within(jailReal, d) {
-			return nil
+			return false, nil
 		}
 	}
 }

@@ -28,6 +28,7 @@ package native
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -95,8 +96,10 @@ type Rule struct {
 	Env map[string]string
 	// Git turns on git's repository checks: the repository config is
 	// scanned for command-running keys, a ".git" file must point inside
-	// the jail, and git is kept from discovering a repository above the
-	// jail.
+	// the jail, git is kept from discovering a repository above the jail,
+	// "diff" needs a repository (outside one, git diff compares any two
+	// host files), and no argument may name a path outside the jail
+	// (which would also make "git diff a b" compare host files).
 	Git bool
 }
 
@@ -125,7 +128,7 @@ var GitSubcommands = []string{"status", "log", "diff", "show", "rev-parse", "ls-
 //
 // Denied everywhere: options that change where git looks for its repository
 // or programs (-c, -C, --config-env, --git-dir, --work-tree, --exec-path,
-// --namespace, --super-prefix), that name remote helpers (--upload-pack,
+// --namespace, --super-prefix, --bare), that name remote helpers (--upload-pack,
 // --receive-pack, --exec), that read or write host files outside the
 // repository (--output, --no-index, --template, --pathspec-from-file,
 // --orderfile, --resolve-git-dir), that start other programs (--ext-diff,
@@ -196,7 +199,7 @@ func GitRule() Rule {
 		Subcommands: append([]string(nil), GitSubcommands...),
 		DeniedFlags: []string{
 			"-c", "-C", "--config-env", "--git-dir", "--work-tree", "--exec-path",
-			"--namespace", "--super-prefix", "--upload-pack", "--receive-pack", "--exec",
+			"--namespace", "--super-prefix", "--bare", "--upload-pack", "--receive-pack", "--exec",
 			"--output", "--no-index", "--template", "--pathspec-from-file", "--orderfile",
 			"--resolve-git-dir", "--ext-diff", "--help", "--show-signature",
 		},
@@ -228,6 +231,25 @@ func DefaultPolicy() Policy {
 			"GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "TZ",
 		},
 	}
+}
+
+// checkPathArgs refuses arguments that, read as paths relative to dirReal,
+// lie outside the jail. Flags are skipped (their path-taking forms are
+// denied flags); revision ranges such as "HEAD~2..HEAD" stay inside.
+func checkPathArgs(jailReal, dirReal string, args []string) error {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && a != "-" {
+			continue
+		}
+		p := a
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dirReal, p)
+		}
+		if !within(jailReal, filepath.Clean(p)) {
+			return jailDenied("argument %q names a path outside the jail", a)
+		}
+	}
+	return nil
 }
 
 // checkArgs applies rule to args (argv without argv[0]) and returns the

@@ -266,7 +266,8 @@ func (r *Runner) prepare(req Request) (bin, dirReal string, env []string, err er
 	if bin == "" {
 		return "", "", nil, fmt.Errorf("%w: %s", ErrNotFound, name)
 	}
-	if _, err := checkArgs(rule, req.Argv[1:]); err != nil {
+	sub, err := checkArgs(rule, req.Argv[1:])
+	if err != nil {
 		return bin, "", nil, err
 	}
 	jailReal, dirReal, err := ResolveDir(req.Jail, req.Dir)
@@ -274,8 +275,15 @@ func (r *Runner) prepare(req Request) (bin, dirReal string, env []string, err er
 		return bin, "", nil, err
 	}
 	if rule.Git {
-		if err := gitRepoCheck(jailReal, dirReal); err != nil {
+		if err := checkPathArgs(jailReal, dirReal, req.Argv[1:]); err != nil {
 			return bin, dirReal, nil, err
+		}
+		found, err := gitRepoCheck(jailReal, dirReal)
+		if err != nil {
+			return bin, dirReal, nil, err
+		}
+		if !found && sub == "diff" {
+			return bin, dirReal, nil, denied("git diff outside a repository (it would compare arbitrary files)")
 		}
 	}
 	vars := map[string]string{"PATH": r.policy.Path, "HOME": jailReal, "LANG": r.policy.Lang}
@@ -330,20 +338,53 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, dir string, 
 		Args:        append([]string{req.Argv[0]}, req.Argv[1:]...),
 		Env:         env,
 		Dir:         dir,
-		Stdin:       req.Stdin,
 		Stdout:      outW,
 		Stderr:      errW,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
+	// Stdin other than a file is copied through a pipe of our own (not by
+	// os/exec, whose Wait would wait for a reader that may never end).
+	var inW *os.File
+	var closeIn sync.Once
+	switch in := req.Stdin.(type) {
+	case nil:
+	case *os.File:
+		cmd.Stdin = in
+	default:
+		var inR *os.File
+		if inR, inW, err = os.Pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, nil, 0, false, fmt.Errorf("native: %w", err)
+		}
+		cmd.Stdin = inR // closed in the parent right after Start
+	}
 	startErr := cmd.Start()
 	outW.Close()
 	errW.Close()
+	if cmd.Stdin != nil && inW != nil {
+		cmd.Stdin.(*os.File).Close()
+	}
 	if startErr != nil {
 		outR.Close()
 		errR.Close()
+		if inW != nil {
+			inW.Close()
+		}
 		return nil, nil, 0, false, fmt.Errorf("native: start %s: %w", req.Argv[0], startErr)
 	}
 	pid := cmd.Process.Pid
+	if inW != nil {
+		// This goroutine ends when req.Stdin returns (EOF or error) or
+		// the pipe is closed after the process exits; a Stdin that blocks
+		// forever keeps it until the caller closes Stdin.
+		go func() {
+			io.Copy(inW, req.Stdin)
+			closeIn.Do(func() { inW.Close() })
+		}()
+	}
 
 	var wg sync.WaitGroup
 	outBuf := &capBuffer{max: r.cfg.MaxOutput}
@@ -387,6 +428,9 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, dir string, 
 	}
 	// No process of the command's group outlives it.
 	unix.Kill(-pid, unix.SIGKILL)
+	if inW != nil {
+		closeIn.Do(func() { inW.Close() })
+	}
 	waitErr := cmd.Wait()
 
 	// The pipes reach EOF once every writer is gone. A process that left

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -434,5 +435,65 @@ func BenchmarkGitStatusDirect(b *testing.B) {
 		if err := cmd.Run(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestGitPathArgumentsStayInJail(t *testing.T) {
+	jail := realTempDir(t)
+	r := newRunner(t, Config{})
+	gitRun(t, r, jail, "", "init", "-q")
+	os.WriteFile(filepath.Join(jail, "README"), []byte("x\n"), 0o644)
+	os.Mkdir(filepath.Join(jail, "sub"), 0o755)
+	gitRun(t, r, jail, "", "add", "README")
+	gitRun(t, r, jail, "", "commit", "-q", "-m", "one")
+	gitRun(t, r, jail, "", "commit", "-q", "--allow-empty", "-m", "two")
+	for _, args := range [][]string{
+		{"diff", "/etc/hostname", "README"}, // implicit --no-index on a host file
+		{"diff", "README", "../../etc/hostname"},
+		{"log", "--", "/etc"},
+		{"add", "sub/../../x"},
+	} {
+		res, err := r.Run(context.Background(), Request{Argv: append([]string{"git"}, args...), Jail: jail})
+		if !errors.Is(err, ErrJail) || res.ExitCode != 126 {
+			t.Errorf("git %q: %v exit %d", args, err, res.ExitCode)
+		}
+	}
+	// Inside the jail, relative to a subdirectory, and revision ranges.
+	if res := gitRun(t, r, jail, "sub", "log", "--format=%s", "HEAD~1..HEAD", "--", "../README"); res.ExitCode != 0 {
+		t.Fatalf("log from sub: %s", res.Stderr)
+	}
+	if res := gitRun(t, r, jail, "", "log", "--format=%s", "HEAD~1..HEAD"); string(res.Stdout) != "two\n" {
+		t.Fatalf("range: %q %s", res.Stdout, res.Stderr)
+	}
+}
+
+func TestGitDiffNeedsRepository(t *testing.T) {
+	jail := realTempDir(t)
+	os.WriteFile(filepath.Join(jail, "a"), []byte("a\n"), 0o644)
+	os.WriteFile(filepath.Join(jail, "b"), []byte("b\n"), 0o644)
+	r := newRunner(t, Config{})
+	res, err := r.Run(context.Background(), Request{Argv: []string{"git", "diff", "a", "b"}, Jail: jail})
+	if !errors.Is(err, ErrDenied) || res.ExitCode != 126 {
+		t.Fatalf("diff outside a repository: %v %d", err, res.ExitCode)
+	}
+	res, err = r.Run(context.Background(), Request{Argv: []string{"git", "--bare", "log"}, Jail: jail})
+	if !errors.Is(err, ErrDenied) {
+		t.Fatalf("--bare: %v", err)
+	}
+}
+
+// A stdin that never ends must not keep Run waiting once the process exits.
+func TestEndlessStdinDoesNotHang(t *testing.T) {
+	jail := realTempDir(t)
+	r := newRunner(t, Config{})
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	start := time.Now()
+	res, err := r.Run(context.Background(), Request{Argv: []string{"sh", "-c", "exit 0"}, Jail: jail, Stdin: pr})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("took %v", d)
 	}
 }
