@@ -448,33 +448,32 @@ func joinMain(e *cmd.Env) int {
 			status = 1
 		}
 	}
-	for i < len(in[0]) || j < len(in[1]) {
+	seenUnpairable := false
+	for i < len(in[0]) && j < len(in[1]) {
 		if check == 1 && status != 0 {
 			break
 		}
-		var c int
-		switch {
-		case i >= len(in[0]):
-			c = 1
-		case j >= len(in[1]):
-			c = -1
-		default:
-			c = cmpKeys(keyOf(0, &in[0][i]), keyOf(1, &in[1][j]))
-		}
+		c := cmpKeys(keyOf(0, &in[0][i]), keyOf(1, &in[1][j]))
 		if c < 0 {
-			checkSorted(0, i)
 			if unpaired[0] {
 				printLine(&in[0][i], nil)
 			}
+			seenUnpairable = true
 			i++
+			if i < len(in[0]) && (check == 1 || seenUnpairable) {
+				checkSorted(0, i)
+			}
 			continue
 		}
 		if c > 0 {
-			checkSorted(1, j)
 			if unpaired[1] {
 				printLine(nil, &in[1][j])
 			}
+			seenUnpairable = true
 			j++
+			if j < len(in[1]) && (check == 1 || seenUnpairable) {
+				checkSorted(1, j)
+			}
 			continue
 		}
 		// Equal keys: cross product of both groups.
@@ -486,12 +485,6 @@ func joinMain(e *cmd.Env) int {
 		for j2 < len(in[1]) && cmpKeys(keyOf(1, &in[1][j2]), keyOf(1, &in[1][j])) == 0 {
 			j2++
 		}
-		for a := i; a < i2; a++ {
-			checkSorted(0, a)
-		}
-		for b := j; b < j2; b++ {
-			checkSorted(1, b)
-		}
 		if !onlyUnpaired {
 			for a := i; a < i2; a++ {
 				for b := j; b < j2; b++ {
@@ -500,8 +493,43 @@ func joinMain(e *cmd.Env) int {
 			}
 		}
 		i, j = i2, j2
+		if check == 1 || seenUnpairable {
+			if i < len(in[0]) {
+				checkSorted(0, i)
+			}
+			if j < len(in[1]) {
+				checkSorted(1, j)
+			}
+		}
 	}
-	if status != 0 {
+	// The rest of a file is read when its unpairable lines print or its
+	// order must be checked.
+	for k, idx := range [2]int{i, j} {
+		if check == 1 && status != 0 {
+			break
+		}
+		if !unpaired[k] && !(check == 1 || check == 0 && seenUnpairable) {
+			continue
+		}
+		if idx < len(in[k]) && !unpaired[k] {
+			seenUnpairable = true
+		}
+		for ; idx < len(in[k]); idx++ {
+			checkSorted(k, idx)
+			if check == 1 && status != 0 {
+				break
+			}
+			if !unpaired[k] {
+				continue
+			}
+			if k == 0 {
+				printLine(&in[0][idx], nil)
+			} else {
+				printLine(nil, &in[1][idx])
+			}
+		}
+	}
+	if status != 0 && check != 1 {
 		w.Flush()
 		e.Errorf("input is not in sorted order")
 	}
@@ -533,6 +561,7 @@ func columnMain(e *cmd.Env) int {
 	}
 	table, fillRows, keepEmpty, noHead := false, false, false, false
 	seps := " \t"
+	sepSet := false
 	outSep := "  "
 	width := 80
 	if v, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && v > 0 {
@@ -545,7 +574,7 @@ func columnMain(e *cmd.Env) int {
 		case "table":
 			table = true
 		case "separator":
-			seps = unescapeC(o.val)
+			seps, sepSet = unescapeC(o.val), true
 		case "output-separator":
 			outSep = unescapeC(o.val)
 		case "output-width":
@@ -598,6 +627,10 @@ func columnMain(e *cmd.Env) int {
 				rows = append(rows, nil)
 				continue
 			}
+			if sepSet {
+				rows = append(rows, splitAny(l, seps))
+				continue
+			}
 			rows = append(rows, strings.FieldsFunc(l, func(r rune) bool { return strings.ContainsRune(seps, r) }))
 		}
 		var widths []int
@@ -609,9 +642,18 @@ func columnMain(e *cmd.Env) int {
 				widths[i] = max(widths[i], len(c))
 			}
 		}
+		ncols := len(widths)
 		for _, r := range rows {
 			var b strings.Builder
-			for i, c := range r {
+			if r == nil {
+				w.WriteByte('\n')
+				continue
+			}
+			for i := 0; i < ncols; i++ {
+				c := ""
+				if i < len(r) {
+					c = r[i]
+				}
 				if i > 0 {
 					b.WriteString(outSep)
 				}
@@ -622,7 +664,7 @@ func columnMain(e *cmd.Env) int {
 					continue
 				}
 				b.WriteString(c)
-				if i < len(r)-1 {
+				if i < ncols-1 {
 					b.WriteString(strings.Repeat(" ", pad))
 				}
 			}
@@ -679,4 +721,17 @@ func columnMain(e *cmd.Env) int {
 		w.WriteByte('\n')
 	}
 	return t.flush(status)
+}
+
+// splitAny splits s at every byte in seps, keeping empty fields.
+func splitAny(s, seps string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(seps, s[i]) >= 0 {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
 }

@@ -26,7 +26,11 @@ func forEachInput(t *tool, files []string, fn func(name string, r io.Reader) err
 		r, closeFn, err := openInput(t.e, name)
 		if err != nil {
 			t.out.Flush()
-			t.e.Errorf("%s: %s", name, strerror(err))
+			if t.openErr != "" {
+				t.e.Errorf(t.openErr, quote(name), strerror(err))
+			} else {
+				t.e.Errorf("%s: %s", name, strerror(err))
+			}
 			status = 1
 			continue
 		}
@@ -266,8 +270,12 @@ func foldMain(e *cmd.Env) int {
 			breakSpaces = true
 		case "width":
 			n, err := strconv.Atoi(o.val)
-			if err != nil || n < 1 {
+			if err != nil {
 				e.Errorf("invalid number of columns: %s", quote(o.val))
+				return 1
+			}
+			if n < 1 {
+				e.Errorf("invalid number of columns: %s: Numerical result out of range", quote(o.val))
 				return 1
 			}
 			width = n
@@ -541,6 +549,7 @@ func tacMain(e *cmd.Env) int {
 			sep = o.val
 		}
 	}
+	t.openErr = "failed to open %s for reading: %s"
 	var re *Regex
 	if isRe {
 		var err error
