@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -50,11 +51,17 @@ func Errno(err error) syscall.Errno {
 	case errors.Is(err, fs.ErrInvalid):
 		return syscall.EINVAL
 	}
-	// os.Root reports "path escapes from parent" (and a few other
-	// conditions) with plain errors: refuse access.
-	var pe *os.PathError
-	if errors.As(err, &pe) {
+	// os.Root reports "path escapes from parent" with a plain error:
+	// refuse access. Other plain errors of the os package inside a
+	// PathError or LinkError are misuse ("invalid use of WriteAt on file
+	// opened with O_APPEND").
+	if strings.Contains(err.Error(), "escapes from parent") {
 		return syscall.EACCES
+	}
+	var pe *os.PathError
+	var le *os.LinkError
+	if errors.As(err, &pe) || errors.As(err, &le) {
+		return syscall.EINVAL
 	}
 	return syscall.EIO
 }

@@ -381,3 +381,24 @@ func TestHammerNamespace(t *testing.T) {
 		}
 	}
 }
+
+func TestErrno(t *testing.T) {
+	cases := []struct {
+		err  error
+		want syscall.Errno
+	}{
+		{nil, 0},
+		{&os.PathError{Op: "open", Path: "/x", Err: syscall.ELOOP}, syscall.ELOOP},
+		{&os.LinkError{Op: "rename", Old: "a", New: "b", Err: syscall.EXDEV}, syscall.EXDEV},
+		{os.ErrNotExist, syscall.ENOENT},
+		{os.ErrClosed, syscall.EBADF},
+		{&os.PathError{Op: "openat", Path: "x", Err: errors.New("path escapes from parent")}, syscall.EACCES},
+		{&os.PathError{Op: "writeat", Path: "x", Err: errors.New("os: invalid use of WriteAt on file opened with O_APPEND")}, syscall.EINVAL},
+		{errors.New("something else"), syscall.EIO},
+	}
+	for _, c := range cases {
+		if got := vfs.Errno(c.err); got != c.want {
+			t.Errorf("Errno(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
