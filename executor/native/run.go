@@ -274,6 +274,9 @@ func (r *Runner) prepare(req Request) (bin, dirReal string, env []string, err er
 	if err != nil {
 		return bin, "", nil, err
 	}
+	if within(jailReal, bin) {
+		return bin, dirReal, nil, denied("binary %s lies inside the jail", bin)
+	}
 	if rule.Git {
 		if err := checkPathArgs(jailReal, dirReal, req.Argv[1:]); err != nil {
 			return bin, dirReal, nil, err
