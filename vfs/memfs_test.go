@@ -402,3 +402,26 @@ func TestErrno(t *testing.T) {
 		}
 	}
 }
+
+func TestDirLinkCounts(t *testing.T) {
+	m := vfs.NewMemFS()
+	must(t, m.MkdirAll("/p1/d/sub", 0o755))
+	must(t, m.Mkdir("/p2", 0o755))
+	nl := func(p string) uint64 { return stat(t, m, p).Nlink }
+	if nl("/") != 4 || nl("/p1") != 3 || nl("/p1/d") != 3 || nl("/p2") != 2 {
+		t.Fatalf("nlink / %d /p1 %d /p1/d %d /p2 %d", nl("/"), nl("/p1"), nl("/p1/d"), nl("/p2"))
+	}
+	must(t, m.Rename("/p1/d", "/p2/d"))
+	if nl("/p1") != 2 || nl("/p2") != 3 || nl("/p2/d") != 3 {
+		t.Fatalf("after rename: /p1 %d /p2 %d /p2/d %d", nl("/p1"), nl("/p2"), nl("/p2/d"))
+	}
+	// ".." of the moved directory is its new parent.
+	writeFile(t, m, "/p2/marker", "here")
+	if readFile(t, m, "/p2/d/sub/../../marker") != "here" {
+		t.Fatal(".. after rename")
+	}
+	must(t, m.RemoveAll("/p2/d"))
+	if nl("/p2") != 2 {
+		t.Fatalf("after RemoveAll: /p2 %d", nl("/p2"))
+	}
+}

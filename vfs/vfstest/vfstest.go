@@ -367,12 +367,20 @@ var tests = []testCase{
 		if fis, err := f.Readdir(-1); err != nil || len(fis) != 0 {
 			t.Fatalf("Readdir(-1) at end: %d %v", len(fis), err)
 		}
+		write(t, fsys, "/d/new", "")
 		_, err = f.Seek(0, io.SeekStart)
 		must(t, err)
 		fis, err := f.Readdir(-1)
 		must(t, err)
-		if len(fis) != 4 {
-			t.Fatalf("after rewind Readdir got %d", len(fis))
+		if len(fis) != 5 {
+			t.Fatalf("after rewind Readdir got %d entries, want 5 (with the new one)", len(fis))
+		}
+		for _, fi := range fis {
+			li, _, err := fsys.LstatIfPossible("/d/" + fi.Name())
+			must(t, err)
+			if sys(t, fi).Ino != sys(t, li).Ino || fi.Mode() != li.Mode() {
+				t.Fatalf("%s: Readdir says ino %d mode %v, Lstat %d %v", fi.Name(), sys(t, fi).Ino, fi.Mode(), sys(t, li).Ino, li.Mode())
+			}
 		}
 		n, err := f.Readdirnames(2)
 		if err != io.EOF || len(n) != 0 {
