@@ -48,6 +48,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor/pool"
 )
 
@@ -114,6 +115,13 @@ type Config struct {
 	MaxSessions int
 	// Logger receives request errors (default: discard).
 	Logger *slog.Logger
+	// Redactor, when set, redacts stdout and stderr of every run before
+	// they leave the server.
+	Redactor *audit.Redactor
+	// Audit, when set, records every session creation and deletion and
+	// every run (job id, session, lane, slot, script, exit, class,
+	// truncated, start, end) in the hash-chained audit log.
+	Audit *audit.Logger
 }
 
 // Server is the HTTP API. Create it with [New], serve with [Server.Serve],
@@ -270,6 +278,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// audit writes e to the audit log, if any. A failing audit log is logged,
+// not fatal to the request.
+func (s *Server) audit(ctx context.Context, e audit.Event) {
+	if s.cfg.Audit == nil {
+		return
+	}
+	if err := s.cfg.Audit.Log(ctx, e); err != nil {
+		s.cfg.Logger.Error("audit", "err", err)
+	}
+}
+
 // ---- handlers ----
 
 type apiError struct {
@@ -344,6 +363,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sessions[id] = sess
 	s.mu.Unlock()
+	s.audit(r.Context(), audit.Event{Kind: audit.KindSession, Session: id, Reason: "created"})
 	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
 }
 
@@ -358,6 +378,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 	if err := sess.Close(); err != nil {
 		s.cfg.Logger.Warn("closing session", "session", id, "err", err)
 	}
+	s.audit(r.Context(), audit.Event{Kind: audit.KindSession, Session: id, Reason: "deleted"})
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -442,7 +463,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	var res RunResult
 	var runErr error
 	start := time.Now()
-	_, err := s.pool.Submit(ctx, pool.Job{
+	job, err := s.pool.Submit(ctx, pool.Job{
 		Session: id,
 		Lane:    pool.Interactive,
 		Label:   "run",
@@ -457,6 +478,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, pool.ErrWorkerUnavailable):
 		s.metrics.rejected.Inc()
+		s.audit(r.Context(), audit.Event{Kind: audit.KindRun, JobID: job.ID.String(), Session: id, Lane: job.Lane.String(), Slot: -1,
+			Script: *req.Script, Allowed: audit.Allowed(false), Reason: "worker unavailable"})
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "worker_unavailable", "all workers busy and the queue is full; retry later")
 		return
@@ -488,7 +511,15 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	if res.Duration == 0 {
 		res.Duration = time.Since(start)
 	}
+	if red := s.cfg.Redactor; red != nil {
+		res.Stdout, res.Stderr = red.Redact(res.Stdout), red.Redact(res.Stderr)
+	}
 	s.metrics.observeRun(res)
+	s.audit(r.Context(), audit.Event{
+		Kind: audit.KindRun, JobID: job.ID.String(), Session: id, Lane: job.Lane.String(), Slot: job.Slot,
+		Script: *req.Script, Start: start, End: start.Add(res.Duration), Exit: res.ExitCode,
+		Class: res.ErrorClass, Truncated: res.Truncated,
+	})
 	writeJSON(w, http.StatusOK, RunResponse{
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
 		ErrorClass: res.ErrorClass, Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(),

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor/pool"
 )
 
@@ -442,4 +443,54 @@ func TestListenLoopbackOnly(t *testing.T) {
 		t.Fatalf("explicitly allowed: %v", err)
 	}
 	l.Close()
+}
+
+func TestAuditAndRedaction(t *testing.T) {
+	var log bytes.Buffer
+	var logMu sync.Mutex
+	red := audit.NewRedactor(audit.WithEnviron([]string{"SERVICE_TOKEN=super-secret-1"}))
+	al := audit.New(lockedWriter{&logMu, &log}, audit.WithRedactor(red))
+	ts := start(t, Config{Audit: al, Redactor: red}, func(ctx context.Context, script string, timeout time.Duration) (RunResult, error) {
+		return RunResult{Stdout: "value super-secret-1\n", Stderr: "key AKIAIOSFODNN7EXAMPLE", Duration: time.Millisecond}, nil
+	})
+	id := ts.newSession(t)
+	r := do(t, "POST", ts.url+"/v1/sessions/"+id+"/run", strings.NewReader(`{"script":"echo $SERVICE_TOKEN super-secret-1"}`))
+	var got RunResponse
+	json.Unmarshal(r.body, &got)
+	if got.Stdout != "value [REDACTED]\n" || got.Stderr != "key [REDACTED]" {
+		t.Fatalf("not redacted: %+v", got)
+	}
+	do(t, "DELETE", ts.url+"/v1/sessions/"+id, nil)
+	logMu.Lock()
+	text := log.String()
+	logMu.Unlock()
+	if strings.Contains(text, "super-secret-1") {
+		t.Fatal("secret in the audit log")
+	}
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d audit lines:\n%s", len(lines), text)
+	}
+	for i, want := range []string{`"msg":"session"`, `"msg":"run"`, `"msg":"session"`} {
+		if !strings.Contains(lines[i], want) || !strings.Contains(lines[i], `"session":"`+id+`"`) {
+			t.Errorf("line %d: %s", i+1, lines[i])
+		}
+	}
+	if !strings.Contains(lines[1], `"lane":"interactive","slot":0,"script":"echo $SERVICE_TOKEN [REDACTED]"`) || !strings.Contains(lines[1], `"job_id":"`) {
+		t.Errorf("run entry: %s", lines[1])
+	}
+	if err := audit.Verify(strings.NewReader(text)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
