@@ -330,4 +330,3 @@ func trMain(e *cmd.Env) int {
 	}
 	return t.flush(0)
 }
-
