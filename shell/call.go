@@ -303,10 +303,10 @@ func filterShoptArgs(args []string) []string {
 	}
 	defaultOff := map[string]bool{
 		"autocd": true, "cdable_vars": true, "cdspell": true, "checkhash": true, "checkjobs": true,
-		"dirspell": true, "execfail": true, "extdebug": true, "failglob": false, "gnu_errfmt": true,
-		"histappend": true, "histreedit": true, "histverify": true, "huponexit": true, "lastpipe": false,
+		"dirspell": true, "execfail": true, "extdebug": true, "gnu_errfmt": true,
+		"histappend": true, "histreedit": true, "histverify": true, "huponexit": true,
 		"lithist": true, "localvar_inherit": true, "localvar_unset": true, "login_shell": true,
-		"mailwarn": true, "no_empty_cmd_completion": true, "shift_verbose": true, "xpg_echo": false,
+		"mailwarn": true, "no_empty_cmd_completion": true, "shift_verbose": true,
 		"globasciiranges": true, "assoc_expand_once": true, "direxpand": true, "progcomp_alias": true,
 	}
 	mode := ""
