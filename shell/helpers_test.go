@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"mvdan.cc/sh/v3/interp"
+
 	"github.com/wasmbox/wasmbox/vfs"
 )
 
@@ -233,3 +235,5 @@ func settleGoroutines(t testing.TB, want int) {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+func interpHandlerContextForTest() interp.HandlerContext { return interp.HandlerContext{} }
