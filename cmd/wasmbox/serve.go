@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wasmbox/wasmbox/audit"
+	"github.com/wasmbox/wasmbox/executor/pool"
+	wbruntime "github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/sandbox"
+	"github.com/wasmbox/wasmbox/server"
+)
+
+func init() { subcommands = append(subcommands, newServeCmd) }
+
+// serveSignals stop `wasmbox serve` gracefully.
+var serveSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+
+type serveFlags struct {
+	listen           string
+	allowNonLoopback bool
+	workers          int
+	queue            int
+	maxSessions      int
+	timeout          time.Duration
+	maxTimeout       time.Duration
+	shutdownTimeout  time.Duration
+	auditLog         string
+	mounts           []string
+	native           []string
+	disabled         bool
+}
+
+func newServeCmd(a *app) *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Serve the sandbox over HTTP (sessions, runs, files, health, metrics)",
+		Long: `Serve the wasmbox HTTP API. Each session is a sandbox of its own (in-memory
+filesystem with the default layout, plus the --mount directories). Runs go
+through a pool of workers (--workers) with a bounded queue (--queue);
+beyond it a run gets 503 with Retry-After.
+
+  POST   /v1/sessions                        create a session: {"id": "..."}
+  POST   /v1/sessions/{id}/run               {"script": "...", "timeout_ms": N}
+  GET    /v1/sessions/{id}/files?path=/abs   read a file (raw bytes)
+  PUT    /v1/sessions/{id}/files?path=/abs   write a file (raw body)
+  DELETE /v1/sessions/{id}                   close a session
+  GET    /health                             status and pool statistics
+  GET    /metrics                            Prometheus metrics (wasmbox_*)
+
+It listens on loopback only unless --allow-non-loopback is given; there is
+no authentication, so anything that can reach the port can run code in the
+sandbox. SIGINT or SIGTERM stop it: new runs are refused, running ones
+cancelled, sessions closed, within --shutdown-timeout.`,
+		Example: `  wasmbox serve --listen 127.0.0.1:8080
+  wasmbox serve --audit-log audit.jsonl --mount ./repo:/work:rw --native git`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.serve(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
+	fl.BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening on a non-loopback address (no authentication!)")
+	fl.IntVar(&f.workers, "workers", 2, fmt.Sprintf("concurrent runs (at most %d, the number of CPUs)", runtime.NumCPU()))
+	fl.IntVar(&f.queue, "queue", 10, "runs that may wait for a worker before new ones get 503")
+	fl.IntVar(&f.maxSessions, "max-sessions", 256, "open sessions at most")
+	fl.DurationVar(&f.timeout, "timeout", 30*time.Second, "run timeout when a request gives none")
+	fl.DurationVar(&f.maxTimeout, "max-timeout", 10*time.Minute, "largest run timeout a request may ask for")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful stop may take")
+	fl.StringVar(&f.auditLog, "audit-log", "", "append a hash-chained audit log (JSON lines) to this file")
+	fl.StringArrayVar(&f.mounts, "mount", nil, "mount a host directory in every session: HOST:GUEST[:ro|:rw|:cow] (repeatable)")
+	fl.StringSliceVar(&f.native, "native", nil, "route these commands to the native lane (e.g. git); they run only in host-mounted directories")
+	fl.BoolVar(&f.disabled, "disabled", false, "start with execution disabled (every run gets 503 disabled; health stays up)")
+	return cmd
+}
+
+func (a *app) serve(ctx context.Context, f serveFlags) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if f.workers < 1 || f.queue < 0 || f.maxSessions < 1 || f.timeout <= 0 || f.maxTimeout < f.timeout || f.shutdownTimeout <= 0 {
+		return errors.New("--workers and --max-sessions must be positive, --queue not negative, timeouts positive and --max-timeout at least --timeout")
+	}
+	l, err := server.Listen(f.listen, f.allowNonLoopback)
+	if err != nil {
+		return a.fail(err)
+	}
+	defer l.Close()
+
+	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	eng, err := sandbox.NewEngine(ctx, wbruntime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache})
+	if err != nil {
+		return a.fail(err)
+	}
+	defer eng.Close(context.WithoutCancel(ctx))
+
+	opts := []sandbox.Option{sandbox.WithEngine(eng)}
+	for _, m := range f.mounts {
+		opts = append(opts, sandbox.WithMountSpec(m))
+	}
+	if len(f.native) > 0 {
+		opts = append(opts, sandbox.WithNative(f.native...))
+	}
+	// Check the options once, so that a bad --mount fails at start.
+	probe, err := sandbox.New(ctx, opts...)
+	if err != nil {
+		return a.fail(err)
+	}
+	probe.Close()
+
+	red := audit.NewRedactor()
+	cfg := server.Config{
+		Backend:        sandboxBackend{opts: opts},
+		MaxSessions:    f.maxSessions,
+		DefaultTimeout: f.timeout,
+		MaxTimeout:     f.maxTimeout,
+		Logger:         logger,
+		Redactor:       red,
+	}
+	mode := pool.Normal
+	if f.disabled {
+		mode = pool.Disabled
+	}
+	queue := f.queue
+	if queue == 0 {
+		queue = -1 // pool.Config: negative means no queue
+	}
+	p := pool.New(pool.Config{InteractiveWorkers: f.workers, MaxQueue: queue, ShutdownTimeout: f.shutdownTimeout, Mode: mode})
+	cfg.Pool = p
+	if f.auditLog != "" {
+		al, closeLog, err := openAuditLog(f.auditLog, red)
+		if err != nil {
+			return a.fail(err)
+		}
+		defer closeLog()
+		cfg.Audit = al
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return a.fail(err)
+	}
+
+	sigCtx, stop := signal.NotifyContext(ctx, serveSignals...)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	fmt.Fprintf(a.stdout, "wasmbox: serving on http://%s\n", l.Addr())
+
+	select {
+	case err := <-served:
+		p.Shutdown(context.WithoutCancel(ctx))
+		return a.fail(err)
+	case <-sigCtx.Done():
+	}
+	stop()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.shutdownTimeout)
+	defer cancel()
+	err = errors.Join(srv.Shutdown(sctx), p.Shutdown(sctx))
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return a.fail(fmt.Errorf("shutdown: %w", err))
+	}
+	fmt.Fprintln(a.stdout, "wasmbox: stopped")
+	return nil
+}
+
+// openAuditLog opens path for appending, after checking the chain already
+// in it (a tampered log refuses to start) so that new entries continue it.
+func openAuditLog(path string, red *audit.Redactor) (*audit.Logger, func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	head, err := audit.VerifyFrom(f, audit.Head{})
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("audit log %s: %w", path, err)
+	}
+	return audit.New(f, audit.WithRedactor(red), audit.WithHead(head)), func() { f.Close() }, nil
+}
+
+// sandboxBackend makes a sandbox per session. The server runs every Run
+// through its pool, so the sandboxes are created without one.
+type sandboxBackend struct{ opts []sandbox.Option }
+
+func (b sandboxBackend) NewSession(ctx context.Context) (server.Session, error) {
+	s, err := sandbox.New(ctx, b.opts...)
+	if err != nil {
+		return nil, err
+	}
+	return sandboxSession{s}, nil
+}
+
+type sandboxSession struct{ s *sandbox.Sandbox }
+
+func (s sandboxSession) Run(ctx context.Context, script string, timeout time.Duration) (server.RunResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := s.s.Run(ctx, script)
+	if err != nil {
+		return server.RunResult{}, err
+	}
+	return server.RunResult{
+		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
+		ErrorClass: string(res.ErrorClass), Truncated: res.Truncated, Duration: res.Duration,
+	}, nil
+}
+
+func (s sandboxSession) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return s.s.ReadFile(path)
+}
+
+func (s sandboxSession) WriteFile(ctx context.Context, path string, data []byte) error {
+	return s.s.WriteFile(path, data, 0o644)
+}
+
+func (s sandboxSession) Close() error { return s.s.Close() }

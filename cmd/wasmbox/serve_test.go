@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/wasmbox/wasmbox/audit"
+)
+
+// TestServe runs `wasmbox serve` for real: loopback TCP, real sandboxes,
+// the audit log, and a graceful stop on SIGTERM.
+func TestServe(t *testing.T) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	cache := filepath.Join(base, "wasmbox-test", "compile")
+	logPath := filepath.Join(t.TempDir(), "audit.jsonl")
+
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- doMain([]string{"--cachedir", cache, "serve", "--listen", "127.0.0.1:0", "--audit-log", logPath, "--workers", "1"},
+			strings.NewReader(""), pw, &stderr)
+		pw.Close()
+	}()
+	br := bufio.NewReader(pr)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no ready line: %v (exit %v) %s", err, <-done, stderr.String())
+	}
+	go io.Copy(io.Discard, br)
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "wasmbox: serving on ")
+	if !ok {
+		t.Fatalf("ready line %q", line)
+	}
+
+	post := func(path, body string) (int, []byte) {
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	code, body := post("/v1/sessions", "")
+	var sess struct{ ID string }
+	if json.Unmarshal(body, &sess); code != 201 || sess.ID == "" {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	req, _ := http.NewRequest("PUT", url+"/v1/sessions/"+sess.ID+"/files?path=/home/user/in.txt", strings.NewReader("from the client\n"))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 204 {
+		t.Fatalf("put: %v %v", err, resp)
+	}
+	code, body = post("/v1/sessions/"+sess.ID+"/run", `{"script":"cat /home/user/in.txt; echo done > /home/user/out.txt; exit 3","timeout_ms":20000}`)
+	var res map[string]any
+	if json.Unmarshal(body, &res); code != 200 || res["stdout"] != "from the client\n" || res["exit_code"] != 3.0 || res["error_class"] != "" {
+		t.Fatalf("run: %d %s", code, body)
+	}
+	resp, err := http.Get(url + "/v1/sessions/" + sess.ID + "/files?path=/home/user/out.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(got) != "done\n" {
+		t.Fatalf("get: %d %q", resp.StatusCode, got)
+	}
+	code, body = post("/v1/sessions/"+sess.ID+"/run", `{"script":"while true; do :; done","timeout_ms":200}`)
+	if json.Unmarshal(body, &res); code != 200 || res["error_class"] != "TIMEOUT" || res["exit_code"] != 124.0 {
+		t.Fatalf("timeout run: %d %s", code, body)
+	}
+	resp, err = http.Get(url + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("health: %v %v", err, resp)
+	}
+	resp.Body.Close()
+
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+	f, err := os.Open(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	head, err := audit.VerifyFrom(f, audit.Head{})
+	if err != nil || head.Seq != 3 { // session created, two runs
+		t.Fatalf("audit log: %v, %d entries", err, head.Seq)
+	}
+}
