@@ -469,8 +469,17 @@ func (p *Pool) run(ctx context.Context, l *lane, t *task) {
 	t.err = err
 	delete(p.running, t.id)
 	l.free = append(l.free, t.slot)
-	if n := p.next(l); n != nil {
+	for n := p.next(l); n != nil; n = p.next(l) {
+		if err := n.ctx.Err(); err != nil {
+			// Its submitter gave up while it waited: do not start it.
+			n.err = fmt.Errorf("pool: job %s left the queue: %w", n.id, context.Cause(n.ctx))
+			n.res = Result{ID: n.id, Lane: l.kind, Slot: -1, Queued: ended.Sub(n.enqueued)}
+			p.totals.Cancelled++
+			close(n.done)
+			continue
+		}
 		p.start(l, n)
+		break
 	}
 	if len(p.running) == 0 && p.idle != nil {
 		close(p.idle)
