@@ -416,13 +416,12 @@ func (s *Shell) rebuild(stderr io.Writer, maxVars int64) {
 		total -= size(v)
 		fmt.Fprintf(stderr, "wasmbox: variable %s (%d bytes) dropped to get under the variable size limit\n", v.Name, size(v))
 	}
-	r, err := s.newRunner(dir)
-	if err != nil {
-		return
-	}
-	s.runner = r
 	if err := s.restore(st); err != nil {
-		fmt.Fprintf(stderr, "wasmbox: state partly lost: %v\n", err)
+		// Keep going with a fresh interpreter rather than a broken one.
+		fmt.Fprintf(stderr, "wasmbox: shell state lost: %v\n", err)
+		if r, err := s.newRunner("/"); err == nil {
+			s.runner = r
+		}
 	}
 }
 

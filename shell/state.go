@@ -193,7 +193,10 @@ func parseSnapshotOutput(out string, st *State) error {
 }
 
 // Restore replaces the shell's persistent state with st (typically from
-// Snapshot of another Shell). Function bodies are sanitized again.
+// Snapshot, of this Shell or another one): it starts from a fresh
+// interpreter over Config.Env, then sets the variables, functions, aliases,
+// options, traps, umask and directory of st. Function bodies are sanitized
+// again. On error the shell keeps its previous state.
 func (s *Shell) Restore(st State) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,6 +204,28 @@ func (s *Shell) Restore(st State) error {
 }
 
 func (s *Shell) restore(st State) error {
+	dir := st.Dir
+	if dir == "" {
+		dir = s.runner.Dir
+	}
+	if fi, err := s.cfg.FS.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("shell: restore: directory %q does not exist", dir)
+	}
+	old, oldUmask := s.runner, s.umask.Load()
+	r, err := s.newRunner(dir)
+	if err != nil {
+		return err
+	}
+	s.runner = r
+	if err := s.applyState(st); err != nil {
+		s.runner = old
+		s.umask.Store(oldUmask)
+		return err
+	}
+	return nil
+}
+
+func (s *Shell) applyState(st State) error {
 	var b strings.Builder
 	// Variables of the base environment the snapshot does not have were
 	// unset in the original shell.
@@ -290,15 +315,6 @@ func (s *Shell) restore(st State) error {
 	}
 	if err := s.runInternal(context.Background(), b.String()); err != nil {
 		return fmt.Errorf("shell: restore: %w", err)
-	}
-	if st.Dir != "" {
-		fi, err := s.cfg.FS.Stat(st.Dir)
-		if err != nil || !fi.IsDir() {
-			return fmt.Errorf("shell: restore: directory %q does not exist", st.Dir)
-		}
-		if err := s.runInternal(context.Background(), "builtin cd "+quote(st.Dir)); err != nil {
-			return fmt.Errorf("shell: restore: %w", err)
-		}
 	}
 	if st.Umask != 0 || len(st.Vars) > 0 {
 		s.umask.Store(st.Umask & 0o777)

@@ -113,3 +113,29 @@ func TestSeededRandom(t *testing.T) {
 		t.Errorf("seeded $RANDOM differs: %q vs %q", outs[0], outs[1])
 	}
 }
+
+func TestRestoreOnSameShellReplacesState(t *testing.T) {
+	ts := newTestShell(t, nil)
+	ts.run(t, `readonly R=1; g() { echo old; }; cd /tmp; X=1`)
+	st, err := ts.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Vars = append(st.Vars, Var{Name: "NEW", Kind: "string", Str: "v", Exported: true})
+	delete(st.Funcs, "g")
+	if err := ts.Restore(st); err != nil {
+		t.Fatalf("restore over a shell with a read-only variable: %v", err)
+	}
+	out, _, _, _ := ts.run(t, `echo "$R $X $NEW $PWD"; type -t g || echo no-g; sh -c 'echo $NEW'`)
+	if out != "1 1 v /tmp\nno-g\nv\n" {
+		t.Errorf("stdout %q", out)
+	}
+	// A state that cannot be applied leaves the shell as it was.
+	if err := ts.Restore(State{Dir: "/nonexistent"}); err == nil {
+		t.Error("Restore accepted a missing directory")
+	}
+	out, _, _, _ = ts.run(t, `echo $X; pwd`)
+	if out != "1\n/tmp\n" {
+		t.Errorf("after a failed restore: %q", out)
+	}
+}
