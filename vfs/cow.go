@@ -478,11 +478,11 @@ func (c *cowFS) Link(oldname, newname string) error {
 	if err != nil {
 		return rewrapLink("link", oldname, newname, err)
 	}
-	if fi.IsDir() {
-		return linkErr("link", oldname, newname, syscall.EPERM)
-	}
 	if _, l, _ := c.find(newname); l != none {
 		return linkErr("link", oldname, newname, syscall.EEXIST)
+	}
+	if fi.IsDir() {
+		return linkErr("link", oldname, newname, syscall.EPERM)
 	}
 	if err := c.copyUp(oldname); err != nil {
 		return rewrapLink("link", oldname, newname, err)

@@ -761,11 +761,11 @@ func (m *MemFS) hardlink(oldname, newname string, strict bool) error {
 	if errno == 0 && src.node == nil {
 		errno = syscall.ENOENT
 	}
-	if errno == 0 && src.node.kind == kDir {
-		errno = syscall.EPERM
-	}
 	if errno == 0 && dst.node != nil {
 		errno = syscall.EEXIST
+	}
+	if errno == 0 && src.node.kind == kDir {
+		errno = syscall.EPERM
 	}
 	if errno == 0 && (dst.dir == nil || dst.mustDir) {
 		errno = syscall.ENOENT
