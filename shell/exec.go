@@ -160,7 +160,11 @@ func (s *Shell) external(ctx context.Context, hc interp.HandlerContext, rs *runS
 			if isShellName(interpArgs[0]) {
 				return s.runShellScript(ctx, hc, rs, file, name, args[1:])
 			}
-			argv := append(append(interpArgs, name), args[1:]...)
+			script := name
+			if !strings.Contains(name, "/") {
+				script = file // found on PATH: the interpreter needs the path
+			}
+			argv := append(append(interpArgs, script), args[1:]...)
 			return s.runExecutor(ctx, hc, rs, argv)
 		}
 		if len(head) > 0 && !bytes.HasPrefix(head, []byte("\x00asm")) && !bytes.Contains(head, []byte{0}) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/wasmbox/wasmbox/vfs"
 )
 
 // recordingExecutor records the Command of every call (test double).
@@ -74,5 +76,38 @@ pwd() { builtin echo mypwd; }; pwd; read() { builtin echo myread; }; read x; f()
 	// And through the interpreter's HandlerContext directly.
 	if hasFunc(interpHandlerContextForTest(), "x") {
 		t.Error("hasFunc on an empty HandlerContext")
+	}
+}
+
+func TestExecutableFilesInVFS(t *testing.T) {
+	rec := &recordingExecutor{}
+	ts := newTestShell(t, func(c *Config) { c.Executor = rec; c.Env = []string{"PATH=/usr/bin:/bin:/home/user/bin"} })
+	if err := vfs.InstallCommand(ts.fs, "mytool"); err != nil {
+		t.Fatal(err)
+	}
+	ts.fs.MkdirAll("/home/user/bin", 0o755)
+	for p, content := range map[string]string{
+		"/home/user/bin/tool.py": "#!/usr/bin/env python3\nprint(1)\n",
+		"/home/user/run.awk":     "#!/usr/bin/awk -f\n{print}\n",
+		"/home/user/bin/hello":   "#!/bin/bash\necho \"hello $1 from $0\"\n",
+		"/home/user/noshebang":   "echo plain script\n",
+		"/home/user/notexec":     "echo never\n",
+	} {
+		ts.writeFile(t, p, content)
+		if p != "/home/user/notexec" {
+			ts.fs.Chmod(p, 0o755)
+		}
+	}
+	out, errOut, _, err := ts.run(t, `mytool a; /bin/mytool b; tool.py x; ./run.awk f; hello you; ./noshebang; ./notexec; echo "rc=$?"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "out:mytool,aout:/bin/mytool,bout:python3,/home/user/bin/tool.py,xout:/usr/bin/awk,-f,./run.awk,f" +
+		"hello you from hello\nplain script\nrc=126\n"
+	if out != want {
+		t.Errorf("stdout %q\nwant   %q\nstderr %q", out, want, errOut)
+	}
+	if !strings.Contains(errOut, "./notexec: Permission denied") {
+		t.Errorf("stderr %q", errOut)
 	}
 }
