@@ -1,0 +1,1019 @@
+package textutils
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/itchyny/gojq"
+	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+)
+
+func init() { cmd.Register("jq", jqMain) }
+
+const jqHelp = `Usage:	jq [OPTIONS] FILTER [FILES...]
+
+	jq is a tool for processing JSON inputs, applying the given filter to
+	its JSON text inputs and producing the filter's results as JSON on
+	standard output (gojq engine, jq 1.6 output format).
+
+	Some of the options include:
+	  -c               compact instead of pretty-printed output;
+	  -n               use ` + "`null`" + ` as the single input value;
+	  -e               set the exit status code based on the output;
+	  -s               read (slurp) all inputs into an array; apply filter to it;
+	  -r               output raw strings, not JSON texts;
+	  -j               like -r, without a newline after each output;
+	  -a               output ASCII with \uXXXX escapes;
+	  -S               sort keys of objects on output;
+	  -R               read raw lines, not JSON texts;
+	  --tab            use tabs for indentation;
+	  --indent n       use n spaces for indentation (max 7 spaces);
+	  --arg a v        set variable $a to value <v>;
+	  --argjson a v    set variable $a to JSON value <v>;
+	  --slurpfile a f  set variable $a to an array of JSON texts read from <f>;
+	  --rawfile a f    set variable $a to a string consisting of the contents of <f>;
+	  --args           remaining arguments are string arguments, not files;
+	  --jsonargs       remaining arguments are JSON arguments, not files;
+`
+
+// jqKeyOrder remembers the order in which object keys were written, in
+// the input documents and in the program's object constructors, so that
+// output objects keep jq's insertion order although gojq stores objects
+// as Go maps.
+type jqKeyOrder struct {
+	sets map[string][]string // sorted key set -> order first seen
+	rank map[string]int      // key -> first appearance
+}
+
+func newJQKeyOrder() *jqKeyOrder {
+	return &jqKeyOrder{sets: map[string][]string{}, rank: map[string]int{}}
+}
+
+func setKey(keys []string) string {
+	s := slices.Clone(keys)
+	sort.Strings(s)
+	return strings.Join(s, "\x00")
+}
+
+func (o *jqKeyOrder) record(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	k := setKey(keys)
+	if _, ok := o.sets[k]; !ok {
+		o.sets[k] = slices.Clone(keys)
+	}
+}
+
+func (o *jqKeyOrder) addRank(keys []string) {
+	for _, k := range keys {
+		if _, ok := o.rank[k]; !ok {
+			o.rank[k] = len(o.rank)
+		}
+	}
+}
+
+// order returns the keys of m in output order.
+func (o *jqKeyOrder) order(m map[string]any, sortKeys bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if sortKeys {
+		return keys
+	}
+	if known, ok := o.sets[strings.Join(keys, "\x00")]; ok {
+		return known
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		ri, oki := o.rank[keys[i]]
+		rj, okj := o.rank[keys[j]]
+		switch {
+		case oki && okj:
+			return ri < rj
+		case oki != okj:
+			return oki
+		}
+		return false
+	})
+	return keys
+}
+
+// recordProgram walks the parsed query (by reflection, the AST is plain
+// structs) and records the keys of object constructors.
+func (o *jqKeyOrder) recordProgram(q *gojq.Query) []string {
+	var all []string
+	var walk func(v reflect.Value)
+	seen := map[uintptr]bool{}
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			if v.IsNil() || seen[v.Pointer()] {
+				return
+			}
+			seen[v.Pointer()] = true
+			if obj, ok := v.Interface().(*gojq.Object); ok {
+				var keys []string
+				constant := true
+				for _, kv := range obj.KeyVals {
+					switch {
+					case kv.Key != "":
+						keys = append(keys, strings.TrimPrefix(kv.Key, "$"))
+					case kv.KeyString != nil && kv.KeyString.Queries == nil:
+						keys = append(keys, kv.KeyString.Str)
+					default:
+						constant = false
+					}
+				}
+				if constant {
+					o.record(keys)
+				}
+				all = append(all, keys...)
+			}
+			walk(v.Elem())
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i))
+				}
+			}
+		case reflect.Slice:
+			for i := 0; i < v.Len(); i++ {
+				walk(v.Index(i))
+			}
+		}
+	}
+	walk(reflect.ValueOf(q))
+	return all
+}
+
+// jqDecoder parses JSON texts into gojq values, recording key order.
+type jqDecoder struct {
+	dec   *json.Decoder
+	order *jqKeyOrder
+	name  string
+}
+
+func (d *jqDecoder) next() (any, error) {
+	var raw json.RawMessage
+	if err := d.dec.Decode(&raw); err != nil {
+		return nil, err
+	}
+	p := &jqParser{s: raw, order: d.order}
+	return p.value(), nil
+}
+
+type jqParser struct {
+	s     []byte
+	i     int
+	order *jqKeyOrder
+}
+
+func (p *jqParser) ws() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n' || p.s[p.i] == '\r') {
+		p.i++
+	}
+}
+
+// value parses already-validated JSON.
+func (p *jqParser) value() any {
+	p.ws()
+	switch c := p.s[p.i]; {
+	case c == '{':
+		p.i++
+		m := map[string]any{}
+		var keys []string
+		for {
+			p.ws()
+			if p.s[p.i] == '}' {
+				p.i++
+				break
+			}
+			if p.s[p.i] == ',' {
+				p.i++
+				continue
+			}
+			k := p.str()
+			p.ws()
+			p.i++ // ':'
+			v := p.value()
+			if _, dup := m[k]; !dup {
+				keys = append(keys, k)
+			}
+			m[k] = v
+		}
+		p.order.addRank(keys)
+		p.order.record(keys)
+		return m
+	case c == '[':
+		p.i++
+		a := []any{}
+		for {
+			p.ws()
+			if p.s[p.i] == ']' {
+				p.i++
+				break
+			}
+			if p.s[p.i] == ',' {
+				p.i++
+				continue
+			}
+			a = append(a, p.value())
+		}
+		return a
+	case c == '"':
+		return p.str()
+	case c == 't':
+		p.i += 4
+		return true
+	case c == 'f':
+		p.i += 5
+		return false
+	case c == 'n':
+		p.i += 4
+		return nil
+	}
+	start := p.i
+	isInt := true
+	for p.i < len(p.s) && strings.IndexByte("+-0123456789.eE", p.s[p.i]) >= 0 {
+		if c := p.s[p.i]; c == '.' || c == 'e' || c == 'E' {
+			isInt = false
+		}
+		p.i++
+	}
+	lit := string(p.s[start:p.i])
+	if isInt && len(lit) <= 16 && lit != "-0" {
+		if n, err := strconv.Atoi(lit); err == nil {
+			return n
+		}
+	}
+	f, _ := strconv.ParseFloat(lit, 64)
+	return f
+}
+
+func (p *jqParser) str() string {
+	end := p.i + 1
+	simple := true
+	for end < len(p.s) && p.s[end] != '"' {
+		if p.s[end] == '\\' {
+			simple = false
+			end++
+		}
+		end++
+	}
+	raw := p.s[p.i : end+1]
+	p.i = end + 1
+	if simple && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	json.Unmarshal(raw, &s)
+	return s
+}
+
+type jqOpts struct {
+	indent   int // -1 compact
+	tab      bool
+	ascii    bool
+	sortKeys bool
+	raw      bool
+	join     bool
+	order    *jqKeyOrder
+}
+
+// jqFormatNumber prints a number like jq 1.6 (17 significant digits,
+// shortest form, exponent when the decimal point is far away).
+func jqFormatNumber(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "null"
+	case math.IsInf(f, 1):
+		return "1.7976931348623157e+308"
+	case math.IsInf(f, -1):
+		return "-1.7976931348623157e+308"
+	case f == 0:
+		if math.Signbit(f) {
+			return "-0"
+		}
+		return "0"
+	}
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	neg := e[0] == '-'
+	if neg {
+		e = e[1:]
+	}
+	mant, exps, _ := strings.Cut(e, "e")
+	exp, _ := strconv.Atoi(exps)
+	digits := strings.Replace(mant, ".", "", 1)
+	decpt := exp + 1
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	switch {
+	case decpt <= -4 || decpt > len(digits)+15:
+		b.WriteByte(digits[0])
+		if len(digits) > 1 {
+			b.WriteByte('.')
+			b.WriteString(digits[1:])
+		}
+		b.WriteByte('e')
+		x := decpt - 1
+		if x < 0 {
+			b.WriteByte('-')
+			x = -x
+		} else {
+			b.WriteByte('+')
+		}
+		if x < 10 {
+			b.WriteByte('0')
+		}
+		b.WriteString(strconv.Itoa(x))
+	case decpt <= 0:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -decpt))
+		b.WriteString(digits)
+	case decpt >= len(digits):
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", decpt-len(digits)))
+	default:
+		b.WriteString(digits[:decpt])
+		b.WriteByte('.')
+		b.WriteString(digits[decpt:])
+	}
+	return b.String()
+}
+
+func jqWriteString(w *bufio.Writer, s string, ascii bool) {
+	w.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"':
+				w.WriteString(`\"`)
+			case '\\':
+				w.WriteString(`\\`)
+			case '\n':
+				w.WriteString(`\n`)
+			case '\t':
+				w.WriteString(`\t`)
+			case '\r':
+				w.WriteString(`\r`)
+			case '\b':
+				w.WriteString(`\b`)
+			case '\f':
+				w.WriteString(`\f`)
+			default:
+				if c < 0x20 || c == 0x7f {
+					fmt.Fprintf(w, `\u%04x`, c)
+				} else {
+					w.WriteByte(c)
+				}
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if !ascii {
+			w.WriteRune(r)
+			continue
+		}
+		if r >= 0x10000 {
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(w, `\u%04x\u%04x`, r1, r2)
+		} else {
+			fmt.Fprintf(w, `\u%04x`, r)
+		}
+	}
+	w.WriteByte('"')
+}
+
+func (o *jqOpts) newline(w *bufio.Writer, level int) {
+	if o.indent < 0 {
+		return
+	}
+	w.WriteByte('\n')
+	if o.tab {
+		for i := 0; i < level; i++ {
+			w.WriteByte('\t')
+		}
+		return
+	}
+	for i := 0; i < level*o.indent; i++ {
+		w.WriteByte(' ')
+	}
+}
+
+func (o *jqOpts) encode(w *bufio.Writer, v any, level int) {
+	switch v := v.(type) {
+	case nil:
+		w.WriteString("null")
+	case bool:
+		if v {
+			w.WriteString("true")
+		} else {
+			w.WriteString("false")
+		}
+	case int:
+		if v > -1e17 && v < 1e17 {
+			w.WriteString(strconv.Itoa(v))
+		} else {
+			w.WriteString(jqFormatNumber(float64(v)))
+		}
+	case float64:
+		w.WriteString(jqFormatNumber(v))
+	case *big.Int:
+		f, _ := new(big.Float).SetInt(v).Float64()
+		w.WriteString(jqFormatNumber(f))
+	case string:
+		jqWriteString(w, v, o.ascii)
+	case []any:
+		if len(v) == 0 {
+			w.WriteString("[]")
+			return
+		}
+		w.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			o.newline(w, level+1)
+			o.encode(w, x, level+1)
+		}
+		o.newline(w, level)
+		w.WriteByte(']')
+	case map[string]any:
+		if len(v) == 0 {
+			w.WriteString("{}")
+			return
+		}
+		w.WriteByte('{')
+		for i, k := range o.order.order(v, o.sortKeys) {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			o.newline(w, level+1)
+			jqWriteString(w, k, o.ascii)
+			w.WriteByte(':')
+			if o.indent >= 0 {
+				w.WriteByte(' ')
+			}
+			o.encode(w, v[k], level+1)
+		}
+		o.newline(w, level)
+		w.WriteByte('}')
+	default:
+		// Any other Go value (from a custom function) goes through JSON.
+		b, err := json.Marshal(v)
+		if err != nil {
+			w.WriteString("null")
+			return
+		}
+		w.Write(b)
+	}
+}
+
+// jqInputs yields input values from files or stdin.
+type jqInputs struct {
+	e       *cmd.Env
+	files   []string
+	idx     int
+	dec     *jqDecoder
+	closeFn func()
+	raw     bool
+	lr      *lineReader
+	order   *jqKeyOrder
+	err     error // a fatal input error (bad JSON, missing file)
+	status  int
+	cur     string
+	lines   *lineCounter
+}
+
+// lineCounter remembers where the newlines of an input are, for the
+// "(at <stdin>:LINE)" of error messages.
+type lineCounter struct {
+	r   io.Reader
+	pos int64
+	nl  []int64
+}
+
+func (c *lineCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	for i, b := range p[:n] {
+		if b == '\n' {
+			c.nl = append(c.nl, c.pos+int64(i))
+		}
+	}
+	c.pos += int64(n)
+	return n, err
+}
+
+// lineAt counts the newlines at or before offset.
+func (c *lineCounter) lineAt(offset int64) int {
+	return sort.Search(len(c.nl), func(i int) bool { return c.nl[i] > offset })
+}
+
+func (in *jqInputs) open() bool {
+	for in.idx < len(in.files) {
+		name := in.files[in.idx]
+		in.idx++
+		r, closeFn, err := openInput(in.e, name)
+		if err != nil {
+			fmt.Fprintf(in.e.Stderr, "jq: error: Could not open file %s: %s\n", name, strerror(err))
+			in.status = 2
+			continue
+		}
+		in.closeFn = closeFn
+		in.cur = name
+		in.lines = &lineCounter{r: r}
+		r = in.lines
+		if in.raw {
+			in.lr = newLineReader(r, '\n')
+		} else {
+			d := json.NewDecoder(r)
+			d.UseNumber()
+			in.dec = &jqDecoder{dec: d, order: in.order, name: name}
+		}
+		return true
+	}
+	return false
+}
+
+// next returns the next input; ok is false at the end or after an error.
+func (in *jqInputs) next() (any, bool) {
+	for {
+		if in.dec == nil && in.lr == nil {
+			if !in.open() {
+				return nil, false
+			}
+		}
+		if in.raw {
+			line, err := in.lr.next()
+			if err == nil {
+				return strings.TrimSuffix(string(line), "\n"), true
+			}
+			in.lr = nil
+		} else {
+			v, err := in.dec.next()
+			if err == nil {
+				return v, true
+			}
+			in.dec = nil
+			if err != io.EOF {
+				in.closeFn()
+				in.err = err
+				return nil, false
+			}
+		}
+		in.closeFn()
+	}
+}
+
+// readAll reads every remaining input (for -s).
+func (in *jqInputs) readAllRaw() string {
+	var b strings.Builder
+	for in.idx < len(in.files) {
+		name := in.files[in.idx]
+		in.idx++
+		data, err := readAllInput(in.e, name)
+		if err != nil {
+			fmt.Fprintf(in.e.Stderr, "jq: error: Could not open file %s: %s\n", name, strerror(err))
+			in.status = 2
+			continue
+		}
+		b.Write(data)
+	}
+	return b.String()
+}
+
+type jqIter struct{ in *jqInputs }
+
+func (it *jqIter) Next() (any, bool) { return it.in.next() }
+
+func jqMain(e *cmd.Env) int {
+	args := e.Args[1:]
+	o := &jqOpts{indent: 2, order: newJQKeyOrder()}
+	var nullInput, slurp, rawIn, exitStatus bool
+	var filter *string
+	var files []string
+	var varNames []string
+	var varValues []any
+	named := map[string]any{}
+	var positional []any
+	restMode := "" // "args" or "jsonargs"
+	usage := func(msg string) int {
+		fmt.Fprintf(e.Stderr, "jq: error: %s\nUse jq --help for help with command-line options,\nor see the jq manpage, or online docs  at https://stedolan.github.io/jq\n", msg)
+		return 2
+	}
+	addVar := func(name string, v any) {
+		varNames = append(varNames, "$"+name)
+		varValues = append(varValues, v)
+		named[name] = v
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		need := func(n int) ([]string, bool) {
+			if i+n >= len(args) {
+				return nil, false
+			}
+			v := args[i+1 : i+1+n]
+			i += n
+			return v, true
+		}
+		if restMode != "" && (!strings.HasPrefix(a, "-") || a == "-") && filter != nil {
+			if restMode == "args" {
+				positional = append(positional, a)
+			} else {
+				v, err := jqParseJSONArg(a, o.order)
+				if err != nil {
+					return usage("Invalid JSON text passed to --jsonargs")
+				}
+				positional = append(positional, v)
+			}
+			continue
+		}
+		if a == "--" {
+			for _, r := range args[i+1:] {
+				if filter == nil {
+					s := r
+					filter = &s
+				} else {
+					files = append(files, r)
+				}
+			}
+			break
+		}
+		if len(a) > 1 && a[0] == '-' && a[1] != '-' {
+			// Short options, possibly clustered.
+			for _, c := range a[1:] {
+				switch c {
+				case 'r':
+					o.raw = true
+				case 'j':
+					o.raw, o.join = true, true
+				case 'c':
+					o.indent = -1
+				case 'n':
+					nullInput = true
+				case 's':
+					slurp = true
+				case 'e':
+					exitStatus = true
+				case 'S':
+					o.sortKeys = true
+				case 'a':
+					o.ascii = true
+				case 'R':
+					rawIn = true
+				case 'M', 'C':
+				case 'h':
+					fmt.Fprint(e.Stdout, jqHelp)
+					return 0
+				default:
+					return usage(fmt.Sprintf("Unknown arguments: %s", a))
+				}
+			}
+			continue
+		}
+		switch a {
+		case "--raw-output":
+			o.raw = true
+		case "--join-output":
+			o.raw, o.join = true, true
+		case "--compact-output":
+			o.indent = -1
+		case "--null-input":
+			nullInput = true
+		case "--slurp":
+			slurp = true
+		case "--exit-status":
+			exitStatus = true
+		case "--sort-keys":
+			o.sortKeys = true
+		case "--ascii-output":
+			o.ascii = true
+		case "--raw-input":
+			rawIn = true
+		case "--monochrome-output", "--color-output", "--unbuffered", "--seq":
+		case "--tab":
+			o.tab, o.indent = true, 1
+		case "--indent":
+			v, ok := need(1)
+			if !ok {
+				return usage("--indent takes one parameter")
+			}
+			n, err := strconv.Atoi(v[0])
+			if err != nil || n < 0 {
+				return usage("--indent takes a number")
+			}
+			if n > 7 {
+				return usage("Cannot indent more than 7 characters")
+			}
+			o.indent = n
+			if n == 0 {
+				o.indent = -1
+			}
+		case "--arg":
+			v, ok := need(2)
+			if !ok {
+				return usage("--arg takes two parameters (e.g. --arg varname value)")
+			}
+			addVar(v[0], v[1])
+		case "--argjson":
+			v, ok := need(2)
+			if !ok {
+				return usage("--argjson takes two parameters (e.g. --argjson varname text)")
+			}
+			val, err := jqParseJSONArg(v[1], o.order)
+			if err != nil {
+				return usage("Invalid JSON text passed to --argjson")
+			}
+			addVar(v[0], val)
+		case "--slurpfile", "--rawfile":
+			v, ok := need(2)
+			if !ok {
+				return usage(fmt.Sprintf("%s takes two parameters (e.g. %s varname filename)", a, a))
+			}
+			data, err := readAllInput(e, v[1])
+			if err != nil {
+				return usage(fmt.Sprintf("Could not open %s: %s", v[1], strerror(err)))
+			}
+			if a == "--rawfile" {
+				addVar(v[0], string(data))
+				continue
+			}
+			d := json.NewDecoder(bytes.NewReader(data))
+			d.UseNumber()
+			jd := &jqDecoder{dec: d, order: o.order}
+			vals := []any{}
+			for {
+				x, err := jd.next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					return usage(fmt.Sprintf("Invalid JSON text in %s", v[1]))
+				}
+				vals = append(vals, x)
+			}
+			addVar(v[0], vals)
+		case "--args":
+			restMode = "args"
+		case "--jsonargs":
+			restMode = "jsonargs"
+		case "--help":
+			fmt.Fprint(e.Stdout, jqHelp)
+			return 0
+		case "--version":
+			fmt.Fprintln(e.Stdout, "jq-1.6")
+			return 0
+		default:
+			if strings.HasPrefix(a, "--") {
+				return usage(fmt.Sprintf("Unknown arguments: %s", a))
+			}
+			if filter == nil {
+				s := a
+				filter = &s
+			} else {
+				files = append(files, a)
+			}
+		}
+	}
+	if filter == nil {
+		fmt.Fprint(e.Stderr, jqHelp)
+		return 2
+	}
+	q, err := gojq.Parse(jqPrelude + *filter)
+	if err != nil {
+		var pe *gojq.ParseError
+		if errors.As(err, &pe) {
+			off := max(0, min(len(*filter), pe.Offset-len(jqPrelude)))
+			line := 1 + strings.Count((*filter)[:off], "\n")
+			tok := "$end"
+			if pe.Token != "" {
+				tok = "'" + pe.Token + "'"
+			}
+			lines := strings.Split(*filter, "\n")
+			fmt.Fprintf(e.Stderr, "jq: error: syntax error, unexpected %s (Unix shell quoting issues?) at <top-level>, line %d:\n%s\njq: 1 compile error\n",
+				tok, line, lines[min(line-1, len(lines)-1)])
+			return 3
+		}
+		fmt.Fprintf(e.Stderr, "jq: error: %s\njq: 1 compile error\n", err)
+		return 3
+	}
+	progKeys := o.order.recordProgram(q)
+	if positional == nil {
+		positional = []any{}
+	}
+	namedAny := map[string]any{}
+	for k, v := range named {
+		namedAny[k] = v
+	}
+	varNames = append(varNames, "$ARGS")
+	varValues = append(varValues, map[string]any{"positional": positional, "named": namedAny})
+	in := &jqInputs{e: e, files: inputs(files), raw: rawIn, order: o.order}
+	code, err := gojq.Compile(q,
+		gojq.WithVariables(varNames),
+		gojq.WithInputIter(&jqIter{in}),
+		gojq.WithEnvironLoader(os.Environ),
+		gojq.WithFunction("keys_unsorted", 0, 0, func(v any, _ []any) any {
+			switch v := v.(type) {
+			case map[string]any:
+				keys := o.order.order(v, false)
+				out := make([]any, len(keys))
+				for i, k := range keys {
+					out[i] = k
+				}
+				return out
+			case []any:
+				out := make([]any, len(v))
+				for i := range v {
+					out[i] = i
+				}
+				return out
+			}
+			return fmt.Errorf("%s has no keys", jqTypeName(v))
+		}),
+	)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "jq: error: %s\njq: 1 compile error\n", err)
+		return 3
+	}
+	t := newTool(e)
+	w := t.out
+	status := 0
+	var last any
+	produced := false
+	run := func(input any) bool {
+		iter := code.Run(input, varValues...)
+		for {
+			v, ok := iter.Next()
+			if !ok {
+				return true
+			}
+			if err, isErr := v.(error); isErr {
+				var he *gojq.HaltError
+				if errors.As(err, &he) {
+					if hv := he.Value(); hv != nil {
+						w.Flush()
+						if s, ok := hv.(string); ok {
+							fmt.Fprint(e.Stderr, s)
+						} else {
+							var eb bytes.Buffer
+							bw := bufio.NewWriter(&eb)
+							(&jqOpts{indent: -1, order: o.order}).encode(bw, hv, 0)
+							bw.Flush()
+							fmt.Fprintf(e.Stderr, "%s\n", eb.String())
+						}
+					}
+					status = he.ExitCode()
+					return false
+				}
+				w.Flush()
+				fmt.Fprintf(e.Stderr, "jq: error (at %s): %s\n", jqWhere(in), jqErrorText(err))
+				status = 5
+				continue
+			}
+			produced, last = true, v
+			if s, ok := v.(string); ok && o.raw {
+				w.WriteString(s)
+			} else {
+				o.encode(w, v, 0)
+			}
+			if !o.join {
+				w.WriteByte('\n')
+			}
+		}
+	}
+	o.order.addRank(progKeys)
+	switch {
+	case nullInput:
+		run(nil)
+	case slurp && rawIn:
+		s := in.readAllRaw()
+		if in.status == 0 {
+			run(s)
+		}
+	case slurp:
+		all := []any{}
+		for {
+			v, ok := in.next()
+			if !ok {
+				break
+			}
+			all = append(all, v)
+		}
+		if in.err == nil {
+			run(all)
+		}
+	default:
+		for {
+			v, ok := in.next()
+			if !ok {
+				break
+			}
+			if !run(v) {
+				break
+			}
+		}
+	}
+	if in.err != nil {
+		w.Flush()
+		fmt.Fprintf(e.Stderr, "jq: error (at %s): %s\n", jqWhere(in), jqErrorText(in.err))
+		status = 2
+	}
+	if in.status != 0 && status == 0 {
+		status = in.status
+	}
+	if exitStatus && status == 0 {
+		switch {
+		case !produced:
+			status = 4
+		case last == nil || last == false:
+			status = 1
+		}
+	}
+	return t.flush(status)
+}
+
+// jqPrelude redefines the builtins whose gojq versions walk objects in
+// sorted key order, so that they follow the insertion order like jq.
+const jqPrelude = `def to_entries: [keys_unsorted[] as $k | {key: $k, value: .[$k]}];
+def with_entries(f): to_entries | map(f) | from_entries;
+def recurse: def r: ., (if type == "object" then .[keys_unsorted[]] elif type == "array" then .[] else empty end | r); r;
+def paths: path(recurse) | select(. != []);
+def paths(node_filter): . as $dot | paths | select(. as $p | $dot | getpath($p) | node_filter);
+def leaf_paths: paths(scalars);
+`
+
+func jqTypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "number"
+}
+
+func jqWhere(in *jqInputs) string {
+	name := in.cur
+	if name == "-" || name == "" {
+		name = "<stdin>"
+	}
+	line := 0
+	if in.lines != nil {
+		off := in.lines.pos
+		if in.dec != nil {
+			off = in.dec.dec.InputOffset()
+		}
+		line = in.lines.lineAt(off)
+	}
+	return name + ":" + strconv.Itoa(line)
+}
+
+// jqErrorText capitalises gojq's messages the way jq prints them.
+func jqErrorText(err error) string {
+	s := err.Error()
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "Cannot parse input: " + s
+	}
+	if rest, ok := strings.CutPrefix(s, "cannot iterate over: "); ok {
+		return "Cannot iterate over " + rest
+	}
+	if len(s) > 0 && s[0] >= 'a' && s[0] <= 'z' {
+		return strings.ToUpper(s[:1]) + s[1:]
+	}
+	return s
+}
+
+func jqParseJSONArg(s string, order *jqKeyOrder) (any, error) {
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	jd := &jqDecoder{dec: d, order: order}
+	return jd.next()
+}
