@@ -218,3 +218,21 @@ func TestDf(t *testing.T) {
 		t.Errorf("df nope: %q %d", errs, st)
 	}
 }
+
+func TestDiffHeaderDates(t *testing.T) {
+	dir := t.TempDir()
+	when := time.Date(2024, 3, 4, 5, 6, 7, 123456789, time.UTC)
+	mustWrite(t, dir+"/a", "x\n", 0o644, when)
+	mustWrite(t, dir+"/b", "y\n", 0o644, when.Add(time.Second))
+	time.Local = time.UTC
+	out, _, st := run(t, dir, "", "diff", "-u", "a", "b")
+	want := "--- a\t2024-03-04 05:06:07.123456789 +0000\n+++ b\t2024-03-04 05:06:08.123456789 +0000\n@@ -1 +1 @@\n-x\n+y\n"
+	if out != want || st != 1 {
+		t.Errorf("got %q (%d), want %q", out, st, want)
+	}
+	out, _, _ = run(t, dir, "", "diff", "-c", "a", "b")
+	want = "*** a\t2024-03-04 05:06:07.123456789 +0000\n--- b\t2024-03-04 05:06:08.123456789 +0000\n***************\n*** 1 ****\n! x\n--- 1 ----\n! y\n"
+	if out != want {
+		t.Errorf("got %q, want %q", out, want)
+	}
+}

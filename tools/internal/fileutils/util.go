@@ -75,6 +75,7 @@ type usage struct {
 	synopsis string // "Usage: cat [OPTION]... [FILE]..." without "Usage: NAME"
 	text     string // the rest of the --help text
 	bad      int    // exit status on a usage error (1 for most, 2 for ls, diff...)
+	tryName  bool   // prefix the "Try ... --help" line with the name (diff)
 }
 
 // getopt parses GNU style options: bundled short options, "--long[=arg]"
@@ -85,9 +86,7 @@ func getopt(e *cmd.Env, spec string, u usage) (opts []opt, operands []string, st
 	defs := parseSpec(spec + " ,help ,version")
 	args := e.Args[1:]
 	fail := func(format string, a ...any) ([]opt, []string, int, bool) {
-		e.Errorf(format, a...)
-		fmt.Fprintf(e.Stderr, "Try '%s --help' for more information.\n", e.Name())
-		return nil, nil, u.bad, true
+		return nil, nil, usageErr(e, u, format, a...), true
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -179,7 +178,11 @@ func getopt(e *cmd.Env, spec string, u usage) (opts []opt, operands []string, st
 // usageErr prints a usage error the GNU way and returns the status.
 func usageErr(e *cmd.Env, u usage, format string, a ...any) int {
 	e.Errorf(format, a...)
-	fmt.Fprintf(e.Stderr, "Try '%s --help' for more information.\n", e.Name())
+	if u.tryName {
+		e.Errorf("Try '%s --help' for more information.", e.Name())
+	} else {
+		fmt.Fprintf(e.Stderr, "Try '%s --help' for more information.\n", e.Name())
+	}
 	return u.bad
 }
 
