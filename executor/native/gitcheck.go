@@ -206,9 +206,10 @@ func refusedKey(key string) bool {
 	case "merge":
 		return name == "driver"
 	case "core":
+		// fsmonitor, hooksPath, pager, editor, sshCommand and askPass are
+		// overridden on the command line (see GitRule) and so allowed.
 		switch name {
-		case "worktree", "gitproxy", "alternaterefscommand", "attributesfile", "fsmonitor",
-			"hookspath", "sshcommand", "askpass", "pager", "editor", "excludesfile":
+		case "worktree", "gitproxy", "alternaterefscommand":
 			return true
 		}
 	case "credential":

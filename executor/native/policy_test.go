@@ -92,7 +92,9 @@ func TestNetworkSubcommandsDenyUploadPack(t *testing.T) {
 
 func TestRefusedConfigKeys(t *testing.T) {
 	for key, want := range map[string]bool{
-		"core.fsmonitor":               true,
+		"core.fsmonitor":               false, // overridden on the command line
+		"core.hookspath":               false,
+		"core.gitproxy":                true,
 		"core.worktree":                true,
 		"core.repositoryformatversion": false,
 		"core.bare":                    false,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -358,12 +359,14 @@ func TestGitDangerousRepoConfigDenied(t *testing.T) {
 	cfg := filepath.Join(jail, ".git", "config")
 	orig, _ := os.ReadFile(cfg)
 	for _, extra := range []string{
-		"[core]\n\tfsmonitor = touch pwned\n",
 		"[filter \"x\"]\n\tclean = touch pwned\n",
 		"[diff \"x\"]\n\ttextconv = touch pwned\n",
+		"[diff]\n\texternal = touch pwned\n",
 		"[include]\n\tpath = /tmp/evil\n",
+		"[includeIf \"gitdir:/\"]\n\tpath = /tmp/evil\n",
 		"[core]\n\tworktree = /etc\n",
-		"[Core]\nFSMonitor=touch pwned\n",
+		"[Core]\nWorkTree=/etc\n",
+		"[credential \"https://x\"]\n\thelper = !touch pwned\n",
 	} {
 		os.WriteFile(cfg, append(append([]byte(nil), orig...), extra...), 0o644)
 		res, err := r.Run(context.Background(), Request{Argv: []string{"git", "status"}, Jail: jail})
@@ -373,6 +376,31 @@ func TestGitDangerousRepoConfigDenied(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(jail, "pwned")); err == nil {
 		t.Fatal("a configured program ran")
+	}
+}
+
+// Keys that run programs but that the lane overrides on the command line
+// are allowed in the repository config, and the programs never run.
+func TestGitOverriddenRepoConfigDoesNotRun(t *testing.T) {
+	jail := realTempDir(t)
+	r := newRunner(t, Config{})
+	gitRun(t, r, jail, "", "init", "-q")
+	hooks := filepath.Join(jail, "myhooks")
+	os.Mkdir(hooks, 0o755)
+	os.WriteFile(filepath.Join(hooks, "pre-commit"), []byte("#!/bin/sh\ntouch \"$HOME/pwned-hook\"\n"), 0o755)
+	os.WriteFile(filepath.Join(jail, "fsmon.sh"), []byte("#!/bin/sh\ntouch \"$HOME/pwned-fsmonitor\"\n"), 0o755)
+	f, _ := os.OpenFile(filepath.Join(jail, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintf(f, "[core]\n\tfsmonitor = %s/fsmon.sh\n\thooksPath = %s\n\tpager = touch pwned-pager\n\teditor = touch pwned-editor\n", jail, hooks)
+	f.Close()
+	os.WriteFile(filepath.Join(jail, "a"), []byte("a\n"), 0o644)
+	for _, args := range [][]string{{"status"}, {"add", "a"}, {"commit", "-q", "-m", "x"}, {"log", "-p"}, {"commit", "-q", "--allow-empty", "-e", "-m", "y"}} {
+		if res := gitRun(t, r, jail, "", args...); res.ExitCode != 0 {
+			t.Fatalf("git %q: exit %d %s", args, res.ExitCode, res.Stderr)
+		}
+	}
+	matches, _ := filepath.Glob(filepath.Join(jail, "pwned*"))
+	if len(matches) != 0 {
+		t.Fatalf("configured programs ran: %v", matches)
 	}
 }
 
