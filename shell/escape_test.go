@@ -280,9 +280,12 @@ func TestEscapeTimingOfKill(t *testing.T) {
 		cancel()
 		w.Close()
 		r.Close()
-		if elapsed > 150*time.Millisecond {
+		// 50 ms deadline + 100 ms to stop; the slack covers a loaded
+		// machine (2 cores shared by many test processes).
+		if elapsed > 250*time.Millisecond {
 			t.Errorf("%q: stopped after %v", script, elapsed)
 		}
+		t.Logf("%q: stopped after %v", script, elapsed)
 		if code != 124 || !errorsIs(err, context.DeadlineExceeded) {
 			t.Errorf("%q: code %d err %v, want 124 and DeadlineExceeded", script, code, err)
 		}
