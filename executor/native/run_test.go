@@ -525,3 +525,19 @@ func TestEndlessStdinDoesNotHang(t *testing.T) {
 		t.Fatalf("took %v", d)
 	}
 }
+
+// BenchmarkPolicyChecks measures the lane's own work before a git command
+// starts: policy, jail resolution and the repository config scan.
+func BenchmarkPolicyChecks(b *testing.B) {
+	jail := realTempDir(b)
+	if out, err := exec.Command("git", "init", "-q", jail).CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	r := newRunner(b, Config{})
+	req := Request{Argv: []string{"git", "status", "--porcelain"}, Jail: jail}
+	for b.Loop() {
+		if _, _, _, err := r.prepare(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
