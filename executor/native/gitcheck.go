@@ -153,7 +153,7 @@ func dangerousConfig(path string) (string, error) {
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	section := ""
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
