@@ -111,3 +111,15 @@ func TestExecutableFilesInVFS(t *testing.T) {
 		t.Errorf("stderr %q", errOut)
 	}
 }
+
+func TestXtraceHidesSanitizerCommands(t *testing.T) {
+	ts := newTestShell(t, nil)
+	_, errOut, _, _ := ts.run(t, `set -x; for i in 1; do echo $i | cat >/dev/null; done`)
+	if errOut != "+ for i in 1\n+ cat\n+ echo 1\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+	_, errOut, _, _ = ts.run(t, `set +x`)
+	if errOut != "+ set +x\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+}

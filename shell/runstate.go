@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -104,6 +105,9 @@ func newCapWriter(w io.Writer, max int64) *capWriter {
 }
 
 func (c *capWriter) Write(p []byte) (int, error) {
+	if isHookTrace(p) {
+		return len(p), nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	room := c.max - c.n
@@ -170,4 +174,18 @@ func cancelReads(ctx context.Context, r io.Reader) func() {
 			f.SetReadDeadline(time.Time{})
 		}
 	}
+}
+
+// isHookTrace reports an xtrace line (set -x) of a command the sanitizer
+// added (loop checks, pipeline guards): the interpreter traces each line
+// with one write, and the user never wrote these commands.
+func isHookTrace(p []byte) bool {
+	if len(p) < 3 || p[0] != '+' || p[len(p)-1] != '\n' {
+		return false
+	}
+	line := bytes.TrimLeft(p[:len(p)-1], "+")
+	if bytes.IndexByte(line, '\n') >= 0 && !bytes.HasPrefix(line, []byte(" "+guardCmd+" ")) {
+		return false
+	}
+	return bytes.Equal(line, []byte(" "+checkCmd)) || bytes.HasPrefix(line, []byte(" "+guardCmd+" "))
 }

@@ -374,12 +374,12 @@ func (s *Shell) runTop(rs *runState, script string) (int, error) {
 	stdin, closeStdin := rs.stdinFile(s.stdin)
 	defer closeStdin()
 	interp.StdIO(stdin, rs.stdout, rs.stderr)(s.runner)
-	defer interp.StdIO(nil, io.Discard, io.Discard)(s.runner)
 	err = s.runNode(rs.ctx, s.runner, file)
+	interp.StdIO(nil, io.Discard, io.Discard)(s.runner)
 	code, err := s.exitOf(rs, err)
 	// The EXIT trap fires at the end of every Run (each Run is a script);
 	// clear it so that it does not fire again at the end of the next one.
-	s.runner.Run(context.Background(), resetTrap)
+	s.runNode(context.Background(), s.runner, resetTrap)
 	return code, err
 }
 
