@@ -8,7 +8,9 @@
 // A child runs in its own process group. A deadline sends SIGTERM to the
 // whole group and SIGKILL after a grace period; when the command ends, any
 // process it left behind in its group is killed, so no orphan survives.
-// Output is capped at 1 MiB per stream while it is read.
+// Output is capped at 1 MiB per stream while it is read; at the cap the pipe
+// is closed, so the command gets SIGPIPE as it would writing into
+// "head -c 1M" (exit status 141 unless it handles the signal).
 //
 // # Exit codes
 //

@@ -399,7 +399,11 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, dir string, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			io.Copy(p.b, p.r)
+			if _, err := io.Copy(p.b, p.r); errors.Is(err, errCapped) {
+				// Like "| head -c 1M": close the pipe, so the writer
+				// gets EPIPE/SIGPIPE instead of running on for nothing.
+				p.r.Close()
+			}
 		}()
 	}
 
@@ -464,26 +468,25 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, dir string, 
 	return outBuf.bytes(), errBuf.bytes(), code, outBuf.truncated || errBuf.truncated, nil
 }
 
-// capBuffer keeps the first max bytes written to it and discards the rest
-// (still accepting it, so the writer never blocks on a full pipe).
+// capBuffer keeps the first max bytes written to it; past them it reports
+// errCapped and the pipe is closed.
 type capBuffer struct {
 	buf       bytes.Buffer
 	max       int
 	truncated bool
 }
 
+// errCapped stops the copy from a pipe once its cap is reached.
+var errCapped = errors.New("native: output cap reached")
+
 func (c *capBuffer) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); room > 0 {
-		if len(p) > room {
-			c.buf.Write(p[:room])
-			c.truncated = true
-		} else {
-			c.buf.Write(p)
-		}
-	} else if len(p) > 0 {
-		c.truncated = true
+	room := c.max - c.buf.Len()
+	if len(p) <= room {
+		return c.buf.Write(p)
 	}
-	return len(p), nil
+	c.buf.Write(p[:room])
+	c.truncated = true
+	return room, errCapped
 }
 
 func (c *capBuffer) bytes() []byte {

@@ -24,6 +24,7 @@ func testPolicy() *Policy {
 	p.Binaries["git"] = git
 	p.Binaries["env"] = Rule{}
 	p.Binaries["head"] = Rule{}
+	p.Binaries["yes"] = Rule{}
 	p.Binaries["sh"] = Rule{}
 	p.Binaries["pwd"] = Rule{}
 	p.Binaries["no-such-binary-wasmbox"] = Rule{}
@@ -92,8 +93,8 @@ func TestOutputTruncated(t *testing.T) {
 	jail := realTempDir(t)
 	r := newRunner(t, Config{})
 	res, err := r.Run(context.Background(), Request{Argv: []string{"head", "-c", "3000000", "/dev/zero"}, Jail: jail})
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("head: %v %+v", err, res.ExitCode)
+	if err != nil || res.ExitCode != 128+13 {
+		t.Fatalf("head: %v, exit %d, want 141 (SIGPIPE at the cap)", err, res.ExitCode)
 	}
 	if !res.Truncated {
 		t.Fatal("not marked truncated")
@@ -103,6 +104,12 @@ func TestOutputTruncated(t *testing.T) {
 	}
 	if !bytes.HasSuffix(res.Stdout, []byte("[TRUNCATED at 1MB]\n")) {
 		t.Fatal("no truncation marker")
+	}
+	// An endless writer stops at the cap instead of running to its timeout.
+	start := time.Now()
+	res, err = r.Run(context.Background(), Request{Argv: []string{"yes"}, Jail: jail, Timeout: 20 * time.Second})
+	if err != nil || !res.Truncated || time.Since(start) > 5*time.Second || len(res.Stdout) != 1<<20+len(TruncatedMarker) {
+		t.Fatalf("yes: %v truncated=%v after %v", err, res.Truncated, time.Since(start))
 	}
 	res, err = r.Run(context.Background(), Request{Argv: []string{"head", "-c", "10", "/dev/zero"}, Jail: jail})
 	if err != nil || res.Truncated || len(res.Stdout) != 10 {
