@@ -20,7 +20,8 @@
 // # Errors
 //
 // Every error is JSON {"error": "...", "code": "..."} with a status code:
-// 400 bad_request (bad JSON, unknown field, bad path or timeout), 404
+// 400 bad_request (bad JSON, unknown field, bad path or timeout), 403
+// forbidden_host (a non-loopback Host or Origin; see Config.AllowAnyHost), 404
 // not_found (route or session) and file_not_found, 405
 // method_not_allowed, 413 too_large (body, script or file over its limit),
 // 429 too_many_sessions, 503 worker_unavailable (with Retry-After),
@@ -40,6 +41,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,6 +120,12 @@ type Config struct {
 	// Redactor, when set, redacts stdout and stderr of every run before
 	// they leave the server.
 	Redactor *audit.Redactor
+	// AllowAnyHost turns off the loopback checks on requests: by default a
+	// request whose Host is not a loopback address or "localhost" (DNS
+	// rebinding) or that carries a browser Origin that is not loopback (a
+	// web page posting to the local port) gets 403 forbidden_host. Set it
+	// when serving on a non-loopback address.
+	AllowAnyHost bool
 	// Audit, when set, records every session creation and deletion and
 	// every run (job id, session, lane, slot, script, exit, class,
 	// truncated, start, end) in the hash-chained audit log.
@@ -184,6 +192,9 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.route("/", "unknown", s.notFound)
 	s.handler = s.mux
+	if !cfg.AllowAnyHost {
+		s.handler = loopbackOnly(s.mux)
+	}
 	return s, nil
 }
 
@@ -196,6 +207,40 @@ func (s *Server) Pool() *pool.Pool { return s.pool }
 
 func (s *Server) route(pattern, name string, h http.HandlerFunc) {
 	s.mux.Handle(pattern, s.metrics.instrument(name, h))
+}
+
+// isLoopbackHost reports whether host (a Host header or URL host, with or
+// without port) names the loopback interface.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackOnly refuses requests that did not come from a local client
+// talking to a loopback name: DNS rebinding and cross-site requests from a
+// browser.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopbackHost(r.Host) {
+			writeError(w, http.StatusForbidden, "forbidden_host", "Host "+strconv.Quote(r.Host)+" is not a loopback name")
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || !isLoopbackHost(u.Host) {
+				writeError(w, http.StatusForbidden, "forbidden_host", "cross-origin request from "+strconv.Quote(o))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // ErrNotLoopback is returned by [Listen] for an address that is not a

@@ -494,3 +494,31 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+func TestLoopbackHostAndOrigin(t *testing.T) {
+	ts := start(t, Config{}, echoRun)
+	send := func(host, origin string) response {
+		req, _ := http.NewRequest("GET", ts.url+"/health", nil)
+		if host != "" {
+			req.Host = host
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return response{resp.StatusCode, resp.Header, b}
+	}
+	for _, ok := range [][2]string{{"", ""}, {"localhost:8080", ""}, {"[::1]:1", ""}, {"", "http://localhost:3000"}, {"", "http://127.0.0.1:9"}} {
+		if r := send(ok[0], ok[1]); r.status != 200 {
+			t.Errorf("host %q origin %q: %d %s", ok[0], ok[1], r.status, r.body)
+		}
+	}
+	for _, bad := range [][2]string{{"evil.example:8080", ""}, {"10.0.0.1", ""}, {"", "https://evil.example"}, {"", "null"}} {
+		wantError(t, send(bad[0], bad[1]), 403, "forbidden_host")
+	}
+}

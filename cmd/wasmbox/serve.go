@@ -59,9 +59,10 @@ beyond it a run gets 503 with Retry-After.
   GET    /health                             status and pool statistics
   GET    /metrics                            Prometheus metrics (wasmbox_*)
 
-It listens on loopback only unless --allow-non-loopback is given; there is
-no authentication, so anything that can reach the port can run code in the
-sandbox. SIGINT or SIGTERM stop it: new runs are refused, running ones
+It listens on loopback only unless --allow-non-loopback is given, and then
+refuses requests with a non-loopback Host or a browser Origin (DNS
+rebinding, web pages posting to the port). There is no authentication:
+any local process can run code in the sandbox. SIGINT or SIGTERM stop it: new runs are refused, running ones
 cancelled, sessions closed, within --shutdown-timeout.`,
 		Example: `  wasmbox serve --listen 127.0.0.1:8080
   wasmbox serve --audit-log audit.jsonl --mount ./repo:/work:rw --native git`,
@@ -128,6 +129,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		MaxTimeout:     f.maxTimeout,
 		Logger:         logger,
 		Redactor:       red,
+		AllowAnyHost:   f.allowNonLoopback,
 	}
 	mode := pool.Normal
 	if f.disabled {
