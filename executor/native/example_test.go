@@ -27,7 +27,7 @@ func Example() {
 	var log bytes.Buffer
 	red := audit.NewRedactor()
 	al := audit.New(&log, audit.WithRedactor(red))
-	r, err := native.New(native.Config{OnDecision: func(d native.Decision) {
+	r, err := native.New(native.Config{OnDecision: func(ctx context.Context, d native.Decision) {
 		al.Log(ctx, audit.Event{Kind: audit.KindDecision, Argv: d.Argv, Allowed: audit.Allowed(d.Allowed), Reason: d.Reason})
 	}})
 	if err != nil {

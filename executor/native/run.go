@@ -55,10 +55,11 @@ type Config struct {
 	Timeout time.Duration
 	// KillGrace is the time between SIGTERM and SIGKILL; default 5s.
 	KillGrace time.Duration
-	// OnDecision, when set, is called once per Run with the policy
-	// decision (before the command starts), e.g. to write an audit entry.
-	// It must not block for long.
-	OnDecision func(Decision)
+	// OnDecision, when set, is called with every policy decision of a Run
+	// (before the command starts), e.g. to write an audit entry. ctx is
+	// the Run's context, so values the caller put in it (session, job id)
+	// reach the hook. It must not block for long.
+	OnDecision func(ctx context.Context, d Decision)
 }
 
 // Decision is a policy decision, reported through Config.OnDecision.
@@ -194,7 +195,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	bin, dirReal, env, err := r.prepare(req)
 	res.Binary, res.Dir = bin, dirReal
-	r.decide(res, err)
+	r.decide(ctx, res, err)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return finish(ExitNotFound, ClassNotFound, err)
@@ -216,7 +217,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		if err == nil {
 			err = jailDenied("working directory changed during the check")
 		}
-		r.decide(res, err)
+		r.decide(ctx, res, err)
 		return finish(ExitDenied, ClassDenied, err)
 	}
 	out, errOut, code, truncated, err := r.exec(ctx, bin, req, dirReal, env)
@@ -237,7 +238,7 @@ func ctxCode(ctx context.Context) (int, Class, error) {
 	return ExitCancelled, ClassCancelled, fmt.Errorf("native: %w", context.Cause(ctx))
 }
 
-func (r *Runner) decide(res Result, err error) {
+func (r *Runner) decide(ctx context.Context, res Result, err error) {
 	if r.cfg.OnDecision == nil {
 		return
 	}
@@ -249,7 +250,7 @@ func (r *Runner) decide(res Result, err error) {
 			d.Reason = de.Reason
 		}
 	}
-	r.cfg.OnDecision(d)
+	r.cfg.OnDecision(ctx, d)
 }
 
 // prepare applies the policy: binary, arguments, jail, environment.

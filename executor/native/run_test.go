@@ -173,7 +173,7 @@ func TestJail(t *testing.T) {
 func TestDeniedAndNotFound(t *testing.T) {
 	jail := realTempDir(t)
 	var decisions []Decision
-	r := newRunner(t, Config{OnDecision: func(d Decision) { decisions = append(decisions, d) }})
+	r := newRunner(t, Config{OnDecision: func(_ context.Context, d Decision) { decisions = append(decisions, d) }})
 	res, err := r.Run(context.Background(), Request{Argv: []string{"rm", "-rf", "/"}, Jail: jail})
 	var de *DeniedError
 	if !errors.As(err, &de) || res.ExitCode != 126 || res.Class != ClassDenied || !strings.Contains(res.Reason, "not allowlisted") {
