@@ -82,10 +82,7 @@ func (v *VFS) stat(op, name string, follow bool) (os.FileInfo, error) {
 	if fp, ok := v.fast(name); ok {
 		fi, err := fp.mem.stat(op, fp.r, follow, true)
 		if err == nil {
-			if fp.r == "/" {
-				fi = renamed(fi, baseName(fp.p))
-			}
-			return fi, nil
+			return renamed(fi, statName(name)), nil
 		}
 		if !fallback(err) {
 			return nil, rewrap(op, name, err)

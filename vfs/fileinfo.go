@@ -100,3 +100,18 @@ func baseName(p string) string {
 	}
 	return path.Base(p)
 }
+
+// statName is the name a FileInfo reports for a path, as os.Stat does:
+// the last element, trailing slashes removed ("/" for the root).
+func statName(p string) string {
+	for len(p) > 1 && p[len(p)-1] == '/' {
+		p = p[:len(p)-1]
+	}
+	if p == "" || p == "/" {
+		return "/"
+	}
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}

@@ -99,7 +99,7 @@ func FuzzPathOps(f *testing.F) {
 				err = fsys.Mkdir(p1, 0o755)
 			case 1:
 				var f interface{ Close() error }
-				f, err = fsys.OpenFile(p1, os.O_RDWR|os.O_CREATE|int(op>>4)&int(os.O_EXCL|os.O_TRUNC|os.O_APPEND), 0o644)
+				f, err = fsys.OpenFile(p1, os.O_RDWR|os.O_CREATE|pick(op>>4, os.O_EXCL, os.O_TRUNC, os.O_APPEND), 0o644)
 				if err == nil {
 					open = append(open, f)
 					if w, ok := f.(io.Writer); ok {

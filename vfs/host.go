@@ -382,7 +382,7 @@ func (f *hostFile) Stat() (os.FileInfo, error) {
 	if err != nil {
 		return nil, f.fix("stat", err)
 	}
-	return renamed(hostInfo(fi), baseName(cleanAbs(f.name))), nil
+	return renamed(hostInfo(fi), statName(f.name)), nil
 }
 
 func (f *hostFile) Sync() error { return f.fix("sync", f.f.Sync()) }

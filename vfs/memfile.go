@@ -324,7 +324,7 @@ func (f *memFile) Stat() (os.FileInfo, error) {
 	if closed {
 		return nil, pathErr("stat", f.name, syscall.EBADF)
 	}
-	name := baseName(cleanAbs(f.name))
+	name := statName(f.name)
 	return f.fs.info(f.n, name), nil
 }
 

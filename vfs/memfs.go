@@ -643,14 +643,7 @@ func (m *MemFS) stat(op, name string, follow, strict bool) (os.FileInfo, error) 
 	if errno != 0 {
 		return nil, pathErr(op, name, errno)
 	}
-	return m.info(lk.node, infoName(name, lk)), nil
-}
-
-func infoName(name string, lk lookup) string {
-	if lk.dir != nil {
-		return lk.name
-	}
-	return baseName(cleanAbs(name))
+	return m.info(lk.node, statName(name)), nil
 }
 
 // info returns a snapshot of n's metadata.
@@ -691,17 +684,17 @@ func (m *MemFS) SymlinkIfPossible(oldname, newname string) error {
 
 func (m *MemFS) symlink(oldname, newname string, strict bool) error {
 	const op = "symlink"
-	if lastIsDot(newname) {
-		return linkErr(op, oldname, newname, syscall.EEXIST)
+	if oldname == "" {
+		return linkErr(op, oldname, newname, syscall.ENOENT)
 	}
 	if len(oldname) > MaxPathLen {
 		return linkErr(op, oldname, newname, syscall.ENAMETOOLONG)
 	}
-	if oldname == "" {
-		return linkErr(op, oldname, newname, syscall.ENOENT)
-	}
 	if strings.IndexByte(oldname, 0) >= 0 {
 		return linkErr(op, oldname, newname, syscall.EINVAL)
+	}
+	if lastIsDot(newname) {
+		return linkErr(op, oldname, newname, syscall.EEXIST)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -274,7 +274,7 @@ func statResolved(raw FS, op, name string, follow bool) (os.FileInfo, error) {
 	if mustDir && !fi.IsDir() {
 		return nil, pathErr(op, name, syscall.ENOTDIR)
 	}
-	return renamed(fi, baseName(cleanAbs(name))), nil
+	return renamed(fi, statName(name)), nil
 }
 
 func (r *resolving) Chmod(name string, mode os.FileMode) error {
@@ -303,9 +303,6 @@ func (r *resolving) Chtimes(name string, atime, mtime time.Time) error {
 
 func (r *resolving) SymlinkIfPossible(oldname, newname string) error {
 	const op = "symlink"
-	if lastIsDot(newname) {
-		return linkErr(op, oldname, newname, syscall.EEXIST)
-	}
 	if oldname == "" {
 		return linkErr(op, oldname, newname, syscall.ENOENT)
 	}
@@ -314,6 +311,9 @@ func (r *resolving) SymlinkIfPossible(oldname, newname string) error {
 	}
 	if strings.IndexByte(oldname, 0) >= 0 {
 		return linkErr(op, oldname, newname, syscall.EINVAL)
+	}
+	if lastIsDot(newname) {
+		return linkErr(op, oldname, newname, syscall.EEXIST)
 	}
 	p, mustDir, errno := walk(r.raw, newname, false)
 	if errno == 0 && mustDir {
@@ -378,7 +378,7 @@ func (f *namedFile) Stat() (os.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return renamed(fi, baseName(cleanAbs(f.name))), nil
+	return renamed(fi, statName(f.name)), nil
 }
 
 // Lchtimes sets the times of name without following a final symlink.
