@@ -131,7 +131,8 @@ type Job struct {
 	// Timeout > 0 bounds the run (exit 124 TIMEOUT).
 	Timeout time.Duration
 	// MemoryLimit is the guest's linear memory limit in bytes; 0 means
-	// the runtime's default.
+	// the runtime's default. The commands it spawns share it: together
+	// they stay within it, as in a cgroup.
 	MemoryLimit uint64
 	// Module, when set, is what runs: Argv[0] is not looked up (it is
 	// passed to the guest as is and to Allow as the name). Used to run a
@@ -302,10 +303,12 @@ func (e *Executor) lookupCommand(name string) *registered {
 // Run runs job and reports how it ended. It never panics on bad input:
 // a bad job is a Result with exit 126 and an error.
 func (e *Executor) Run(ctx context.Context, job Job) Result {
-	return e.run(ctx, job, 0)
+	return e.run(ctx, job, 0, nil)
 }
 
-func (e *Executor) run(ctx context.Context, job Job, depth int) Result {
+// run runs job at the given spawn depth; budget is the memory budget of
+// the command tree (nil for a new tree).
+func (e *Executor) run(ctx context.Context, job Job, depth int, budget *runtime.Budget) Result {
 	start := time.Now()
 	done := make(chan Result, 1)
 	// One goroutine per execution: a panic in a host function of this run
@@ -316,14 +319,14 @@ func (e *Executor) run(ctx context.Context, job Job, depth int) Result {
 				done <- Result{ExitCode: ExitTrap, Err: fmt.Errorf("executor: internal error: %v", p)}
 			}
 		}()
-		done <- e.execute(ctx, job, depth)
+		done <- e.execute(ctx, job, depth, budget)
 	}()
 	res := <-done
 	res.Duration = time.Since(start)
 	return res
 }
 
-func (e *Executor) execute(ctx context.Context, job Job, depth int) Result {
+func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runtime.Budget) Result {
 	if job.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, job.Timeout)
@@ -384,8 +387,15 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int) Result {
 			defer stop()
 		}
 	}
-	sp := &spawner{e: e, parent: job, depth: depth}
-	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp})
+	if budget == nil {
+		limit := job.MemoryLimit
+		if limit == 0 {
+			limit = e.rt.MemoryLimit()
+		}
+		budget = runtime.NewBudget(limit)
+	}
+	sp := &spawner{e: e, parent: job, depth: depth, budget: budget}
+	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, Budget: budget})
 	return resultOf(err)
 }
 

@@ -415,3 +415,17 @@ func TestRunModule(t *testing.T) {
 		t.Errorf("child of a Job.Module: %+v %q", res, out)
 	}
 }
+
+// A spawned child shares its parent's memory budget: 19 MiB of blocks fit
+// in 24 MiB alone, not next to the parent's own memory.
+func TestSpawnMemoryBudget(t *testing.T) {
+	e := newEnv(t)
+	res, out, _ := e.run(context.Background(), executor.Job{Argv: []string{"hog", "19"}, MemoryLimit: 24 << 20})
+	if res.ExitCode != 0 || out != "allocated 19 MiB\n" {
+		t.Errorf("alone: %+v %q", res, out)
+	}
+	res, out, stderr := e.run(context.Background(), executor.Job{Argv: []string{"spawn", `{"argv":["hog","19"]}`}, MemoryLimit: 24 << 20})
+	if res.ExitCode != 137 || out != "" || !strings.Contains(stderr, "hog: memory limit exceeded") || !strings.HasSuffix(stderr, "errno=0 status=137\n") {
+		t.Errorf("spawned: %+v %q %q", res, out, stderr)
+	}
+}

@@ -13,10 +13,12 @@ type spawner struct {
 	e      *Executor
 	parent Job // validated: Dir clean and absolute, streams non-nil
 	depth  int
+	budget *runtime.Budget // shared by the whole command tree
 }
 
 // Spawn implements runtime.Spawner: the child is a Job like its parent,
-// with the request's argv, env, dir, stdin and timeout.
+// with the request's argv, env, dir, stdin and timeout, and the parent's
+// memory budget.
 func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, error) {
 	if s.depth+1 > s.e.maxDepth {
 		fmt.Fprintf(s.parent.Stderr, "%s: spawn nesting deeper than %d\n", req.Argv[0], s.e.maxDepth)
@@ -35,7 +37,7 @@ func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, 
 		child.Stdin = bytes.NewReader(nil)
 	}
 	child.Timeout = req.Timeout
-	res := s.e.run(ctx, child, s.depth+1)
+	res := s.e.run(ctx, child, s.depth+1, s.budget)
 	switch res.Class {
 	case ClassNotFound:
 		return 0, fmt.Errorf("%s: %w", req.Argv[0], runtime.ErrSpawnNotFound)

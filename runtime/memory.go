@@ -12,6 +12,7 @@ import (
 // ErrMemoryLimit instead of a generic trap.
 type limitAllocator struct {
 	limit   uint64
+	budget  *Budget // shared with other instances, may be nil
 	hit     atomic.Bool
 	peak    atomic.Uint64
 	live    *atomic.Int64 // the runtime's count of live memories
@@ -33,6 +34,8 @@ type limitedMemory struct {
 	capHint uint64
 	max     uint64
 	freed   bool
+	charged uint64 // bytes taken from the budget
+	started bool   // the initial allocation happened
 }
 
 // Reallocate grows the memory to size bytes. Growth past the limit
@@ -44,6 +47,18 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 		m.a.hit.Store(true)
 		return nil
 	}
+	if cur := uint64(len(m.buf)); size > cur && m.a.budget != nil {
+		if !m.started {
+			// The initial size cannot be refused (wazero requires it);
+			// Run checked it against the budget just before.
+			m.a.budget.used.Add(int64(size - cur))
+		} else if !m.a.budget.take(size - cur) {
+			m.a.hit.Store(true)
+			return nil
+		}
+		m.charged += size - cur
+	}
+	m.started = true
 	if size <= uint64(cap(m.buf)) {
 		m.buf = m.buf[:size]
 	} else {
@@ -70,5 +85,38 @@ func (m *limitedMemory) Free() {
 		m.freed = true
 		m.buf = nil
 		m.a.live.Add(-1)
+		if m.a.budget != nil {
+			m.a.budget.used.Add(-int64(m.charged))
+		}
+	}
+}
+
+// Budget is a memory allowance shared by several instances: the executor
+// gives a command and every command it spawns one budget, so that a tree
+// of nested commands together stays within the limit of one, as a cgroup
+// would. Each instance is still bounded by its own limit too.
+type Budget struct {
+	limit uint64
+	used  atomic.Int64
+}
+
+// NewBudget returns a budget of limit bytes.
+func NewBudget(limit uint64) *Budget { return &Budget{limit: limit} }
+
+// Limit is the budget's size in bytes.
+func (b *Budget) Limit() uint64 { return b.limit }
+
+// Used is how many bytes of linear memory live instances hold now.
+func (b *Budget) Used() uint64 { return uint64(b.used.Load()) }
+
+func (b *Budget) take(n uint64) bool {
+	for {
+		u := b.used.Load()
+		if uint64(u)+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+int64(n)) {
+			return true
+		}
 	}
 }

@@ -27,6 +27,9 @@ type RunOptions struct {
 	MemoryLimit uint64
 	// Spawner receives the run's wasmbox.spawn calls; nil refuses them.
 	Spawner Spawner
+	// Budget, when set, is shared with other runs (spawned children): the
+	// linear memory of all of them together stays within it.
+	Budget *Budget
 }
 
 // RunStats describes a finished run.
@@ -57,10 +60,18 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	if limit == 0 {
 		limit = r.memLimit
 	}
-	if need := uint64(m.minPages) * 65536; need > limit {
+	need := uint64(m.minPages) * 65536
+	if need > limit {
 		st.LimitHit = true
 		return st, fmt.Errorf("%s: %w: the module needs %s of initial memory, the limit is %s",
 			m.name, ErrMemoryLimit, FormatBytes(need), FormatBytes(limit))
+	}
+	if b := opts.Budget; b != nil {
+		if used := b.Used(); need > b.limit-min(used, b.limit) {
+			st.LimitHit = true
+			return st, fmt.Errorf("%s: %w: the module needs %s of initial memory, %s of the shared %s are left",
+				m.name, ErrMemoryLimit, FormatBytes(need), FormatBytes(b.limit-min(used, b.limit)), FormatBytes(b.limit))
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return st, exitErrorFor(err)
@@ -70,7 +81,7 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	}
 	defer m.release(ctx)
 
-	alloc := &limitAllocator{limit: limit, live: &r.liveMem}
+	alloc := &limitAllocator{limit: limit, budget: opts.Budget, live: &r.liveMem}
 	var closed atomic.Bool
 	r.live.Add(1)
 	notify := experimental.CloseNotifyFunc(func(context.Context, uint32) {

@@ -302,3 +302,34 @@ func TestCompilationCacheDir(t *testing.T) {
 		t.Fatalf("cache dir empty: %v", err)
 	}
 }
+
+// A budget shared by a parent and the child it spawns bounds them together.
+func TestMemoryBudget(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	hog := compile(t, rt, "hog", runtimetest.Hog())
+	budget := runtime.NewBudget(2 << 20)
+	var childStats runtime.RunStats
+	var childErr error
+	sp := runtime.SpawnFunc(func(ctx context.Context, req runtime.SpawnRequest) (uint32, error) {
+		childStats, childErr = rt.RunStats(ctx, hog, wazero.NewModuleConfig(), runtime.RunOptions{MemoryLimit: 4 << 20, Budget: budget})
+		return 9, nil
+	})
+	req := []byte(`{"argv":["hog"]}`)
+	parent := compile(t, rt, "parent", runtimetest.SpawnRaw(req, 0, uint32(len(req)), 1024))
+	err := rt.Run(context.Background(), parent, wazero.NewModuleConfig(), runtime.RunOptions{Budget: budget, Spawner: sp})
+	if exitCode(err) != 9 {
+		t.Fatalf("parent: %v", err)
+	}
+	if !errors.Is(childErr, runtime.ErrMemoryLimit) || childStats.PeakMemory != 2<<20-64<<10 {
+		t.Errorf("child: %+v %v (want peak 2MiB minus the parent's 64KiB)", childStats, childErr)
+	}
+	if budget.Used() != 0 {
+		t.Errorf("budget used after the runs: %d", budget.Used())
+	}
+	big := compile(t, rt, "big", runtimetest.BigMemory(40))
+	err = rt.Run(context.Background(), big, wazero.NewModuleConfig(), runtime.RunOptions{Budget: budget})
+	want := "big: memory limit exceeded: the module needs 2560KiB of initial memory, 2MiB of the shared 2MiB are left"
+	if !errors.Is(err, runtime.ErrMemoryLimit) || err.Error() != want {
+		t.Errorf("big: %v", err)
+	}
+}
