@@ -14,6 +14,7 @@ package textutils
 // treats a valid UTF-8 sequence as one character.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
@@ -658,6 +659,115 @@ type Regex struct {
 	icase   bool
 	// multiline: ^ and $ match around embedded newlines too.
 	multiline bool
+	// lit is a string every match contains (lower case when litFold):
+	// input without it cannot match, which a fast search finds out.
+	lit     []byte
+	litFold bool
+}
+
+// mayMatch is the literal prefilter.
+func (r *Regex) mayMatch(b []byte) bool {
+	if len(r.lit) == 0 {
+		return true
+	}
+	if !r.litFold {
+		return bytes.Contains(b, r.lit)
+	}
+	return indexFold(b, r.lit) >= 0
+}
+
+// indexFold finds lit (lower case ASCII) in b ignoring ASCII case.
+func indexFold(b, lit []byte) int {
+	c0 := lit[0]
+	u0 := upper(c0)
+	for i := 0; i+len(lit) <= len(b); {
+		j := bytes.IndexByte(b[i:], c0)
+		if u0 != c0 {
+			if k := bytes.IndexByte(b[i:], u0); k >= 0 && (j < 0 || k < j) {
+				j = k
+			}
+		}
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if i+len(lit) > len(b) {
+			return -1
+		}
+		ok := true
+		for k := 1; k < len(lit); k++ {
+			if lower(b[i+k]) != lit[k] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return i
+		}
+		i++
+	}
+	return -1
+}
+
+// requiredLit returns a byte string that every match of n contains.
+// With fold, a class holding exactly the two cases of a letter counts as
+// that (lower-case) letter.
+func requiredLit(n *node, fold bool) []byte {
+	litOf := func(n *node) ([]byte, bool) {
+		switch n.kind {
+		case nLit:
+			if fold {
+				return bytes.ToLower(n.lit), true
+			}
+			return n.lit, true
+		case nClass:
+			if !fold {
+				return nil, false
+			}
+			cnt := 0
+			var first byte
+			for c := 0; c < 256; c++ {
+				if n.set[c] {
+					if cnt == 0 {
+						first = byte(c)
+					}
+					cnt++
+				}
+			}
+			if cnt == 2 && isAlpha(first) && n.set[lower(first)] && n.set[upper(first)] {
+				return []byte{lower(first)}, true
+			}
+		}
+		return nil, false
+	}
+	switch n.kind {
+	case nLit, nClass:
+		l, _ := litOf(n)
+		return l
+	case nGroup:
+		return requiredLit(n.sub[0], fold)
+	case nRep:
+		if n.min >= 1 {
+			return requiredLit(n.sub[0], fold)
+		}
+	case nCat:
+		var best, run []byte
+		for _, s := range n.sub {
+			if l, ok := litOf(s); ok {
+				run = append(run, l...)
+				if len(run) > len(best) {
+					best = append(best[:0:0], run...)
+				}
+				continue
+			}
+			run = nil
+			if l := requiredLit(s, fold); len(l) > len(best) {
+				best = l
+			}
+		}
+		return best
+	}
+	return nil
 }
 
 // NumSubexp is the number of capturing groups.
@@ -732,6 +842,8 @@ func compileRegexes(pats []string, o regexOpts) (*Regex, error) {
 		root = &node{kind: nCat, sub: []*node{lead, g}}
 	}
 	r := &Regex{ngroups: total, budget: 1 << 22, icase: o.icase, multiline: o.multiline}
+	r.litFold = o.icase
+	r.lit = requiredLit(root, o.icase)
 	var b strings.Builder
 	b.WriteString("(?s)")
 	if o.icase {

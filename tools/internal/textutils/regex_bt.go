@@ -171,6 +171,9 @@ func (r *Regex) btFind(in []byte, from int) (loc []int, err error) {
 
 // Match reports whether b contains a match.
 func (r *Regex) Match(b []byte) (bool, error) {
+	if !r.mayMatch(b) {
+		return false, nil
+	}
 	if r.re != nil {
 		return r.re.Match(b), nil
 	}
@@ -183,6 +186,9 @@ func (r *Regex) Match(b []byte) (bool, error) {
 
 // FindSubmatchIndex returns the leftmost-longest match and its groups.
 func (r *Regex) FindSubmatchIndex(b []byte) ([]int, error) {
+	if !r.mayMatch(b) {
+		return nil, nil
+	}
 	if r.re != nil {
 		return r.re.FindSubmatchIndex(b), nil
 	}
@@ -196,6 +202,9 @@ func (r *Regex) FindSubmatchIndex(b []byte) ([]int, error) {
 // non-overlapping matches; an empty match right after a match is skipped,
 // as in package regexp.
 func (r *Regex) FindAllSubmatchIndex(b []byte, n int) ([][]int, error) {
+	if !r.mayMatch(b) {
+		return nil, nil
+	}
 	if r.re != nil {
 		return r.re.FindAllSubmatchIndex(b, n), nil
 	}

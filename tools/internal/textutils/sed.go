@@ -347,6 +347,7 @@ type sedExec struct {
 	hasQuitCode bool
 	status      int
 	fileName    string
+	steps       int64
 }
 
 type sedAppend struct {
@@ -664,9 +665,21 @@ func (x *sedExec) matchRange(c *sedCmd) bool {
 	return true
 }
 
+// sedStepLimit bounds the commands one run may execute (0: unlimited).
+// Scripts like ":a;ba" loop forever in every sed; in the sandbox the
+// deadline ends them, and tests set a limit.
+var sedStepLimit int64
+
 func (x *sedExec) cycle() int {
 	prog := x.prog
 	for pc := 0; pc < len(prog) && !x.quit; pc++ {
+		if sedStepLimit > 0 {
+			x.steps++
+			if x.steps > sedStepLimit {
+				x.fail(errors.New("step limit reached"))
+				return endQuitSilent
+			}
+		}
 		c := prog[pc]
 		if !x.selected(c) {
 			if c.name == '{' {

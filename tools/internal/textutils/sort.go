@@ -832,7 +832,7 @@ func sortMain(e *cmd.Env) int {
 		return 0
 	}
 	recs = splitRecords(all, delim)
-	slices.SortStableFunc(recs, s.compare)
+	s.sortRecords(recs)
 	if s.unique {
 		out := recs[:0]
 		for i, r := range recs {
@@ -870,6 +870,113 @@ func sortMain(e *cmd.Env) int {
 		return status
 	}
 	return t.flush(status)
+}
+
+// sortRec is a line with its keys extracted once, so that the n log n
+// comparisons do not split fields again.
+type sortRec struct {
+	line []byte
+	keys [][]byte
+	nums []numKey // parsed -n keys, parallel to keys
+}
+
+// numKey is a parsed -n number (see numParts).
+type numKey struct {
+	neg        bool
+	intp, frac []byte
+}
+
+func cmpNumKey(a, b *numKey) int {
+	if a.neg != b.neg {
+		if a.neg {
+			return -1
+		}
+		return 1
+	}
+	c := cmpMagnitude(a.intp, a.frac, b.intp, b.frac)
+	if a.neg {
+		return -c
+	}
+	return c
+}
+
+// sortRecords sorts lines in place: keys are extracted once per line,
+// and the sort is stable only when -s or -u asks for it (otherwise the
+// last-resort comparison makes the order total anyway).
+func (s *sorter) sortRecords(lines [][]byte) {
+	if len(s.keys) == 0 {
+		cmp := bytes.Compare
+		if s.rev {
+			cmp = func(a, b []byte) int { return bytes.Compare(b, a) }
+		}
+		if s.stable || s.unique {
+			slices.SortStableFunc(lines, cmp)
+		} else {
+			slices.SortFunc(lines, cmp)
+		}
+		return
+	}
+	recs := make([]sortRec, len(lines))
+	nk := len(s.keys)
+	spans := make([][]byte, len(lines)*nk)
+	anyNum := false
+	for k := range s.keys {
+		anyNum = anyNum || s.keys[k].numeric
+	}
+	var nums []numKey
+	if anyNum {
+		nums = make([]numKey, len(lines)*nk)
+	}
+	for i, l := range lines {
+		ks := spans[i*nk : (i+1)*nk : (i+1)*nk]
+		for k := range s.keys {
+			ks[k] = s.keySpan(l, &s.keys[k])
+		}
+		recs[i] = sortRec{line: l, keys: ks}
+		if anyNum {
+			ns := nums[i*nk : (i+1)*nk : (i+1)*nk]
+			for k := range s.keys {
+				if s.keys[k].numeric {
+					n := &ns[k]
+					n.neg, n.intp, n.frac = numParts(ks[k])
+				}
+			}
+			recs[i].nums = ns
+		}
+	}
+	cmp := func(a, b sortRec) int {
+		for k := range s.keys {
+			key := &s.keys[k]
+			var c int
+			if key.numeric {
+				c = cmpNumKey(&a.nums[k], &b.nums[k])
+			} else {
+				c = s.compareKey(a.keys[k], b.keys[k], key)
+			}
+			if c != 0 {
+				if key.reverse {
+					return -c
+				}
+				return c
+			}
+		}
+		if s.stable || s.unique {
+			return 0
+		}
+		c := bytes.Compare(a.line, b.line)
+		if s.rev {
+			return -c
+		}
+		return c
+	}
+	if s.stable || s.unique {
+		slices.SortStableFunc(recs, cmp)
+	} else {
+		slices.SortFunc(recs, cmp)
+	}
+	for i := range recs {
+		lines[i] = recs[i].line
+	}
 }
 
 func unescapeTab(s string) string {
