@@ -429,3 +429,38 @@ func TestSpawnMemoryBudget(t *testing.T) {
 		t.Errorf("spawned: %+v %q %q", res, out, stderr)
 	}
 }
+
+// Many jobs at once, half of them killed: every result is right and
+// nothing is left behind.
+func TestConcurrent(t *testing.T) {
+	e := newEnv(t)
+	e.run(context.Background(), executor.Job{Argv: []string{"args"}})
+	defer runtimetest.CheckGoroutines(t)()
+	const n = 16
+	results := make(chan string, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			if i%2 == 0 {
+				res, _, _ := e.run(context.Background(), executor.Job{Argv: []string{"/tmp/spin.wasm"}, Timeout: 20 * time.Millisecond})
+				results <- fmt.Sprintf("%d %s", res.ExitCode, res.Class)
+				return
+			}
+			res, out, _ := e.run(context.Background(), executor.Job{Argv: []string{"args", fmt.Sprint(i)}, Env: []string{}})
+			if want := fmt.Sprintf("argv[0]=args\nargv[1]=%d\nenv:PWD=/home/user\n", i); out != want {
+				results <- fmt.Sprintf("job %d: %q", i, out)
+				return
+			}
+			results <- fmt.Sprintf("%d %s", res.ExitCode, res.Class)
+		}()
+	}
+	counts := map[string]int{}
+	for i := 0; i < n; i++ {
+		counts[<-results]++
+	}
+	if counts["124 TIMEOUT"] != n/2 || counts["0 "] != n/2 {
+		t.Errorf("results: %v", counts)
+	}
+	if l := e.rt.LiveInstances(); l != 0 {
+		t.Errorf("live instances: %d", l)
+	}
+}
