@@ -110,6 +110,9 @@ func runCase(t *testing.T, name string, secs []section) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i, a := range args {
+		args[i] = strings.ReplaceAll(a, "/tmp/golden", dir)
+	}
 	stdin, _ := get("stdin")
 	var stdout, stderr bytes.Buffer
 	fn, ok := cmd.Lookup(name)
