@@ -25,8 +25,8 @@ The AWK language (POSIX, with the common gawk extensions of GoAWK).
   -f progfile    read the program from progfile (may be repeated)
   --             end of options
 
-system(), "cmd | getline" and print | "cmd" are not available in the
-sandbox: they fail with an error.
+system(CMD) runs CMD with "sh -c" through the sandbox; the pipes
+"cmd | getline" and print | "cmd" are not available and fail with an error.
 `
 
 // awkMain runs GoAWK with its I/O on the command's streams. Files named
@@ -110,7 +110,27 @@ loop:
 		src.WriteString(args[0])
 		args = args[1:]
 	}
-	prog, err := parser.ParseProgram([]byte(src.String()), nil)
+	funcs := map[string]any{
+		awkSystemFunc: func(cmdline string) int {
+			// Like awk's system(): flush what was printed, run the command
+			// through the sandbox shell, return its exit status.
+			t.out.Flush()
+			status, err := e.Spawn(cmd.SpawnRequest{Argv: []string{"sh", "-c", cmdline}})
+			switch {
+			case errors.Is(err, cmd.ErrNotFound):
+				fmt.Fprintf(e.Stderr, "awk: system: sh: command not found\n")
+				return 127
+			case errors.Is(err, cmd.ErrDenied):
+				fmt.Fprintf(e.Stderr, "awk: system: sh: permission denied\n")
+				return 126
+			case err != nil:
+				fmt.Fprintf(e.Stderr, "awk: system: %s\n", err)
+				return -1
+			}
+			return status
+		},
+	}
+	prog, err := parser.ParseProgram([]byte(rewriteAwkSystem(src.String())), &parser.ParserConfig{Funcs: funcs})
 	if err != nil {
 		var pe *parser.ParseError
 		if errors.As(err, &pe) {
@@ -133,6 +153,7 @@ loop:
 		Args:   args,
 		Vars:   []string{"FS", fieldSep},
 		NoExec: true,
+		Funcs:  funcs,
 	}
 	for _, v := range vars {
 		name, value, ok := strings.Cut(v, "=")
@@ -163,7 +184,7 @@ func awkErrorText(err error) string {
 	}
 	s := err.Error()
 	if strings.Contains(s, "due to NoExec") {
-		return "fatal: running commands (system(), pipes) is not supported in the sandbox"
+		return "fatal: pipes to and from commands are not supported in the sandbox (use system())"
 	}
 	if strings.HasPrefix(s, "file ") && strings.HasSuffix(s, " not found") {
 		name := strings.TrimSuffix(strings.TrimPrefix(s, "file "), " not found")
@@ -174,3 +195,60 @@ func awkErrorText(err error) string {
 }
 
 func quoteAwk(s string) string { return "`" + s + "'" }
+
+// awkSystemFunc is the Go function that stands in for system(): GoAWK
+// runs commands with os/exec, which WASI lacks, so calls to system are
+// renamed to it before parsing.
+const awkSystemFunc = "__wasmbox_system"
+
+// rewriteAwkSystem renames calls "system(" to the sandbox's function,
+// leaving string literals and comments alone.
+func rewriteAwkSystem(src string) string {
+	if !strings.Contains(src, "system") {
+		return src
+	}
+	var b strings.Builder
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case c == '"':
+			j := i + 1
+			for j < len(src) && src[j] != '"' && src[j] != '\n' {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			end := min(j+1, len(src))
+			b.WriteString(src[i:end])
+			i = end - 1
+			continue
+		case c == '#':
+			j := strings.IndexByte(src[i:], '\n')
+			if j < 0 {
+				j = len(src) - i
+			}
+			b.WriteString(src[i : i+j])
+			i += j - 1
+			continue
+		case strings.HasPrefix(src[i:], "system") && (i == 0 || !isAwkIdent(src[i-1])):
+			j := i + len("system")
+			if j < len(src) && isAwkIdent(src[j]) {
+				break
+			}
+			k := j
+			for k < len(src) && (src[k] == ' ' || src[k] == '\t') {
+				k++
+			}
+			if k < len(src) && src[k] == '(' {
+				b.WriteString(awkSystemFunc)
+				i = j - 1
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isAwkIdent(c byte) bool { return c == '_' || isAlnum(c) }
