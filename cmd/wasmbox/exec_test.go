@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -209,7 +210,7 @@ func TestHelp(t *testing.T) {
 	if code := doMain([]string{"--help"}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	if !strings.Contains(stdout.String(), "exec        Run a WebAssembly (WASI) module in the sandbox") {
+	if !regexp.MustCompile(`\n  exec +Run a WebAssembly \(WASI\) module in the sandbox\n`).MatchString(stdout.String()) {
 		t.Errorf("help:\n%s", stdout.String())
 	}
 }
