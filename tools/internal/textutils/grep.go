@@ -30,6 +30,8 @@ Pattern selection and interpretation:
   -E, --extended-regexp     PATTERNS are extended regular expressions
   -F, --fixed-strings       PATTERNS are strings
   -G, --basic-regexp        PATTERNS are basic regular expressions
+  -P, --perl-regexp         PATTERNS are Perl-compatible regular expressions
+                              (RE2 syntax: no look-around, no back-references)
   -e, --regexp=PATTERNS     use PATTERNS for matching
   -f, --file=FILE           take PATTERNS from FILE
   -i, --ignore-case         ignore case distinctions in patterns and data
@@ -191,7 +193,7 @@ func grepMain(e *cmd.Env) int {
 		case "basic-regexp":
 			mode = "G"
 		case "perl-regexp":
-			mode = "E" // the common subset of Perl syntax agents use is ERE
+			mode = "P"
 		case "regexp":
 			pats = append(pats, strings.Split(o.val, "\n")...)
 			havePats = true
@@ -376,14 +378,18 @@ func (g *grepper) compile(pats []string, mode string, icase bool, wrap int) erro
 	if g.word {
 		o.wrap = wrapWordFirst
 	}
-	re, err := compileRegexes(pats, o)
+	compile := compileRegexes
+	if mode == "P" {
+		compile = compilePerl
+	}
+	re, err := compile(pats, o)
 	if err != nil {
 		return err
 	}
 	g.re = re
 	if g.word {
 		o.wrap = wrapWordNext
-		if g.reNext, err = compileRegexes(pats, o); err != nil {
+		if g.reNext, err = compile(pats, o); err != nil {
 			return err
 		}
 	}
@@ -434,7 +440,7 @@ func (g *grepper) matches(line []byte, all bool) ([][2]int, error) {
 // character.
 func (g *grepper) wordMatches(line []byte, all bool) ([][2]int, error) {
 	var out [][2]int
-	k := 2 * g.re.NumSubexp()
+	k := 2 * g.re.wordGroup
 	re := g.re
 	pos := 0
 	for pos <= len(line) {

@@ -663,6 +663,45 @@ type Regex struct {
 	// input without it cannot match, which a fast search finds out.
 	lit     []byte
 	litFold bool
+	// wordGroup is the group holding the match proper under grep -w.
+	wordGroup int
+}
+
+// compilePerl compiles grep -P patterns: Go's RE2 syntax is the Perl
+// subset without look-around and back-references, with Perl's
+// leftmost-first matching.
+func compilePerl(pats []string, o regexOpts) (*Regex, error) {
+	var b strings.Builder
+	if o.icase {
+		b.WriteString("(?i)")
+	}
+	var alts []string
+	for _, p := range pats {
+		if _, err := regexp.Compile(p); err != nil {
+			return nil, &RegexError{translateGoErr(err)}
+		}
+		alts = append(alts, "(?:"+p+")")
+	}
+	body := strings.Join(alts, "|")
+	switch o.wrap {
+	case wrapLine:
+		b.WriteString("^(?:" + body + ")$")
+	case wrapWordFirst:
+		b.WriteString("(?:^|[^0-9A-Za-z_])(?P<wasmboxword>" + body + ")")
+	case wrapWordNext:
+		b.WriteString("[^0-9A-Za-z_](?P<wasmboxword>" + body + ")")
+	default:
+		b.WriteString(body)
+	}
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil, &RegexError{translateGoErr(err)}
+	}
+	r := &Regex{re: re, ngroups: re.NumSubexp(), icase: o.icase}
+	if o.wrap == wrapWordFirst || o.wrap == wrapWordNext {
+		r.wordGroup = re.SubexpIndex("wasmboxword")
+	}
+	return r, nil
 }
 
 // mayMatch is the literal prefilter.
@@ -842,6 +881,9 @@ func compileRegexes(pats []string, o regexOpts) (*Regex, error) {
 		root = &node{kind: nCat, sub: []*node{lead, g}}
 	}
 	r := &Regex{ngroups: total, budget: 1 << 22, icase: o.icase, multiline: o.multiline}
+	if o.wrap == wrapWordFirst || o.wrap == wrapWordNext {
+		r.wordGroup = total
+	}
 	r.litFold = o.icase
 	r.lit = requiredLit(root, o.icase)
 	var b strings.Builder
