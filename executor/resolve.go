@@ -15,8 +15,9 @@ import (
 	"github.com/wasmbox/wasmbox/vfs"
 )
 
-// MaxModuleSize bounds a module file read from the VFS.
-const MaxModuleSize = 256 << 20
+// MaxModuleSize bounds a module file read from the VFS (compiling is not
+// interruptible, so its cost must stay bounded by the input).
+const MaxModuleSize = 64 << 20
 
 // command is a resolved argv[0].
 type command struct {
