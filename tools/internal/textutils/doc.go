@@ -9,7 +9,27 @@
 // can be run in-process by tests; files are opened through the os package,
 // which under wasip1 is the sandbox's virtual filesystem.
 //
-// POSIX regular expressions (basic and extended, as used by grep and sed)
-// are translated to Go's RE2 syntax by the translator in regex.go; patterns
-// with back-references fall back to a small backtracking matcher.
+// POSIX regular expressions (basic and extended, as used by grep, sed, nl
+// and tac) are parsed by regex.go into a small tree that is rendered to
+// Go's RE2 syntax and matched leftmost-longest; patterns with
+// back-references run on a backtracking matcher over the same tree, with a
+// step budget (ErrRegexTooComplex). A literal that every match must
+// contain is searched first, so most non-matching lines cost one
+// bytes.Index. grep -P uses RE2 syntax directly (no look-around).
+//
+// # Decisions and limits
+//
+//   - tail -f/-F is accepted and prints the file once: a sandboxed command
+//     that never ends would only run into its deadline.
+//   - awk is GoAWK; system() runs "sh -c CMD" through cmd.Spawn, while the
+//     pipes print | "cmd" and "cmd" | getline fail with a clear error.
+//   - jq is gojq with jq 1.6 output. gojq keeps objects as Go maps; the
+//     key order of the input and of the program's object constructors is
+//     recorded and used on output, and to_entries, with_entries, paths and
+//     keys_unsorted follow it, but .[] over an object iterates in sorted
+//     key order.
+//   - sed's e command and s///e flag are rejected (no process spawning
+//     from inside sed).
+//   - Everything is byte-oriented (LC_ALL=C): wc -m counts bytes, case
+//     folding is ASCII.
 package textutils

@@ -774,6 +774,17 @@ func sortMain(e *cmd.Env) int {
 			delim = 0
 		case "random-source":
 			s.seed = fnv64(o.val)
+		case "files0-from":
+			data, err := readAllInput(e, o.val)
+			if err != nil {
+				e.Errorf("cannot open %s for reading: %s", quote(o.val), strerror(err))
+				return 2
+			}
+			for _, f := range strings.Split(string(data), "\x00") {
+				if f != "" {
+					files = append(files, f)
+				}
+			}
 		}
 	}
 	for i := range keys {
