@@ -155,7 +155,11 @@ func (c *cowFS) copyAttrs(p string, fi os.FileInfo, err error) error {
 
 // copyUp makes sure p exists in upper, copying it (not what is below it)
 // from lower. c.mu is held for writing.
-func (c *cowFS) copyUp(p string) error {
+func (c *cowFS) copyUp(p string) error { return c.copyUpData(p, true) }
+
+// copyUpData is copyUp; without data a regular file is copied up empty
+// (for an open with O_TRUNC).
+func (c *cowFS) copyUpData(p string, data bool) error {
 	fi, l, err := c.find(p)
 	if err != nil || l == inUpper {
 		return err
@@ -182,7 +186,9 @@ func (c *cowFS) copyUp(p string) error {
 		if err != nil {
 			return err
 		}
-		_, err = io.Copy(dst, src)
+		if data {
+			_, err = io.Copy(dst, src)
+		}
 		if cerr := dst.Close(); err == nil {
 			err = cerr
 		}
@@ -330,7 +336,7 @@ func (c *cowFS) OpenFile(p string, flag int, perm os.FileMode) (afero.File, erro
 		if flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0 {
 			return nil, pathErr("open", p, syscall.EEXIST)
 		}
-		if err := c.copyUp(p); err != nil {
+		if err := c.copyUpData(p, flag&os.O_TRUNC == 0); err != nil {
 			return nil, rewrap("open", p, err)
 		}
 	case l == none && Errno(err) == syscall.ENOENT && flag&os.O_CREATE != 0:
