@@ -25,6 +25,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Skipf("no golden cases: %v", err)
 	}
+	getHost(t) // one clear failure if the module cannot be built or compiled
 	for _, cd := range cmds {
 		if !cd.IsDir() {
 			continue
