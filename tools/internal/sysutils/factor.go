@@ -279,4 +279,3 @@ func rho64(n uint64) uint64 {
 		}
 	}
 }
-
