@@ -358,6 +358,11 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 				Err: fmt.Errorf("%s: %w: %w", cmd.policyName, ErrDenied, aerr)}
 		}
 	}
+	parent := job // children bind the original streams to their own context
+	closeOnKill, _ := job.Stdin.(interface{ CloseWithError(error) error })
+	job.Stdin = bindReader(ctx, job.Stdin)
+	job.Stdout = bindWriter(ctx, job.Stdout)
+	job.Stderr = bindWriter(ctx, job.Stderr)
 	argv := append([]string(nil), job.Argv...)
 	if cmd.argv0 != "" {
 		argv[0] = cmd.argv0
@@ -382,7 +387,7 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 		// the reader so that a guest blocked reading a pipe made with
 		// another (longer) context returns, and the writer gets EPIPE.
 		// Spawned children share their parent's stdin and leave it open.
-		if c, ok := job.Stdin.(interface{ CloseWithError(error) error }); ok {
+		if c := closeOnKill; c != nil {
 			stop := context.AfterFunc(ctx, func() { _ = c.CloseWithError(context.Cause(ctx)) })
 			defer stop()
 		}
@@ -394,7 +399,7 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 		}
 		budget = runtime.NewBudget(limit)
 	}
-	sp := &spawner{e: e, parent: job, depth: depth, budget: budget}
+	sp := &spawner{e: e, parent: parent, depth: depth, budget: budget}
 	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, Budget: budget})
 	return resultOf(err)
 }

@@ -464,3 +464,29 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("live instances: %d", l)
 	}
 }
+
+// A child with its own timeout, blocked reading the stdin it shares with
+// its parent (a pipe bound to a longer-lived context), dies on time.
+func TestSpawnTimeoutOnSharedStdin(t *testing.T) {
+	e := newEnv(t)
+	e.run(context.Background(), executor.Job{Argv: []string{"spawn", spawnReq([]string{"cat"}, nil)}})
+	defer runtimetest.CheckGoroutines(t)()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := wasi.NewPipe(ctx)
+	defer pw.Close()
+	start := time.Now()
+	res, _, stderr := e.run(ctx, executor.Job{Argv: []string{"spawn", spawnReq([]string{"cat"}, map[string]any{"timeout_ms": 30})}, Stdin: pr})
+	if res.ExitCode != 124 || res.Class != "" || stderr != "errno=0 status=124\n" {
+		t.Errorf("got %+v %q", res, stderr)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("took %v", took)
+	}
+	// The parent's stdin is still usable.
+	go pw.Write([]byte("still open\n"))
+	buf := make([]byte, 64)
+	if n, err := pr.Read(buf); err != nil || string(buf[:n]) != "still open\n" {
+		t.Errorf("parent stdin after the child's kill: %q %v", buf[:n], err)
+	}
+}
