@@ -236,3 +236,26 @@ func TestDiffHeaderDates(t *testing.T) {
 		t.Errorf("got %q, want %q", out, want)
 	}
 }
+
+// TestFindPerm checks -perm natively: WASI preview 1 reports no permission
+// bits (every file looks 0600, every directory 0700), so the golden cases
+// cannot exercise it inside the sandbox.
+func TestFindPerm(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, dir+"/rw", "x", 0o644, time.Time{})
+	mustWrite(t, dir+"/rx", "x", 0o755, time.Time{})
+	mustWrite(t, dir+"/private", "x", 0o600, time.Time{})
+	for _, tc := range []struct{ args, want string }{
+		{"-perm 644", "./rw\n"},
+		{"-perm -444", "./rw\n./rx\n"},
+		{"-perm /111", "./rx\n"},
+		{"-perm u=rw,go=r", "./rw\n"},
+		{"! -perm -o=r", "./private\n"},
+	} {
+		args := append([]string{"find", ".", "-type", "f"}, strings.Fields(tc.args)...)
+		out, errs, st := run(t, dir, "", args...)
+		if out != tc.want || errs != "" || st != 0 {
+			t.Errorf("find %s: got %q %q %d, want %q", tc.args, out, errs, st, tc.want)
+		}
+	}
+}
