@@ -634,15 +634,8 @@ func (g *grepper) searchReader(r io.Reader, name string) {
 			body = body[:n-1]
 		}
 		if g.maxCount >= 0 && count >= g.maxCount {
-			// Only trailing context is left to print after -m.
-			spans, merr := g.matches(body, false)
-			if merr != nil {
-				g.errorf("%s", merr)
-				return
-			}
-			if (len(spans) > 0) != g.invert {
-				break
-			}
+			// Only trailing context is left to print after -m; GNU
+			// prints it even when those lines match.
 			g.emitLine(name, body, lineno, lineOff, '-')
 			lastPrinted = lineno
 			afterLeft--

@@ -818,6 +818,10 @@ func jqMain(e *cmd.Env) int {
 		fmt.Fprintf(e.Stderr, "jq: error: %s\njq: 1 compile error\n", err)
 		return 3
 	}
+	if err := jqOrderedIter(q); err != nil {
+		fmt.Fprintf(e.Stderr, "jq: error: %s\njq: 1 compile error\n", err)
+		return 3
+	}
 	progKeys := o.order.recordProgram(q)
 	if positional == nil {
 		positional = []any{}
@@ -889,7 +893,7 @@ func jqMain(e *cmd.Env) int {
 				w.Flush()
 				fmt.Fprintf(e.Stderr, "jq: error (at %s): %s\n", jqWhere(in), jqErrorText(err))
 				status = 5
-				continue
+				return true // an error ends this input's run; the next input goes on
 			}
 			produced, last = true, v
 			if s, ok := v.(string); ok && o.raw {
@@ -961,7 +965,76 @@ def recurse: def r: ., (if type == "object" then .[keys_unsorted[]] elif type ==
 def paths: path(recurse) | select(. != []);
 def paths(node_filter): . as $dot | paths | select(. as $p | $dot | getpath($p) | node_filter);
 def leaf_paths: paths(scalars);
+def map(f): [.[] | f];
+def add: reduce .[] as $x (null; . + $x);
 `
+
+// jqIterFunc iterates like .[] but over an object's values in insertion
+// order; it is a path expression, so .[] |= f and path(.[]) still work.
+const jqIterFunc = "_wasmbox_iter"
+
+// jqOrderedIter rewrites every X[] of the program into (X | _wasmbox_iter)
+// and defines that function, so that iterating an object follows the
+// recorded key order (gojq's own .[] walks sorted keys).
+func jqOrderedIter(q *gojq.Query) error {
+	def, err := gojq.Parse("def " + jqIterFunc + `: if type == "object" then .[keys_unsorted[]] else .[] end; .`)
+	if err != nil {
+		return err
+	}
+	seen := map[*gojq.Term]bool{}
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer:
+			if v.IsNil() {
+				return
+			}
+			if t, ok := v.Interface().(*gojq.Term); ok {
+				if seen[t] {
+					return
+				}
+				seen[t] = true
+				walk(v.Elem())
+				jqRewriteIter(t)
+				return
+			}
+			walk(v.Elem())
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				if v.Type().Field(i).IsExported() {
+					walk(v.Field(i))
+				}
+			}
+		case reflect.Slice:
+			for i := 0; i < v.Len(); i++ {
+				walk(v.Index(i))
+			}
+		}
+	}
+	walk(reflect.ValueOf(q))
+	q.FuncDefs = append([]*gojq.FuncDef{def.FuncDefs[0]}, q.FuncDefs...)
+	return nil
+}
+
+// jqRewriteIter turns the first iteration suffix of t (and, through the
+// new right-hand term, every later one) into a call of jqIterFunc.
+func jqRewriteIter(t *gojq.Term) {
+	for i, sfx := range t.SuffixList {
+		if !sfx.Iter || sfx.Index != nil {
+			continue
+		}
+		left := *t
+		left.SuffixList = t.SuffixList[:i]
+		right := &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: jqIterFunc}, SuffixList: t.SuffixList[i+1:]}
+		jqRewriteIter(right)
+		*t = gojq.Term{Type: gojq.TermTypeQuery, Query: &gojq.Query{
+			Left:  &gojq.Query{Term: &left},
+			Op:    gojq.OpPipe,
+			Right: &gojq.Query{Term: right},
+		}}
+		return
+	}
+}
 
 func jqTypeName(v any) string {
 	switch v.(type) {
@@ -1001,6 +1074,9 @@ func jqErrorText(err error) string {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return "Cannot parse input: " + s
+	}
+	if s == "break" {
+		return "No more inputs"
 	}
 	if rest, ok := strings.CutPrefix(s, "cannot iterate over: "); ok {
 		return "Cannot iterate over " + rest

@@ -73,7 +73,7 @@ type posixParser struct {
 	ngroup int
 	open   []int // group numbers currently open
 	closed map[int]bool
-	hasRef bool
+	hasRef bool // needs the backtracking matcher (\1..\9, \<, \>)
 	// ngroupBase is the number of groups of the patterns combined before
 	// this one; back-references are numbered within the pattern.
 	ngroupBase int
@@ -389,8 +389,10 @@ func (p *posixParser) escape(d byte) (*node, error) {
 		p.hasRef = true
 		return &node{kind: nBackref, n: n + p.base()}, nil
 	case '<':
+		p.hasRef = true // RE2 cannot tell a word start from a word end
 		return &node{kind: nWordStart}, nil
 	case '>':
+		p.hasRef = true
 		return &node{kind: nWordEnd}, nil
 	case 'b':
 		return &node{kind: nWordB}, nil

@@ -474,6 +474,9 @@ func (x *sedExec) readLine() bool {
 	}
 	x.ps = append(x.ps[:0], in.next...)
 	x.chomped = in.nextChomped
+	if x.separate && x.fileName != "" && in.nextName != x.fileName {
+		x.lineno = 0 // -s: line numbers restart with each file
+	}
 	x.fileName = in.nextName
 	x.lineno++
 	in.fill(false)

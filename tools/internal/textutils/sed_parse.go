@@ -520,8 +520,6 @@ func (p *sedParser) readText() (string, error) {
 		p.i++
 		if !p.eof() && p.src[p.i] == '\n' {
 			p.i++
-		} else {
-			p.skipSpace()
 		}
 	}
 	var b strings.Builder
