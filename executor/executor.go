@@ -31,6 +31,7 @@
 //	126   DENIED           Job.Allow refused the command; errors.Is(Err, ErrDenied)
 //	126   ""               not executable: not wasm, a module with imports wasmbox lacks, a bad job
 //	127   NOT_FOUND        no such command; errors.Is(Err, ErrNotFound)
+//	141   ""               the guest wrote to a pipe whose reader is closed (EPIPE; 128+SIGPIPE)
 //	134   ""               the guest trapped (unreachable, out-of-bounds access, stack overflow, ...); Err has the trap
 //	137   LIMIT_EXCEEDED   the guest failed after hitting its memory limit; errors.Is(Err, runtime.ErrMemoryLimit)
 //
@@ -367,11 +368,7 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 	if cmd.argv0 != "" {
 		argv[0] = cmd.argv0
 	}
-	mc := wazero.NewModuleConfig().
-		WithArgs(argv...).
-		WithStdin(job.Stdin).
-		WithStdout(job.Stdout).
-		WithStderr(job.Stderr)
+	mc := wazero.NewModuleConfig().WithArgs(argv...)
 	for _, kv := range job.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		if k == "PWD" {
@@ -380,7 +377,12 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 		mc = mc.WithEnv(k, v)
 	}
 	mc = mc.WithEnv("PWD", job.Dir)
-	mc = wasi.Configure(ctx, mc, job.FS, wasi.Options{Deterministic: job.Deterministic})
+	mc = wasi.Configure(ctx, mc, job.FS, wasi.Options{
+		Deterministic: job.Deterministic,
+		Stdin:         job.Stdin,
+		Stdout:        job.Stdout,
+		Stderr:        job.Stderr,
+	})
 
 	if depth == 0 {
 		// A killed process's end of its stdin pipe dies with it: close

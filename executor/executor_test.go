@@ -490,3 +490,15 @@ func TestSpawnTimeoutOnSharedStdin(t *testing.T) {
 		t.Errorf("parent stdin after the child's kill: %q %v", buf[:n], err)
 	}
 }
+
+// Writing to a pipe whose reader is gone ends the guest with 141, like
+// SIGPIPE.
+func TestBrokenPipe(t *testing.T) {
+	e := newEnv(t)
+	pr, pw := wasi.NewPipe(context.Background())
+	pr.Close()
+	res := e.ex.Run(context.Background(), executor.Job{Argv: []string{"args"}, FS: e.fs, Stdout: pw})
+	if res.ExitCode != 141 || res.Class != "" {
+		t.Errorf("got %+v", res)
+	}
+}
