@@ -145,7 +145,7 @@ func sedMain(e *cmd.Env) int {
 			data, err := readAllInput(e, o.val)
 			if err != nil {
 				e.Errorf("couldn't open file %s: %s", o.val, strerror(err))
-				return 1
+				return 4
 			}
 			if script.Len() > 0 {
 				script.WriteByte('\n')
@@ -695,12 +695,12 @@ func (x *sedExec) cycle() int {
 		case '=':
 			x.out.write([]byte(strconv.FormatInt(x.lineno, 10) + "\n"))
 		case 'a':
-			x.appendQ = append(x.appendQ, sedAppend{text: []byte(c.text + "\n")})
+			x.appendQ = append(x.appendQ, sedAppend{text: sedText(c.text)})
 		case 'i':
-			x.out.write([]byte(c.text + "\n"))
+			x.out.write(sedText(c.text))
 		case 'c':
 			if c.a2 == nil || !c.inRange || c.negate {
-				x.out.write([]byte(c.text + "\n"))
+				x.out.write(sedText(c.text))
 			}
 			return endDelete
 		case 'b':
@@ -814,6 +814,15 @@ func (x *sedExec) cycle() int {
 		return endQuitSilent
 	}
 	return endNormal
+}
+
+// sedText is the output of a, i and c: the text and a newline, or nothing
+// for an empty text ("$a\" only completes a missing final newline).
+func sedText(text string) []byte {
+	if text == "" {
+		return nil
+	}
+	return []byte(text + "\n")
 }
 
 // isLastInput reports that no input line follows (n and N then end the

@@ -363,6 +363,10 @@ func (p *sedParser) command() error {
 			}
 		}
 		if a1.kind == addrZero && (c.a2 == nil || c.a2.kind != addrRegex) {
+			p.skipSpace()
+			if !p.eof() {
+				p.i++ // GNU reports the position after the command letter
+			}
 			return p.errAt("invalid usage of line address 0")
 		}
 	}

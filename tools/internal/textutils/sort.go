@@ -441,6 +441,12 @@ func parseFloatPrefix(s []byte) (float64, bool) {
 		i++
 	}
 	s = s[i:]
+	// Hexadecimal like strtod: 0x1F, 0x1.8p3.
+	if h := hexFloatPrefix(s); h != "" {
+		if v, err := strconv.ParseFloat(h, 64); err == nil {
+			return v, true
+		}
+	}
 	best := -1
 	var val float64
 	for j := min(len(s), 64); j > 0; j-- {
@@ -453,6 +459,48 @@ func parseFloatPrefix(s []byte) (float64, bool) {
 		return 0, false
 	}
 	return val, true
+}
+
+// hexFloatPrefix returns the hexadecimal number at the start of s in a
+// form strconv.ParseFloat accepts (it needs the p exponent), or "".
+func hexFloatPrefix(s []byte) string {
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	if !(i+2 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X')) {
+		return ""
+	}
+	j := i + 2
+	isHex := func(c byte) bool { return isDigit(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+	st := j
+	for j < len(s) && isHex(s[j]) {
+		j++
+	}
+	if j < len(s) && s[j] == '.' {
+		j++
+		for j < len(s) && isHex(s[j]) {
+			j++
+		}
+	}
+	if j == st || (j == st+1 && s[st] == '.') {
+		return ""
+	}
+	mant := string(s[:j])
+	if j < len(s) && (s[j] == 'p' || s[j] == 'P') {
+		k := j + 1
+		if k < len(s) && (s[k] == '-' || s[k] == '+') {
+			k++
+		}
+		e := k
+		for k < len(s) && isDigit(s[k]) {
+			k++
+		}
+		if k > e {
+			return string(s[:k])
+		}
+	}
+	return mant + "p0"
 }
 
 func humanCompare(a, b []byte) int {
