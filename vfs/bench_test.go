@@ -147,3 +147,25 @@ func BenchmarkFork10kFiles(b *testing.B) {
 		m.Fork()
 	}
 }
+
+func BenchmarkHostStatDeep(b *testing.B) {
+	deep := "/a/b/c/d/e/f/g/h"
+	for _, mode := range []vfs.MountMode{vfs.ReadWrite, vfs.CopyOnWrite} {
+		h, err := vfs.HostDir(b.TempDir(), mode)
+		must(b, err)
+		must(b, h.MkdirAll(deep, 0o755))
+		writeFile(b, h, deep+"/file", "x")
+		v, err := vfs.NewDefault()
+		must(b, err)
+		must(b, v.Mount("/work", h))
+		b.Run(mode.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := v.Stat("/work" + deep + "/file"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		h.(interface{ Close() error }).Close()
+	}
+}

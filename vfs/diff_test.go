@@ -58,23 +58,32 @@ func dump(fsys vfs.FS, root string) string {
 
 // FuzzFastSlow runs the same operations on a VFS over a MemFS (fast path)
 // and on a VFS over the same kind of MemFS hidden behind an interface
-// (general resolution), with a second MemFS mounted in both. Every result
+// (general resolution), with a second MemFS and a host directory mounted
+// in both. Every result
 // and the final trees must be identical.
 func FuzzFastSlow(f *testing.F) {
 	f.Add([]byte("\x00\x02\x00\x01\x01\x06\x00\x07\x01\x02"))
 	f.Add([]byte("\x05\x04\x04\x06\x0a\x02\x00\x03\x05\x04\x04\x06\x00"))
 	f.Add([]byte("\x05\x01\x01\x07\x00\x00\x02\x01\x01\x01\x00\x04\x04\x01\x07\x00\x00"))
+	// In the host mount: create /mnt/c/a, stat it, symlink /mnt/c/l to it,
+	// list and read through the link, write at an offset.
+	f.Add([]byte{1, 3, 0, 4, 4, 6, 0, 0, 7, 3, 0, 4, 4, 6, 0, 0, 5, 3, 3, 4, 4, 6, 7, 4, 4, 6, 0, 11, 3, 0, 4, 4, 6, 7, 0, 13, 3, 0, 4, 4, 6, 7, 0, 8, 3, 0, 4, 4, 6, 7, 0})
 	f.Fuzz(func(t *testing.T, prog []byte) {
 		if len(prog) > 400 {
 			prog = prog[:400]
 		}
 		mk := func(hide bool) vfs.FS {
+			host, err := vfs.HostDir(t.TempDir(), vfs.ReadWrite)
+			must(t, err)
+			closer := host.(io.Closer)
+			t.Cleanup(func() { closer.Close() })
 			var root, sub vfs.FS = vfs.NewMemFS(), vfs.NewMemFS()
 			if hide {
-				root, sub = opaqueFS{root}, opaqueFS{sub}
+				root, sub, host = opaqueFS{root}, opaqueFS{sub}, opaqueFS{host}
 			}
 			v := vfs.New(root)
 			must(t, v.Mount("/mnt/h", sub))
+			must(t, v.Mount("/mnt/c", host))
 			return v
 		}
 		fast, slow := mk(false), mk(true)

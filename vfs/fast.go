@@ -19,6 +19,9 @@ import (
 //
 // Mount points and the directories above them are never symlinks: the VFS
 // refuses to remove or rename them (EBUSY).
+//
+// Host directories (read-only and read-write mounts) get the same fast
+// path for Stat, Lstat and opens for reading: see hostRaw.withParent.
 
 type fastPath struct {
 	mem *MemFS
@@ -27,15 +30,25 @@ type fastPath struct {
 	r   string // path inside mem
 }
 
+// fast prepares the fast path of name over a MemFS.
 func (v *VFS) fast(name string) (fastPath, bool) {
-	if len(name) > MaxPathLen || strings.Contains(name, "..") {
+	fp, ok := v.fastAny(name)
+	return fp, ok && fp.mem != nil
+}
+
+// fastAny is fast for a MemFS or a host directory (fp.mem == nil and
+// fp.m.raw is a *hostRaw).
+func (v *VFS) fastAny(name string) (fastPath, bool) {
+	if len(name) > MaxPathLen || strings.Contains(name, "..") || strings.IndexByte(name, 0) >= 0 {
 		return fastPath{}, false
 	}
 	p := cleanAbs(name)
 	m, r := v.mt.find(p)
 	mem, ok := m.raw.(*MemFS)
 	if !ok {
-		return fastPath{}, false
+		if _, ok := m.raw.(*hostRaw); !ok {
+			return fastPath{}, false
+		}
 	}
 	if r != "/" && wantsDir(name) {
 		r += "/"
@@ -56,7 +69,17 @@ func (v *VFS) Open(name string) (afero.File, error) { return v.OpenFile(name, os
 
 // OpenFile opens name; see FS for the flags honoured.
 func (v *VFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	if fp, ok := v.fast(name); ok {
+	fp, ok := v.fastAny(name)
+	if ok && fp.mem == nil && flag&(accMode|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == os.O_RDONLY && !wantsDir(name) {
+		f, err := fp.m.raw.(*hostRaw).fastOpen(fp.r, name, flag)
+		if err == nil {
+			return v.mt.wrapDir(fp.p, f), nil
+		}
+		if !fallback(err) {
+			return nil, rewrap("open", name, err)
+		}
+	}
+	if ok && fp.mem != nil {
 		f, err := fp.mem.openFile(fp.r, name, flag, perm, true)
 		if err == nil {
 			return v.mt.wrapDir(fp.p, f), nil
@@ -79,7 +102,17 @@ func (v *VFS) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 }
 
 func (v *VFS) stat(op, name string, follow bool) (os.FileInfo, error) {
-	if fp, ok := v.fast(name); ok {
+	fp, ok := v.fastAny(name)
+	if ok && fp.mem == nil {
+		fi, err := fp.m.raw.(*hostRaw).fastLstat(fp.r, follow, wantsDir(name))
+		if err == nil {
+			return renamed(fi, statName(name)), nil
+		}
+		if !fallback(err) {
+			return nil, rewrap(op, name, err)
+		}
+	}
+	if ok && fp.mem != nil {
 		fi, err := fp.mem.stat(op, fp.r, follow, true)
 		if err == nil {
 			return renamed(fi, statName(name)), nil

@@ -111,18 +111,25 @@ func HostDir(dir string, mode MountMode, opts ...Option) (FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vfs: mount source: %w", err)
 	}
+	if mode != ReadOnly && mode != ReadWrite && mode != CopyOnWrite {
+		root.Close()
+		return nil, fmt.Errorf("vfs: unknown mount mode %v", mode)
+	}
+	// A descriptor of the root directory itself, for the lookups of the
+	// VFS fast path (see hostRaw.fastLstat).
+	dirf, err := root.Open(".")
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("vfs: mount source: %w", err)
+	}
 	abs, _ := filepath.Abs(dir)
-	switch mode {
-	case ReadOnly, ReadWrite:
-		return &HostFS{resolving: resolving{raw: &hostRaw{root: root, ro: mode == ReadOnly, dir: abs}}}, nil
-	case CopyOnWrite:
-		lower := &hostRaw{root: root, ro: true, dir: abs}
+	hr := &hostRaw{root: root, dirf: dirf, ro: mode != ReadWrite, dir: abs}
+	if mode == CopyOnWrite {
 		base := []Option{WithQuota(Quota{Bytes: DefaultQuotaBytes, Files: DefaultQuotaFiles})}
 		upper := NewMemFS(append(base, opts...)...)
-		return &HostFS{resolving: resolving{raw: newCow(lower, upper)}, closer: root}, nil
+		return &HostFS{resolving: resolving{raw: newCow(hr, upper)}, closer: hr}, nil
 	}
-	root.Close()
-	return nil, fmt.Errorf("vfs: unknown mount mode %v", mode)
+	return &HostFS{resolving: resolving{raw: hr}, closer: hr}, nil
 }
 
 // HostFS is a host directory as an FS (see HostDir).
@@ -132,15 +139,7 @@ type HostFS struct {
 }
 
 // Close releases the host directory. Files already open stay usable.
-func (h *HostFS) Close() error {
-	if h.closer != nil {
-		return h.closer.Close()
-	}
-	if hr, ok := h.raw.(*hostRaw); ok {
-		return hr.root.Close()
-	}
-	return nil
-}
+func (h *HostFS) Close() error { return h.closer.Close() }
 
 // Mode reports how the directory is mounted.
 func (h *HostFS) Mode() MountMode {
@@ -174,8 +173,18 @@ func (nopCloser) Close() error { return nil }
 // hostRaw is the raw FS over an os.Root.
 type hostRaw struct {
 	root *os.Root
+	dirf *os.File // the root directory
 	ro   bool
 	dir  string
+}
+
+// Close releases the host directory.
+func (h *hostRaw) Close() error {
+	err := h.dirf.Close()
+	if rerr := h.root.Close(); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 func rel(p string) string {
@@ -207,9 +216,28 @@ func (h *hostRaw) OpenFile(name string, flag int, perm os.FileMode) (afero.File,
 			return nil, err
 		}
 	}
-	f, err := h.root.OpenFile(rel(name), flag, perm&os.ModePerm)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer (nothing could
+	// cancel that wait); checkHostFile then refuses anything but regular
+	// files and directories.
+	f, err := h.root.OpenFile(rel(name), flag|syscall.O_NONBLOCK, perm&os.ModePerm)
 	if err != nil {
 		return nil, rewrap("open", name, err)
+	}
+	return checkHostFile(f, name)
+}
+
+// checkHostFile refuses (EACCES) to hand out host FIFOs, sockets and
+// devices: reading them could block the guest forever or reach host
+// hardware. Regular files and directories are what a mount shares.
+func checkHostFile(f *os.File, name string) (*hostFile, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, rewrap("open", name, err)
+	}
+	if m := fi.Mode(); !m.IsRegular() && !m.IsDir() {
+		f.Close()
+		return nil, pathErr("open", name, syscall.EACCES)
 	}
 	return &hostFile{f: f, name: name}, nil
 }

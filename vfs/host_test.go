@@ -423,3 +423,41 @@ func TestHostNoPrivilegeBits(t *testing.T) {
 	wantErrno(t, h.Chown("/x", 4242, 4242), syscall.EPERM)
 	must(t, h.Chown("/x", -1, -1))
 }
+
+// A FIFO in a host directory must not block the guest (nothing could
+// cancel the wait for a writer): opening it is refused at once.
+func TestHostFIFORefused(t *testing.T) {
+	dir := t.TempDir()
+	must(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
+	h, err := vfs.HostDir(dir, vfs.ReadWrite)
+	must(t, err)
+	defer h.(io.Closer).Close()
+	v, err := vfs.NewDefault()
+	must(t, err)
+	must(t, v.Mount("/work", h))
+	done := make(chan error, 3)
+	go func() {
+		_, err := h.Open("/fifo")
+		done <- err
+		_, err = v.Open("/work/fifo")
+		done <- err
+		_, err = v.OpenFile("/work/fifo", os.O_WRONLY, 0)
+		done <- err
+	}()
+	for i := 0; i < 3; i++ {
+		select {
+		case err := <-done:
+			// A write open without a reader fails in the kernel first.
+			if e := vfs.Errno(err); e != syscall.EACCES && !(i == 2 && e == syscall.ENXIO) {
+				t.Fatalf("open %d: %v", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("opening a host FIFO blocked")
+		}
+	}
+	fi, err := v.Stat("/work/fifo")
+	must(t, err)
+	if fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+}
