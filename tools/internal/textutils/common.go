@@ -323,7 +323,12 @@ func parseSize(s string) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(s[:i], 10, 64)
 	if err != nil {
-		return 0, false
+		// Counts up to 2^64-1 are valid for GNU (uintmax_t): saturate.
+		// Beyond that, see sizeOverflow.
+		if _, uerr := strconv.ParseUint(s[:i], 10, 64); uerr != nil {
+			return 0, false
+		}
+		n = 1<<63 - 1
 	}
 	suf := s[i:]
 	if suf == "" {
@@ -364,6 +369,20 @@ func parseSize(s string) (int64, bool) {
 		return 1<<63 - 1, true
 	}
 	return n * mult, true
+}
+
+// sizeOverflow reports a count too large even for GNU's uintmax_t; GNU
+// then adds ": Value too large for defined data type".
+func sizeOverflow(s string) bool {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	_, err := strconv.ParseUint(s[:i], 10, 64)
+	return err != nil
 }
 
 // unescapeC interprets the backslash escapes of printf-like arguments

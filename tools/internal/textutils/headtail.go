@@ -97,6 +97,10 @@ func headMain(e *cmd.Env) int {
 				if c.bytes {
 					what = "bytes"
 				}
+				if sizeOverflow(v) {
+					e.Errorf("invalid number of %s: %s: Value too large for defined data type", what, quote(o.val))
+					return 1
+				}
 				e.Errorf("invalid number of %s: %s", what, quote(o.val))
 				return 1
 			}
@@ -285,6 +289,10 @@ func tailMain(e *cmd.Env) int {
 				what := "lines"
 				if c.bytes {
 					what = "bytes"
+				}
+				if sizeOverflow(v) {
+					e.Errorf("invalid number of %s: %s: Value too large for defined data type", what, quote(o.val))
+					return 1
 				}
 				e.Errorf("invalid number of %s: %s", what, quote(o.val))
 				return 1
