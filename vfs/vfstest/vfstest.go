@@ -631,6 +631,8 @@ var tests = []testCase{
 		}
 		wantErrno(t, vfs.Lchtimes(fsys, "/nope", lt, lt), syscall.ENOENT)
 		wantErrno(t, fsys.Chmod("/missing", 0o644), syscall.ENOENT)
+		must(t, fsys.Chown("/f", -1, -1))
+		wantErrno(t, fsys.Chown("/missing", -1, -1), syscall.ENOENT)
 		wantErrno(t, fsys.Chtimes("/missing", at, mt), syscall.ENOENT)
 		mkdirs(t, fsys, "/d")
 		must(t, fsys.Chmod("/d", 0o700))
