@@ -28,7 +28,7 @@ import (
 //
 //	'D' directory: path, mode, mtime
 //	'F' regular file: path, mode, mtime, content
-//	'L' symlink: path, target, mtime
+//	'L' symlink: path, target, mtime (always 0: symlink times are not kept)
 //	'S' shell state: JSON blob (cwd, variables, exports, functions, aliases)
 //	'E' end of records (exactly once, last)
 //

@@ -1,0 +1,70 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/wasmbox/wasmbox/executor"
+	"github.com/wasmbox/wasmbox/runtime"
+)
+
+// Engine is the WebAssembly side shared by sandboxes: a wazero runtime with
+// the embedded tool modules compiled once. Sandboxes are cheap; an Engine
+// is not (the first compile of the tools takes a second or two, then the
+// on-disk compilation cache makes it fast). Most programs use DefaultEngine.
+type Engine struct {
+	rt   *runtime.Runtime
+	exec *executor.Executor
+}
+
+// NewEngine returns an engine over a new runtime configured by cfg, with
+// the embedded tools registered and compiled.
+func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
+	rt, err := runtime.New(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	ex := executor.New(rt)
+	if err := ex.RegisterTools(); err != nil {
+		rt.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if err := ex.Precompile(ctx); err != nil {
+		rt.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("sandbox: compiling the tools: %w", err)
+	}
+	return &Engine{rt: rt, exec: ex}, nil
+}
+
+// Executor returns the executor the engine runs commands with.
+func (e *Engine) Executor() *executor.Executor { return e.exec }
+
+// Runtime returns the engine's runtime.
+func (e *Engine) Runtime() *runtime.Runtime { return e.rt }
+
+// Close releases the runtime. Sandboxes using the engine must be closed
+// first.
+func (e *Engine) Close(ctx context.Context) error { return e.rt.Close(ctx) }
+
+var (
+	defaultMu     sync.Mutex
+	defaultEngine *Engine
+)
+
+// DefaultEngine returns the process-wide engine, creating it on first use
+// with the default runtime configuration (on-disk compilation cache under
+// the user cache directory). A failed creation is retried by the next call.
+func DefaultEngine(ctx context.Context) (*Engine, error) {
+	defaultMu.Lock()
+	defer defaultMu.Unlock()
+	if defaultEngine != nil {
+		return defaultEngine, nil
+	}
+	e, err := NewEngine(ctx, runtime.Config{})
+	if err != nil {
+		return nil, err
+	}
+	defaultEngine = e
+	return e, nil
+}

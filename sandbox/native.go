@@ -1,0 +1,144 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/wasmbox/wasmbox/executor"
+	"github.com/wasmbox/wasmbox/executor/native"
+	"github.com/wasmbox/wasmbox/shell"
+	"github.com/wasmbox/wasmbox/vfs"
+)
+
+// NativeConfig enables the native lane: allowlisted host binaries (git
+// first) that run with os/exec under a policy (subcommands, denied flags,
+// jail, sanitized environment, output caps, process-group kill). A native
+// command can only run in a directory of a read-only or read-write host
+// mount: it sees the host directory, never the in-memory VFS.
+type NativeConfig struct {
+	// Runner runs the commands; its policy decides what is allowed.
+	Runner *native.Runner
+	// Names are the command names routed to the native lane.
+	Names []string
+}
+
+// WithNative routes the named binaries (e.g. "git") to the native lane with
+// the default policy (git: status, log, diff, show, rev-parse, ls-files,
+// branch, add, commit; dangerous flags and config injection denied).
+func WithNative(names ...string) Option {
+	return func(c *config) {
+		pol := native.DefaultPolicy()
+		kept := map[string]native.Rule{}
+		var use []string
+		for _, n := range names {
+			n = strings.TrimSpace(n)
+			if n == "" {
+				continue
+			}
+			r, ok := pol.Binaries[n]
+			if !ok {
+				c.errs = append(c.errs, fmt.Errorf("native lane: no policy for %q (known: %s)", n, knownNative(pol)))
+				return
+			}
+			kept[n] = r
+			use = append(use, n)
+		}
+		pol.Binaries = kept
+		rn, err := native.New(native.Config{Policy: &pol})
+		if err != nil {
+			c.errs = append(c.errs, fmt.Errorf("native lane: %w", err))
+			return
+		}
+		c.native = &NativeConfig{Runner: rn, Names: use}
+	}
+}
+
+// WithNativeRunner routes names to a native lane with a policy of the
+// caller's.
+func WithNativeRunner(r *native.Runner, names ...string) Option {
+	return func(c *config) { c.native = &NativeConfig{Runner: r, Names: names} }
+}
+
+func knownNative(p native.Policy) string {
+	var ks []string
+	for k := range p.Binaries {
+		ks = append(ks, k)
+	}
+	return strings.Join(ks, ", ")
+}
+
+func (s *Sandbox) isNative(name string) bool {
+	if s.cfg.native == nil {
+		return false
+	}
+	for _, n := range s.cfg.native.Names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// errNotHostBacked is the reason a native command cannot run in a
+// directory of the in-memory VFS.
+var errNotHostBacked = errors.New("the working directory is not on a host mount (native commands cannot see the in-memory filesystem)")
+
+// hostDirFor maps a guest directory onto a host mount: the host root of
+// the mount (the jail) and the directory relative to it.
+func (s *Sandbox) hostDirFor(dir string) (jail, rel string, err error) {
+	best := -1
+	for i, m := range s.mounts {
+		g := path.Clean(m.Guest)
+		if dir == g || g == "/" || strings.HasPrefix(dir, g+"/") {
+			if best < 0 || len(g) > len(path.Clean(s.mounts[best].Guest)) {
+				best = i
+			}
+		}
+	}
+	if best < 0 {
+		return "", "", errNotHostBacked
+	}
+	m := s.mounts[best]
+	if m.Mode == vfs.CopyOnWrite {
+		return "", "", errors.New("the working directory is on a copy-on-write mount (its changes live in memory, where native commands cannot see them)")
+	}
+	rel = strings.TrimPrefix(strings.TrimPrefix(dir, path.Clean(m.Guest)), "/")
+	return m.Host, rel, nil
+}
+
+// runNative runs one command of the native lane and copies its (capped)
+// output to the command's streams.
+func (s *Sandbox) runNative(ctx context.Context, c shell.Command) (int, ErrorClass) {
+	name := path.Base(c.Argv[0])
+	stderr := orDiscard(c.Stderr)
+	if allow := s.allowFunc(); allow != nil {
+		if err := allow(name); err != nil {
+			fmt.Fprintf(stderr, "%s: not allowed in this sandbox\n", name)
+			return executor.ExitDenied, ClassDenied
+		}
+	}
+	jail, rel, err := s.hostDirFor(c.Dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return executor.ExitCannotExecute, ClassDenied
+	}
+	argv := append([]string{name}, c.Argv[1:]...)
+	res, err := s.cfg.native.Runner.Run(ctx, native.Request{Argv: argv, Jail: jail, Dir: rel, Stdin: c.Stdin})
+	orDiscard(c.Stdout).Write(res.Stdout)
+	stderr.Write(res.Stderr)
+	if err != nil {
+		msg := err.Error()
+		if res.Reason != "" {
+			msg = res.Reason
+		}
+		fmt.Fprintf(stderr, "%s: %s\n", name, msg)
+	}
+	code := res.ExitCode
+	if err != nil && code == 0 {
+		code = executor.ExitCannotExecute
+	}
+	return code, ErrorClass(res.Class)
+}

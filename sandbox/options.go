@@ -1,0 +1,206 @@
+package sandbox
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/wasmbox/wasmbox/executor/pool"
+	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi"
+)
+
+// Limits bound what a sandbox may consume. A zero field takes its default.
+type Limits struct {
+	// ScriptBytes bounds the script text of one Run, checked before
+	// parsing (default 64 KiB).
+	ScriptBytes int
+	// OutputBytes caps stdout and stderr of one Run, each, enforced while
+	// writing: further output is dropped and Result.Truncated is set
+	// (default 1 MiB).
+	OutputBytes int64
+	// Timeout bounds one Run (default 30 s); the context of Run may end it
+	// sooner.
+	Timeout time.Duration
+	// VFSBytes bounds the bytes of the in-memory filesystem (default
+	// 256 MiB); Files bounds its number of files (default 10,000).
+	VFSBytes int64
+	Files    int64
+	// MemoryPerCommand bounds the linear memory of each command (default
+	// 256 MiB).
+	MemoryPerCommand uint64
+	// ConcurrentCommands bounds the external commands and background jobs
+	// running at once (default 64): a fork-bomb guard.
+	ConcurrentCommands int64
+	// NestingDepth bounds function calls, subshells and command
+	// substitutions alive at once (default 1000), and SpawnDepth the
+	// nesting of commands started by commands (xargs, find -exec;
+	// default 16).
+	NestingDepth int64
+	SpawnDepth   int
+}
+
+// DefaultLimits are the limits of a sandbox built without WithLimits.
+var DefaultLimits = Limits{
+	ScriptBytes:        64 << 10,
+	OutputBytes:        1 << 20,
+	Timeout:            30 * time.Second,
+	VFSBytes:           256 << 20,
+	Files:              10_000,
+	MemoryPerCommand:   256 << 20,
+	ConcurrentCommands: 64,
+	NestingDepth:       1000,
+	SpawnDepth:         16,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.ScriptBytes > 0 {
+		d.ScriptBytes = l.ScriptBytes
+	}
+	if l.OutputBytes > 0 {
+		d.OutputBytes = l.OutputBytes
+	}
+	if l.Timeout > 0 {
+		d.Timeout = l.Timeout
+	}
+	if l.VFSBytes > 0 {
+		d.VFSBytes = l.VFSBytes
+	}
+	if l.Files > 0 {
+		d.Files = l.Files
+	}
+	if l.MemoryPerCommand > 0 {
+		d.MemoryPerCommand = l.MemoryPerCommand
+	}
+	if l.ConcurrentCommands > 0 {
+		d.ConcurrentCommands = l.ConcurrentCommands
+	}
+	if l.NestingDepth > 0 {
+		d.NestingDepth = l.NestingDepth
+	}
+	if l.SpawnDepth > 0 {
+		d.SpawnDepth = l.SpawnDepth
+	}
+	return d
+}
+
+// Option configures a Sandbox. Options never fail: New reports problems.
+type Option func(*config)
+
+type config struct {
+	engine        *Engine
+	limits        Limits
+	workdir       string
+	env           map[string]string
+	mounts        []vfs.MountSpec
+	allow         map[string]bool // nil: every command allowed
+	deterministic *wasi.Deterministic
+	pool          *pool.Pool
+	session       string
+	native        *NativeConfig
+	errs          []error
+}
+
+func defaultConfig() *config {
+	return &config{limits: DefaultLimits, workdir: vfs.UserHome, env: map[string]string{}}
+}
+
+func (c *config) check() error {
+	if len(c.errs) > 0 {
+		return fmt.Errorf("sandbox: %w", c.errs[0])
+	}
+	return nil
+}
+
+// WithEngine runs the sandbox's commands on e instead of the process-wide
+// DefaultEngine.
+func WithEngine(e *Engine) Option { return func(c *config) { c.engine = e } }
+
+// WithLimits sets the limits; zero fields keep their defaults.
+func WithLimits(l Limits) Option { return func(c *config) { c.limits = l.withDefaults() } }
+
+// WithTimeout sets the time limit of each Run (default 30 s).
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.limits.Timeout = d
+		}
+	}
+}
+
+// WithWorkdir sets the initial working directory (default /home/user);
+// it is created if missing.
+func WithWorkdir(dir string) Option {
+	return func(c *config) {
+		if !path.IsAbs(dir) {
+			c.errs = append(c.errs, fmt.Errorf("workdir %q is not an absolute path", dir))
+			return
+		}
+		c.workdir = path.Clean(dir)
+	}
+}
+
+// WithEnv sets an environment variable of the sandbox. Nothing of the host
+// environment is visible unless set this way.
+func WithEnv(key, value string) Option {
+	return func(c *config) {
+		if key == "" || strings.ContainsAny(key, "=\x00") {
+			c.errs = append(c.errs, fmt.Errorf("bad environment variable name %q", key))
+			return
+		}
+		c.env[key] = value
+	}
+}
+
+// WithMount mounts a host directory into the guest namespace: read-only,
+// read-write, or copy-on-write (writes stay in memory).
+func WithMount(m vfs.MountSpec) Option {
+	return func(c *config) { c.mounts = append(c.mounts, m) }
+}
+
+// WithMountSpec is WithMount for the CLI form HOST:GUEST[:ro|:rw|:cow].
+func WithMountSpec(spec string) Option {
+	return func(c *config) {
+		m, err := vfs.ParseMountSpec(spec)
+		if err != nil {
+			c.errs = append(c.errs, err)
+			return
+		}
+		c.mounts = append(c.mounts, m)
+	}
+}
+
+// WithAllow restricts the external commands a script may run to names
+// (e.g. "cat", "grep"; builtins like echo and cd are always available).
+// The check happens where a command starts, so pipes, $( ), source, xargs
+// and find -exec cannot get around it. Calls accumulate.
+func WithAllow(names ...string) Option {
+	return func(c *config) {
+		if c.allow == nil {
+			c.allow = map[string]bool{}
+		}
+		for _, n := range names {
+			if n = strings.TrimSpace(n); n != "" {
+				c.allow[n] = true
+			}
+		}
+	}
+}
+
+// WithDeterministic makes runs reproducible: a fixed wall clock (and fixed
+// file times), a monotonic clock that advances per read, seeded $RANDOM,
+// /dev/random and random_get. The same script twice gives byte-identical
+// output and files.
+func WithDeterministic(seed int64) Option {
+	return func(c *config) {
+		c.deterministic = &wasi.Deterministic{Walltime: wasi.DefaultWalltime, Seed: seed, NanotimeStep: time.Millisecond}
+	}
+}
+
+// WithPool runs every Run of the sandbox through p's interactive lane,
+// under the session name session (for fairness across sessions).
+func WithPool(p *pool.Pool, session string) Option {
+	return func(c *config) { c.pool, c.session = p, session }
+}

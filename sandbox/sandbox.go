@@ -1,0 +1,625 @@
+// Package sandbox is the API that programs embed to run untrusted bash
+// scripts from AI agents: a Sandbox owns a virtual filesystem, a bash
+// interpreter whose state persists across runs, and the WebAssembly tools
+// (coreutils, grep, sed, awk, jq, ...) its commands run as. Nothing a script
+// does reaches the host, except through host directories mounted on purpose
+// and allowlisted native binaries (git).
+//
+//	sb, err := sandbox.New(ctx)
+//	if err != nil { ... }
+//	defer sb.Close()
+//	res, err := sb.Run(ctx, `echo hello | tr a-z A-Z > /tmp/x; cat /tmp/x`)
+//	fmt.Print(res.Stdout) // HELLO
+//
+// # Results
+//
+// Run returns a Result whenever the script ran, even if it failed, timed out
+// or was cancelled: ExitCode is the script's status and ErrorClass says why
+// it ended abnormally (TIMEOUT 124, CANCELLED 125, LIMIT_EXCEEDED, DENIED
+// 126, NOT_FOUND 127). The error is reserved for a sandbox that cannot run at
+// all (closed, or the pool refused the work).
+//
+// # Limits
+//
+// Every limit has a default and an option (see Limits): script size,
+// output per stream, timeout, VFS bytes and files, memory per command,
+// concurrent commands, nesting depth.
+//
+// # Concurrency
+//
+// A Sandbox is safe for concurrent use; Runs are serialized (the shell
+// state is one session). Fork gives an independent sandbox to run in
+// parallel.
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/wasmbox/wasmbox/executor"
+	"github.com/wasmbox/wasmbox/executor/pool"
+	"github.com/wasmbox/wasmbox/shell"
+	"github.com/wasmbox/wasmbox/vfs"
+)
+
+// ErrorClass says why a run ended abnormally; "" for a normal end (whatever
+// the exit status).
+type ErrorClass = executor.Class
+
+// Error classes of a Result.
+const (
+	ClassNone          = executor.ClassNone
+	ClassTimeout       = executor.ClassTimeout
+	ClassCancelled     = executor.ClassCancelled
+	ClassLimitExceeded = executor.ClassLimitExceeded
+	ClassDenied        = executor.ClassDenied
+	ClassNotFound      = executor.ClassNotFound
+)
+
+// Sentinel errors.
+var (
+	// ErrClosed is returned by every method of a closed Sandbox.
+	ErrClosed = errors.New("sandbox: closed")
+	// ErrBusy is returned by Restore while a Run is in progress.
+	ErrBusy = errors.New("sandbox: a run is in progress")
+)
+
+// Result is how a Run ended.
+type Result struct {
+	Stdout   string
+	Stderr   string
+	ExitCode int
+	// ErrorClass is "" for a normal end, else TIMEOUT, CANCELLED,
+	// LIMIT_EXCEEDED, DENIED or NOT_FOUND.
+	ErrorClass ErrorClass
+	// Truncated is set when output went past a limit and was dropped.
+	Truncated bool
+	Duration  time.Duration
+}
+
+// ResultJSON is the JSON form of a Result that `wasmbox run --json` and the
+// HTTP API print, field for field.
+type ResultJSON struct {
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	ExitCode   int    `json:"exit_code"`
+	ErrorClass string `json:"error_class"`
+	Truncated  bool   `json:"truncated"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// JSON returns r in its JSON form.
+func (r Result) JSON() ResultJSON {
+	return ResultJSON{
+		Stdout:     r.Stdout,
+		Stderr:     r.Stderr,
+		ExitCode:   r.ExitCode,
+		ErrorClass: string(r.ErrorClass),
+		Truncated:  r.Truncated,
+		DurationMS: r.Duration.Milliseconds(),
+	}
+}
+
+// Sandbox is one isolated session: a VFS, a shell and its state.
+type Sandbox struct {
+	cfg    *config
+	engine *Engine
+	fs     *vfs.VFS
+	mounts []vfs.MountSpec
+
+	sh *shell.Shell
+
+	runMu   sync.Mutex // serializes Run, Fork, Snapshot, Restore
+	mu      sync.Mutex // guards the fields below
+	env     map[string]string
+	cancels map[int]context.CancelFunc
+	nextRun int
+	closed  bool
+
+	inflight atomic.Int64 // external commands running now
+}
+
+// New returns a sandbox with the default layout (/bin, /usr/bin,
+// /home/user as HOME and working directory, /tmp, /etc, /dev), the embedded
+// tools installed, and the options applied. ctx bounds the setup (the first
+// sandbox of a process compiles the tool module, or loads it from the
+// on-disk compilation cache).
+func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(cfg)
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	eng := cfg.engine
+	if eng == nil {
+		var err error
+		if eng, err = DefaultEngine(ctx); err != nil {
+			return nil, err
+		}
+	}
+	vopts := []vfs.Option{vfs.WithQuota(vfs.Quota{Bytes: cfg.limits.VFSBytes, Files: cfg.limits.Files, FileSize: cfg.limits.VFSBytes})}
+	if cfg.deterministic != nil {
+		d := cfg.deterministic
+		vopts = append(vopts, vfs.WithClock(func() time.Time { return d.Walltime }), vfs.WithRandom(newSeededReader(d.Seed)))
+	}
+	v, err := vfs.NewDefault(vopts...)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if err := eng.exec.Install(v, "/bin", "/usr/bin"); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	for _, m := range cfg.mounts {
+		h, err := vfs.HostDir(m.Host, m.Mode)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: mount %s: %w", m.Host, err)
+		}
+		if err := v.MkdirAll(m.Guest, 0o755); err != nil && m.Guest != "/" {
+			return nil, fmt.Errorf("sandbox: mount point %s: %w", m.Guest, err)
+		}
+		if err := v.Mount(m.Guest, h); err != nil {
+			return nil, fmt.Errorf("sandbox: mount %s at %s: %w", m.Host, m.Guest, err)
+		}
+	}
+	s := &Sandbox{
+		cfg:     cfg,
+		engine:  eng,
+		fs:      v,
+		mounts:  append([]vfs.MountSpec(nil), cfg.mounts...),
+		env:     map[string]string{},
+		cancels: map[int]context.CancelFunc{},
+	}
+	for k, val := range defaultEnv() {
+		s.env[k] = val
+	}
+	for k, val := range cfg.env {
+		s.env[k] = val
+	}
+	if err := v.MkdirAll(cfg.workdir, 0o755); err != nil {
+		return nil, fmt.Errorf("sandbox: workdir %s: %w", cfg.workdir, err)
+	}
+	s.sh, err = shell.New(s.shellConfig(cfg.workdir))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return s, nil
+}
+
+func defaultEnv() map[string]string {
+	return map[string]string{
+		"HOME":    "/home/user",
+		"USER":    "user",
+		"LOGNAME": "user",
+		"PATH":    "/bin:/usr/bin",
+		"SHELL":   "/bin/sh",
+		"PWD":     "/home/user",
+		"TMPDIR":  "/tmp",
+		"LANG":    "C",
+		"LC_ALL":  "C",
+		"TERM":    "dumb",
+	}
+}
+
+func (s *Sandbox) shellConfig(dir string) shell.Config {
+	env := make([]string, 0, len(s.env))
+	for k, v := range s.env {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	uid, gid := uint32(vfs.UserUID), uint32(vfs.UserGID)
+	c := shell.Config{
+		FS:       s.fs,
+		Executor: &commandRunner{s: s},
+		Env:      env,
+		Dir:      dir,
+		Limits: shell.Limits{
+			MaxScriptBytes: s.cfg.limits.ScriptBytes,
+			MaxOutputBytes: s.cfg.limits.OutputBytes,
+			MaxDepth:       s.cfg.limits.NestingDepth,
+			MaxJobs:        s.cfg.limits.ConcurrentCommands,
+		},
+		UID: &uid,
+		GID: &gid,
+	}
+	if d := s.cfg.deterministic; d != nil {
+		seed := uint64(d.Seed)
+		c.Seed = &seed
+	}
+	return c
+}
+
+// Run runs script (bash syntax) and returns how it ended. Its output is
+// collected into the Result, each stream capped at Limits.OutputBytes.
+func (s *Sandbox) Run(ctx context.Context, script string) (Result, error) {
+	var stdout, stderr bytes.Buffer
+	res, err := s.Stream(ctx, script, nil, &stdout, &stderr)
+	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	return res, err
+}
+
+// Stream runs script like Run, but reads standard input from stdin (nil:
+// none) and writes its output to stdout and stderr as it is produced,
+// capped at Limits.OutputBytes each. Result.Stdout and Result.Stderr stay
+// empty. The writers are not used after Stream returns.
+func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	start := time.Now()
+	if len(script) > s.cfg.limits.ScriptBytes {
+		msg := fmt.Sprintf("wasmbox: script is %d bytes, larger than the %d-byte limit\n", len(script), s.cfg.limits.ScriptBytes)
+		io.WriteString(orDiscard(stderr), msg)
+		return Result{ExitCode: 2, ErrorClass: ClassLimitExceeded, Duration: time.Since(start)}, nil
+	}
+	id, runCtx, cancel, err := s.beginRun(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.endRun(id, cancel)
+
+	var res Result
+	work := func(ctx context.Context) error {
+		res = s.run(ctx, script, stdin, stdout, stderr)
+		return nil
+	}
+	if p := s.cfg.pool; p != nil {
+		_, err = p.Submit(runCtx, pool.Job{Run: work, Session: s.cfg.session, Label: "run", Lane: pool.Interactive})
+		if err != nil && res.Duration == 0 {
+			// The pool refused the job or the context ended in the queue.
+			if c := classOfCtx(runCtx); c != ClassNone {
+				return Result{ExitCode: exitFor(c), ErrorClass: c, Duration: time.Since(start)}, nil
+			}
+			return Result{}, fmt.Errorf("sandbox: %w", err)
+		}
+	} else {
+		work(runCtx)
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// run executes a script on the calling goroutine.
+func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) Result {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	rs := &runStatus{}
+	ctx = context.WithValue(ctx, runStatusKey{}, rs)
+	s.sh.SetStdio(stdin, orDiscard(stdout), orDiscard(stderr))
+	defer s.sh.SetStdio(nil, io.Discard, io.Discard)
+	code, err := s.sh.Run(ctx, script)
+	st := s.sh.Stats()
+	res := Result{ExitCode: code, Truncated: st.StdoutTruncated || st.StderrTruncated}
+	switch {
+	case err == nil:
+		res.ErrorClass = rs.classFor(code)
+	case errors.Is(err, context.DeadlineExceeded):
+		res.ErrorClass, res.ExitCode = ClassTimeout, executor.ExitTimeout
+	case errors.Is(err, context.Canceled):
+		res.ErrorClass, res.ExitCode = ClassCancelled, executor.ExitCancelled
+	case errors.Is(err, shell.ErrLimitExceeded):
+		res.ErrorClass = ClassLimitExceeded
+		if res.ExitCode == 0 {
+			res.ExitCode = 1
+		}
+	default:
+		// An internal error of the interpreter (recovered panic): the
+		// host survives, the script fails.
+		res.ExitCode = max(res.ExitCode, 1)
+		fmt.Fprintf(orDiscard(stderr), "wasmbox: %v\n", err)
+	}
+	return res
+}
+
+func (s *Sandbox) beginRun(ctx context.Context) (int, context.Context, context.CancelFunc, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, nil, nil, ErrClosed
+	}
+	runCtx, cancel := context.WithTimeout(ctx, s.cfg.limits.Timeout)
+	s.nextRun++
+	s.cancels[s.nextRun] = cancel
+	return s.nextRun, runCtx, cancel, nil
+}
+
+func (s *Sandbox) endRun(id int, cancel context.CancelFunc) {
+	cancel()
+	s.mu.Lock()
+	delete(s.cancels, id)
+	s.mu.Unlock()
+}
+
+// Cancel cancels every Run in progress: each ends at once with exit status
+// 125 and ErrorClass CANCELLED. The sandbox stays usable.
+func (s *Sandbox) Cancel() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.cancels {
+		c()
+	}
+}
+
+// Close cancels any Run in progress and releases the sandbox. It is
+// idempotent; every later call of another method returns ErrClosed.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	for _, c := range s.cancels {
+		c()
+	}
+	s.mu.Unlock()
+	// Wait for a Run in progress to notice, so that nothing of this
+	// sandbox is still running when Close returns.
+	s.runMu.Lock()
+	s.runMu.Unlock()
+	var errs []error
+	for _, mp := range s.fs.Mounts() {
+		if c, ok := mp.FS.(io.Closer); ok && mp.Path != "/" {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Sandbox) checkOpen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// FS returns the sandbox's filesystem (the guest namespace) for direct use.
+func (s *Sandbox) FS() vfs.FS { return s.fs }
+
+// IOFS returns the sandbox's filesystem as an io/fs.FS rooted at "/".
+func (s *Sandbox) IOFS() fs.FS { return vfs.IOFS(s.fs) }
+
+// Dir returns the shell's current working directory.
+func (s *Sandbox) Dir() string { return s.sh.Dir() }
+
+func (s *Sandbox) abs(name string) string {
+	if !path.IsAbs(name) {
+		name = path.Join(s.sh.Dir(), name)
+	}
+	return path.Clean(name)
+}
+
+// WriteFile writes data to the guest file name (relative names are taken
+// from the working directory), creating or truncating it.
+func (s *Sandbox) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	f, err := s.fs.OpenFile(s.abs(name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	return errors.Join(werr, f.Close())
+}
+
+// ReadFile returns the content of the guest file name.
+func (s *Sandbox) ReadFile(name string) ([]byte, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	f, err := s.fs.Open(s.abs(name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EINVAL}
+	}
+	return io.ReadAll(f)
+}
+
+// ReadDir lists the guest directory name, sorted by name.
+func (s *Sandbox) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	p := strings.TrimPrefix(s.abs(name), "/")
+	if p == "" {
+		p = "."
+	}
+	return fs.ReadDir(vfs.IOFS(s.fs), p)
+}
+
+// Stat describes the guest file name, following symlinks.
+func (s *Sandbox) Stat(name string) (fs.FileInfo, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	return s.fs.Stat(s.abs(name))
+}
+
+// MkdirAll creates the guest directory name and any missing parents.
+func (s *Sandbox) MkdirAll(name string, perm fs.FileMode) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	return s.fs.MkdirAll(s.abs(name), perm)
+}
+
+// Remove removes the guest file or empty directory name.
+func (s *Sandbox) Remove(name string) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	return s.fs.Remove(s.abs(name))
+}
+
+// SetEnv sets (and exports) an environment variable for the following
+// Runs. An empty key or one containing '=' or NUL is an error.
+func (s *Sandbox) SetEnv(key, value string) error {
+	if key == "" || strings.ContainsAny(key, "=\x00") || strings.ContainsRune(value, 0) {
+		return fmt.Errorf("sandbox: bad environment variable %q", key)
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	st, err := s.sh.Snapshot()
+	if err != nil {
+		return err
+	}
+	found := false
+	for i := range st.Vars {
+		if st.Vars[i].Name == key {
+			if st.Vars[i].ReadOnly {
+				return fmt.Errorf("sandbox: %s is read-only", key)
+			}
+			st.Vars[i] = shell.Var{Name: key, Kind: "string", Str: value, Exported: true}
+			found = true
+		}
+	}
+	if !found {
+		st.Vars = append(st.Vars, shell.Var{Name: key, Kind: "string", Str: value, Exported: true})
+	}
+	return s.sh.Restore(st)
+}
+
+// Env returns the exported environment of the shell, "K=V" sorted.
+func (s *Sandbox) Env() []string {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	st, err := s.sh.Snapshot()
+	if err != nil {
+		return nil
+	}
+	var env []string
+	for _, v := range st.Vars {
+		if v.Exported && v.Kind == "string" {
+			env = append(env, v.Name+"="+v.Str)
+		}
+	}
+	sort.Strings(env)
+	return env
+}
+
+// Fork returns an independent copy of the sandbox: the filesystem (copy on
+// write: cheap for any size), the shell state (working directory,
+// variables, functions, aliases, options) and the options. Host mounts are
+// shared (a read-write host mount is the same host directory); copy-on-write
+// mounts are forked.
+func (s *Sandbox) Fork() (*Sandbox, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	st, err := s.sh.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	c := &Sandbox{
+		cfg:     s.cfg,
+		engine:  s.engine,
+		fs:      s.fs.Fork(),
+		mounts:  s.mounts,
+		env:     s.env,
+		cancels: map[int]context.CancelFunc{},
+	}
+	c.sh, err = shell.New(c.shellConfig(st.Dir))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: fork: %w", err)
+	}
+	if err := c.sh.Restore(st); err != nil {
+		return nil, fmt.Errorf("sandbox: fork: %w", err)
+	}
+	return c, nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+func classOfCtx(ctx context.Context) ErrorClass {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return ClassTimeout
+	case errors.Is(ctx.Err(), context.Canceled):
+		return ClassCancelled
+	}
+	return ClassNone
+}
+
+func exitFor(c ErrorClass) int {
+	switch c {
+	case ClassTimeout:
+		return executor.ExitTimeout
+	case ClassCancelled:
+		return executor.ExitCancelled
+	case ClassDenied:
+		return executor.ExitDenied
+	case ClassNotFound:
+		return executor.ExitNotFound
+	}
+	return 1
+}
+
+// runStatus collects, during one Run, how external commands ended, so
+// that the Result can say why the script failed.
+type runStatus struct {
+	mu        sync.Mutex
+	lastCode  int
+	lastClass ErrorClass
+}
+
+type runStatusKey struct{}
+
+func (r *runStatus) note(code int, c ErrorClass) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastCode, r.lastClass = code, c
+}
+
+// classFor returns the class of the script's end: the class of the last
+// external command that ended abnormally, if the script's exit status is
+// that command's status.
+func (r *runStatus) classFor(code int) ErrorClass {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastClass != ClassNone && r.lastCode == code {
+		return r.lastClass
+	}
+	return ClassNone
+}
+
+// newSeededReader returns a deterministic byte stream for /dev/random.
+func newSeededReader(seed int64) io.Reader {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], uint64(seed))
+	return rand.NewChaCha8(key)
+}
