@@ -174,8 +174,8 @@ func findLong(defs []optDef, name string) (*optDef, error) {
 type tool struct {
 	e   *cmd.Env
 	out *bufio.Writer
-	// openErr, when set, formats open errors (quoted name, error text).
-	openErr string
+	// openErr, when set, formats open errors for forEachInput.
+	openErr func(name string, err error) string
 }
 
 func newTool(e *cmd.Env) *tool {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
 )
@@ -26,8 +27,8 @@ func forEachInput(t *tool, files []string, fn func(name string, r io.Reader) err
 		r, closeFn, err := openInput(t.e, name)
 		if err != nil {
 			t.out.Flush()
-			if t.openErr != "" {
-				t.e.Errorf(t.openErr, quote(name), strerror(err))
+			if t.openErr != nil {
+				t.e.Errorf("%s", t.openErr(name, err))
 			} else {
 				t.e.Errorf("%s: %s", name, strerror(err))
 			}
@@ -493,6 +494,9 @@ func revMain(e *cmd.Env) int {
 	if !ok {
 		return st
 	}
+	t.openErr = func(name string, err error) string {
+		return fmt.Sprintf("cannot open %s: %s", name, strerror(err))
+	}
 	w := t.out
 	status := forEachInput(t, files, func(name string, r io.Reader) error {
 		lr := newLineReader(r, '\n')
@@ -510,6 +514,17 @@ func revMain(e *cmd.Env) int {
 			for i, j := 0, len(buf)-1; i < j; i, j = i+1, j-1 {
 				buf[i], buf[j] = buf[j], buf[i]
 			}
+			if !utf8.Valid(body) {
+				// Not UTF-8: the bytes reversed, as in the C locale.
+			} else if !isASCII(body) {
+				// UTF-8 text: reverse characters, not bytes.
+				buf = buf[:0]
+				for end := len(body); end > 0; {
+					_, size := utf8.DecodeLastRune(body[:end])
+					buf = append(buf, body[end-size:end]...)
+					end -= size
+				}
+			}
 			w.Write(buf)
 			if len(body) < len(line) {
 				w.WriteByte('\n')
@@ -517,6 +532,15 @@ func revMain(e *cmd.Env) int {
 		}
 	})
 	return t.flush(status)
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 const tacHelp = `Write each FILE to standard output, last line first.
@@ -549,7 +573,9 @@ func tacMain(e *cmd.Env) int {
 			sep = o.val
 		}
 	}
-	t.openErr = "failed to open %s for reading: %s"
+	t.openErr = func(name string, err error) string {
+		return fmt.Sprintf("failed to open %s for reading: %s", quote(name), strerror(err))
+	}
 	var re *Regex
 	if isRe {
 		var err error

@@ -766,7 +766,7 @@ func sortMain(e *cmd.Env) int {
 	s := &sorter{tab: -1, seed: 0x9e3779b97f4a7c15}
 	var global sortKey
 	var keys []sortKey
-	check, quiet := false, false
+	check, quiet, merge := false, false, false
 	output := ""
 	delim := byte('\n')
 	for _, o := range opts {
@@ -794,6 +794,8 @@ func sortMain(e *cmd.Env) int {
 			}
 		case "C":
 			check, quiet = true, true
+		case "merge":
+			merge = true
 		case "key":
 			k, err := parseKeyDef(o.val)
 			if err != nil {
@@ -856,6 +858,7 @@ func sortMain(e *cmd.Env) int {
 	status := 0
 	var recs [][]byte
 	var recFile []string
+	var runs [][][]byte // -m: the already sorted inputs
 	for _, name := range files {
 		data, err := readAllInput(e, name)
 		if err != nil {
@@ -867,6 +870,10 @@ func sortMain(e *cmd.Env) int {
 				recs = append(recs, r)
 				recFile = append(recFile, name)
 			}
+			continue
+		}
+		if merge {
+			runs = append(runs, splitRecords(data, delim))
 			continue
 		}
 		all = append(all, data...)
@@ -890,8 +897,12 @@ func sortMain(e *cmd.Env) int {
 		}
 		return 0
 	}
-	recs = splitRecords(all, delim)
-	s.sortRecords(recs)
+	if merge {
+		recs = s.mergeRuns(runs)
+	} else {
+		recs = splitRecords(all, delim)
+		s.sortRecords(recs)
+	}
 	if s.unique {
 		out := recs[:0]
 		for i, r := range recs {
@@ -929,6 +940,30 @@ func sortMain(e *cmd.Env) int {
 		return status
 	}
 	return t.flush(status)
+}
+
+// mergeRuns merges sorted inputs (sort -m): it repeatedly takes the
+// smallest head, the earliest input winning ties, as GNU does; inputs that
+// are not sorted are not repaired.
+func (s *sorter) mergeRuns(runs [][][]byte) [][]byte {
+	var out [][]byte
+	pos := make([]int, len(runs))
+	for {
+		best := -1
+		for i, r := range runs {
+			if pos[i] >= len(r) {
+				continue
+			}
+			if best < 0 || s.compare(r[pos[i]], runs[best][pos[best]]) < 0 {
+				best = i
+			}
+		}
+		if best < 0 {
+			return out
+		}
+		out = append(out, runs[best][pos[best]])
+		pos[best]++
+	}
 }
 
 // sortRec is a line with its keys extracted once, so that the n log n

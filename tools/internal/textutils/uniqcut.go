@@ -391,7 +391,7 @@ func cutMain(e *cmd.Env) int {
 		switch o.name {
 		case "bytes", "characters", "fields":
 			if mode != 0 {
-				e.Errorf("only one type of list may be specified")
+				e.Errorf("only one list may be specified")
 				t.usageHint()
 				return 1
 			}

@@ -68,12 +68,14 @@ func wcCount(r io.Reader) (wcCounts, error) {
 				pos++
 				inWord = false
 			default:
-				if b >= 0x20 && b < 0x7f {
+				// Printable characters make words; other bytes (control,
+				// non-ASCII in the C locale) neither start nor end one.
+				if b > 0x20 && b < 0x7f {
 					pos++
-				}
-				if !inWord {
-					c.words++
-					inWord = true
+					if !inWord {
+						c.words++
+						inWord = true
+					}
 				}
 			}
 		}
