@@ -436,3 +436,11 @@ func (h *hostRaw) Lchtimes(name string, atime, mtime time.Time) error {
 	}
 	return rewrap("lchtimes", name, h.lchtimesAt(name, atime, mtime))
 }
+
+var (
+	_ FS = (*HostFS)(nil)
+	_ FS = (*hostRaw)(nil)
+	_ FS = (*cowFS)(nil)
+	_ FS = (*mountTable)(nil)
+	_ FS = (*resolving)(nil)
+)
