@@ -96,7 +96,7 @@ loop:
 		for _, f := range progFiles {
 			data, err := readAllInput(e, f)
 			if err != nil {
-				fmt.Fprintf(e.Stderr, "awk: fatal: can't open source file %s for reading: %s\n", quoteAwk(f), strerror(err))
+				fmt.Fprintf(e.Stderr, "awk: fatal: cannot open source file %s for reading: %s\n", quoteAwk(f), strerror(err))
 				return 2
 			}
 			src.Write(data)
@@ -134,13 +134,20 @@ loop:
 	if err != nil {
 		var pe *parser.ParseError
 		if errors.As(err, &pe) {
-			fmt.Fprintf(e.Stderr, "awk: syntax error at line %d, column %d: %s\n", pe.Position.Line, pe.Position.Column, pe.Message)
-			lines := strings.Split(src.String(), "\n")
-			if pe.Position.Line-1 < len(lines) {
-				line := lines[pe.Position.Line-1]
-				fmt.Fprintf(e.Stderr, "awk: %s\nawk: %s^\n", line, strings.Repeat(" ", max(0, pe.Position.Column-1)))
+			// gawk's layout: the source line, then a caret under the
+			// column with the message.
+			where := fmt.Sprintf("cmd. line:%d", pe.Position.Line)
+			if len(progFiles) == 1 {
+				where = fmt.Sprintf("%s:%d", progFiles[0], pe.Position.Line)
 			}
-			return 2
+			lines := strings.Split(src.String(), "\n")
+			line := ""
+			if pe.Position.Line-1 < len(lines) {
+				line = lines[pe.Position.Line-1]
+			}
+			fmt.Fprintf(e.Stderr, "awk: %s: %s\nawk: %s: %s^ %s\n", where, line, where,
+				strings.Repeat(" ", max(0, pe.Position.Column-1)), pe.Message)
+			return 1
 		}
 		fmt.Fprintf(e.Stderr, "awk: %s\n", err)
 		return 2
@@ -183,6 +190,15 @@ func awkErrorText(err error) string {
 		return fmt.Sprintf("fatal: cannot open file %s for reading: %s", quoteAwk(pe.Path), strerror(pe.Err))
 	}
 	s := err.Error()
+	if rest, ok := strings.CutPrefix(s, "output redirection error: open "); ok {
+		if i := strings.LastIndex(rest, ": "); i >= 0 {
+			msg := rest[i+2:]
+			if msg != "" {
+				msg = strings.ToUpper(msg[:1]) + msg[1:]
+			}
+			return fmt.Sprintf("fatal: cannot redirect to %s: %s", quoteAwk(rest[:i]), msg)
+		}
+	}
 	if strings.Contains(s, "due to NoExec") {
 		return "fatal: pipes to and from commands are not supported in the sandbox (use system())"
 	}
