@@ -77,13 +77,27 @@ func (s *Shell) builtin(ctx context.Context, hc interp.HandlerContext, rs *runSt
 // guard runs src (a statement the sanitizer took out of a pipeline or a
 // background job) on the calling runner, recovering a panic of the
 // interpreter: it stops the Run with a *PanicError instead of the process.
+// The pipelines and jobs inside src are guarded now, one level at a time.
 func (s *Shell) guard(ctx context.Context, hc interp.HandlerContext, src string) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = s.curRun().fail(&PanicError{Value: v, Stack: debug.Stack()})
 		}
 	}()
-	return hc.Builtin(ctx, []string{"eval", src})
+	file, err := parse(src, "")
+	if err == nil {
+		err = guardGoroutines(file)
+	}
+	if err != nil {
+		fmt.Fprintf(hc.Stderr, "bash: %v\n", err)
+		return status(2)
+	}
+	var sb strings.Builder
+	if err := syntax.NewPrinter().Print(&sb, file); err != nil {
+		fmt.Fprintf(hc.Stderr, "bash: %v\n", err)
+		return status(2)
+	}
+	return hc.Builtin(ctx, []string{"eval", sb.String()})
 }
 
 // setVars assigns variables in the caller's scope by running assignments

@@ -12,6 +12,10 @@ import (
 
 func TestHostileInputs(t *testing.T) {
 	nested := strings.Repeat("$(echo ", 500) + "x" + strings.Repeat(")", 500)
+	nestedPipes := "echo x"
+	for range 40 {
+		nestedPipes = "{ " + nestedPipes + " | cat; }" // guard texts must not nest (exponential quoting)
+	}
 	cases := []struct {
 		name      string
 		script    string
@@ -27,6 +31,8 @@ func TestHostileInputs(t *testing.T) {
 		{name: "invalid UTF-8 source", script: "echo \xff\xfe", wantCode: 2, stderr: "invalid UTF-8"},
 		{name: "invalid UTF-8 data", script: `echo $'\xff\xfe' "$(printf '\xc3')"`, stdout: "\xff\xfe \xc3\n"},
 		{name: "500 nested $( )", script: "echo " + nested, stdout: "x\n"},
+		{name: "20000-command pipeline", script: strings.Repeat("a|", 20000) + "cat", wantCode: 2, wantLimit: "pipeline length"},
+		{name: "40 nested pipelines", script: nestedPipes, stdout: "x\n"},
 		{name: "fork bomb", script: `f(){ f|f& }; f; sleep 5`, wantCode: 1, wantErr: ErrLimitExceeded},
 		{name: "classic fork bomb", script: `:(){ :|:& };:; sleep 5`, wantCode: 1, wantErr: ErrLimitExceeded},
 		{name: "doubling in while", script: `x=1; while true; do x=$x$x; done`, wantCode: 1, wantLimit: "variable size"},

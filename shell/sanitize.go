@@ -117,34 +117,45 @@ func (s *Shell) sanitize(node syntax.Node) error {
 	if err != nil {
 		return err
 	}
+	if pipelineTooLong(node) {
+		return &LimitError{Limit: "pipeline length", Max: maxPipeline}
+	}
 	return guardGoroutines(node)
 }
 
 // guardGoroutines replaces what the interpreter runs in its own goroutines
 // (the left side of a pipeline, a background job) by a guardCmd call
-// holding its source. Innermost first, so that the source of an outer
-// statement already holds its guarded inner ones.
+// holding its source. Only the outermost sites are replaced: the guard
+// itself applies guardGoroutines to its source when it runs (see
+// Shell.guard), so the text of a statement is never quoted into another
+// guard's text (nested quoting would grow exponentially with depth).
 func guardGoroutines(node syntax.Node) error {
 	type site struct {
 		pipe *syntax.BinaryCmd
 		bg   *syntax.Stmt
 	}
 	var sites []site
-	syntax.Walk(node, func(n syntax.Node) bool {
+	var visit func(n syntax.Node) bool
+	visit = func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.BinaryCmd:
-			if (n.Op == syntax.Pipe || n.Op == syntax.PipeAll) && !isGuard(n.X) {
-				sites = append(sites, site{pipe: n})
+			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
+				if !isGuard(n.X) {
+					sites = append(sites, site{pipe: n})
+				}
+				syntax.Walk(n.Y, visit) // runs in the current goroutine
+				return false
 			}
 		case *syntax.Stmt:
 			if (n.Background || n.Disown) && !isGuardCall(n.Cmd) {
 				sites = append(sites, site{bg: n})
+				return false
 			}
 		}
 		return true
-	})
-	for i := len(sites) - 1; i >= 0; i-- {
-		st := sites[i]
+	}
+	syntax.Walk(node, visit)
+	for _, st := range sites {
 		if st.pipe != nil {
 			g, err := guardStmt(st.pipe.X)
 			if err != nil {
@@ -170,6 +181,36 @@ func guardGoroutines(node syntax.Node) error {
 		st.bg.Negated = false
 	}
 	return nil
+}
+
+// maxPipeline bounds the commands of one pipeline: each runs in its own
+// goroutine with its own OS pipe.
+const maxPipeline = 256
+
+// pipelineTooLong reports a pipeline of more than maxPipeline commands.
+func pipelineTooLong(node syntax.Node) bool {
+	memo := map[*syntax.BinaryCmd]int{}
+	var size func(st *syntax.Stmt) int
+	size = func(st *syntax.Stmt) int {
+		b, ok := st.Cmd.(*syntax.BinaryCmd)
+		if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) {
+			return 1
+		}
+		if n, ok := memo[b]; ok {
+			return n
+		}
+		n := size(b.X) + size(b.Y)
+		memo[b] = n
+		return n
+	}
+	long := false
+	syntax.Walk(node, func(n syntax.Node) bool {
+		if st, ok := n.(*syntax.Stmt); ok && !long && size(st) > maxPipeline {
+			long = true
+		}
+		return !long
+	})
+	return long
 }
 
 func guardStmt(st *syntax.Stmt) (*syntax.Stmt, error) {

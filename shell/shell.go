@@ -368,6 +368,10 @@ func (s *Shell) runTop(rs *runState, script string) (int, error) {
 		return 2, nil
 	}
 	if err := s.sanitize(file); err != nil {
+		if le, ok := errors.AsType[*LimitError](err); ok {
+			fmt.Fprintf(rs.stderr, "wasmbox: %v\n", le)
+			return 2, le
+		}
 		fmt.Fprintf(rs.stderr, "bash: %v\n", err)
 		return 2, nil
 	}
