@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/sandbox"
+)
+
+func init() { subcommands = append(subcommands, newRunCmd, newShellCmd) }
+
+// sandboxFlags are the flags shared by run and shell.
+type sandboxFlags struct {
+	timeout       time.Duration
+	workdir       string
+	mounts        []string
+	env           []string
+	allow         []string
+	native        []string
+	memory        string
+	deterministic bool
+}
+
+func (f *sandboxFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.DurationVar(&f.timeout, "timeout", sandbox.DefaultLimits.Timeout, "time limit of a script, e.g. 500ms, 10s (exit 124, TIMEOUT)")
+	fl.StringVar(&f.workdir, "workdir", "/home/user", "initial working directory (a guest path; created if missing)")
+	fl.StringArrayVar(&f.mounts, "mount", nil, "map a host directory into the sandbox, HOST:GUEST[:ro|:rw|:cow] (default ro; repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "set an environment variable, K=V (repeatable); nothing of the host environment is visible otherwise")
+	fl.StringSliceVar(&f.allow, "allow", nil, "allow only these external commands, CMD,... (builtins always work; repeatable)")
+	fl.StringSliceVar(&f.native, "native", nil, "run these allowlisted host binaries natively, e.g. git (only inside rw/ro host mounts)")
+	fl.StringVar(&f.memory, "memory", "", "memory limit of each command, e.g. 64MiB (default 256MiB)")
+	fl.BoolVar(&f.deterministic, "deterministic", false, "fixed clock and file times, seeded $RANDOM and /dev/random: reproducible runs")
+}
+
+// options turns the flags into sandbox options, or a usage error.
+func (f *sandboxFlags) options() ([]sandbox.Option, error) {
+	var opts []sandbox.Option
+	if f.timeout <= 0 {
+		return nil, fmt.Errorf("--timeout must be positive, got %v", f.timeout)
+	}
+	lim := sandbox.DefaultLimits
+	lim.Timeout = f.timeout
+	if f.memory != "" {
+		n, err := runtime.ParseBytes(f.memory)
+		if err != nil {
+			return nil, fmt.Errorf("--memory: %w", err)
+		}
+		lim.MemoryPerCommand = n
+	}
+	opts = append(opts, sandbox.WithLimits(lim), sandbox.WithWorkdir(f.workdir))
+	for _, m := range f.mounts {
+		opts = append(opts, sandbox.WithMountSpec(m))
+	}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--env %q: want K=V", kv)
+		}
+		opts = append(opts, sandbox.WithEnv(k, v))
+	}
+	if len(f.allow) > 0 {
+		opts = append(opts, sandbox.WithAllow(f.allow...))
+	}
+	if len(f.native) > 0 {
+		opts = append(opts, sandbox.WithNative(f.native...))
+	}
+	if f.deterministic {
+		opts = append(opts, sandbox.WithDeterministic(1))
+	}
+	return opts, nil
+}
+
+// engine returns the sandbox engine for the root flags, telling a terminal
+// user when the first compile of the tools takes a while.
+func (a *app) engine(ctx context.Context) (*sandbox.Engine, error) {
+	done := make(chan struct{})
+	defer close(done)
+	if a.stderrIsTerminal() {
+		go func() {
+			select {
+			case <-done:
+			case <-time.After(compileNotice):
+				fmt.Fprintln(a.stderr, "wasmbox: compiling the tools (first run; cached afterwards)...")
+			}
+		}()
+	}
+	return sandbox.NewEngine(ctx, runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache})
+}
+
+func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (*sandbox.Sandbox, error) {
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	eng, err := a.engine(ctx)
+	if err != nil {
+		return nil, a.fail(err)
+	}
+	sb, err := sandbox.New(ctx, append(opts, sandbox.WithEngine(eng))...)
+	if err != nil {
+		return nil, a.fail(err)
+	}
+	return sb, nil
+}
+
+// signalContext is cancelled by SIGINT or SIGTERM.
+func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+func newRunCmd(a *app) *cobra.Command {
+	var (
+		f      sandboxFlags
+		script string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] [-c SCRIPT | FILE | -]",
+		Short: "Run a bash script in a fresh sandbox",
+		Long: `Run a bash script in a fresh sandbox: the script comes from -c, from
+FILE (a host file), or from standard input. Its commands (coreutils, grep,
+sed, awk, jq, ...) run as WebAssembly against an in-memory filesystem; the
+host is reached only through --mount and --native. Output is streamed; the
+exit status is the script's (124 timeout, 125 cancelled, 126 denied,
+127 not found).
+
+With --json, exactly one JSON object is printed:
+{"stdout","stderr","exit_code","error_class","truncated","duration_ms"}.`,
+		Example: `  wasmbox run -c 'echo hello | tr a-z A-Z'
+  wasmbox run --mount .:/work:ro --workdir /work -c 'grep -rn TODO . | head'
+  wasmbox run --json --timeout 2s script.sh
+  echo 'ls -l /' | wasmbox run`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			src, stdin, err := a.scriptSource(cmd, script, args)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			sb, err := a.newSandbox(ctx, &f)
+			if err != nil {
+				return err
+			}
+			defer sb.Close()
+			if asJSON {
+				var stdout, stderr cappedWriter
+				stdout.limit, stderr.limit = outputCap, outputCap
+				res, err := sb.Stream(ctx, src, stdin, &stdout, &stderr)
+				if err != nil {
+					return a.fail(err)
+				}
+				res.Stdout, res.Stderr = stdout.String(), stderr.String()
+				res.Truncated = res.Truncated || stdout.truncated || stderr.truncated
+				enc := json.NewEncoder(a.stdout)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(res.JSON()); err != nil {
+					return a.fail(err)
+				}
+				a.exit = res.ExitCode
+				return nil
+			}
+			out := bufio.NewWriter(a.stdout)
+			res, err := sb.Stream(ctx, src, stdin, flushWriter{out}, a.stderr)
+			out.Flush()
+			if err != nil {
+				return a.fail(err)
+			}
+			if res.Truncated {
+				fmt.Fprintln(a.stderr, "wasmbox: output truncated at the limit")
+			}
+			a.exit = res.ExitCode
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVarP(&script, "command", "c", "", "the script to run")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object {"stdout","stderr","exit_code","error_class","truncated","duration_ms"}`)
+	return cmd
+}
+
+// scriptSource returns the script and the script's standard input.
+func (a *app) scriptSource(cmd *cobra.Command, script string, args []string) (string, io.Reader, error) {
+	const max = 64 << 10 // read a little past the limit: the sandbox reports it
+	switch {
+	case cmd.Flags().Changed("command"):
+		if len(args) > 0 {
+			return "", nil, errors.New("run: give -c SCRIPT or FILE, not both")
+		}
+		return script, a.stdin, nil
+	case len(args) == 1 && args[0] != "-":
+		fh, err := os.Open(args[0])
+		if err != nil {
+			return "", nil, a.fail(err)
+		}
+		defer fh.Close()
+		b, err := io.ReadAll(io.LimitReader(fh, 16*max))
+		if err != nil {
+			return "", nil, a.fail(err)
+		}
+		return string(b), a.stdin, nil
+	default:
+		if a.stdin == nil {
+			return "", nil, errors.New("run: no script (give -c SCRIPT, FILE, or a script on standard input)")
+		}
+		b, err := io.ReadAll(io.LimitReader(a.stdin, 16*max))
+		if err != nil {
+			return "", nil, a.fail(err)
+		}
+		return string(b), nil, nil
+	}
+}
+
+// flushWriter flushes after every write so that output streams.
+type flushWriter struct{ w *bufio.Writer }
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.w.Flush()
+	}
+	return n, err
+}
+
+// cappedWriter keeps the first limit bytes and drops (but accepts) the rest.
+type cappedWriter struct {
+	buf       bytes.Buffer
+	limit     int
+	truncated bool
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	room := c.limit - c.buf.Len()
+	if len(p) > room {
+		c.buf.Write(p[:max(room, 0)])
+		c.truncated = true
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+func (c *cappedWriter) String() string { return c.buf.String() }
