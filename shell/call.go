@@ -128,6 +128,10 @@ func (s *Shell) rewrite(hc interp.HandlerContext, wrapper, args []string) []stri
 		if strings.TrimSpace(src) == "" {
 			return args
 		}
+		if max := int64(s.lim.MaxScriptBytes) * 16; int64(len(src)) > max {
+			s.curRun().fail(&LimitError{Limit: "script size", Max: max})
+			return fail("2", "eval: script too large")
+		}
 		text, err := s.sanitizeSource(src, "", true)
 		if err != nil {
 			if _, ok := err.(syntax.ParseError); ok {
@@ -228,6 +232,9 @@ func (s *Shell) rewriteTrap(wrapper, args []string) []string {
 	}
 	if len(sigs) == 0 {
 		return []string{sentinel, "true"}
+	}
+	if max := s.lim.MaxScriptBytes * 16; len(callback) > max {
+		return []string{sentinel, "wasmbox-fail", "2", "trap: command too large"}
 	}
 	if callback != "" && callback != "-" {
 		text, err := s.sanitizeSource(callback, "trap", false)

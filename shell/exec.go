@@ -380,6 +380,9 @@ func (s *Shell) runChild(ctx context.Context, hc interp.HandlerContext, rs *runS
 		return rs.fail(&LimitError{Limit: "nesting depth", Max: rs.lim.MaxDepth})
 	}
 	defer rs.frames.Add(-1)
+	if max := int64(s.lim.MaxScriptBytes) * 16; int64(len(script)) > max {
+		return rs.fail(&LimitError{Limit: "script size", Max: max})
+	}
 	file, err := parse(script, name)
 	if err != nil {
 		fmt.Fprintf(hc.Stderr, "%s: %s\n", name, syntaxMessage(err))
