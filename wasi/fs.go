@@ -107,12 +107,26 @@ func accessMode(flag experimentalsys.Oflag) experimentalsys.Oflag {
 	return flag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY)
 }
 
+// WASI has no file modes: wazero creates every file with 0600 and every
+// directory with 0700. The adapter gives them the modes a POSIX process
+// with umask 022 would get instead, so that files written by a command
+// look like files written by the shell.
+const (
+	wasiFilePerm    fs.FileMode = 0o600
+	wasiDirPerm     fs.FileMode = 0o700
+	defaultFilePerm fs.FileMode = 0o644
+	defaultDirPerm  fs.FileMode = 0o755
+)
+
 // OpenFile implements experimentalsys.FS.OpenFile.
 func (a *adapterFS) OpenFile(name string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
 	p := vpath(name)
 	writable := accessMode(flag) != experimentalsys.O_RDONLY
 	if flag&experimentalsys.O_DIRECTORY != 0 && writable {
 		return nil, experimentalsys.EISDIR
+	}
+	if perm == wasiFilePerm {
+		perm = defaultFilePerm
 	}
 	af, err := a.fsys.OpenFile(p, toOSFlag(flag), perm)
 	if err != nil {
@@ -158,6 +172,9 @@ func (a *adapterFS) Stat(name string) (sys.Stat_t, experimentalsys.Errno) {
 
 // Mkdir implements experimentalsys.FS.Mkdir.
 func (a *adapterFS) Mkdir(name string, perm fs.FileMode) experimentalsys.Errno {
+	if perm == wasiDirPerm {
+		perm = defaultDirPerm
+	}
 	errno := toErrno(a.fsys.Mkdir(vpath(name), perm))
 	if errno == experimentalsys.ENOTDIR {
 		// mkdir("file/x"): the parent is not a directory. WASI (like
