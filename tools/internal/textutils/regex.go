@@ -661,9 +661,9 @@ type Regex struct {
 	icase   bool
 	// multiline: ^ and $ match around embedded newlines too.
 	multiline bool
-	// lit is a string every match contains (lower case when litFold):
-	// input without it cannot match, which a fast search finds out.
-	lit     []byte
+	// lits are strings of which every match contains one (lower case when
+	// litFold): input without any cannot match, which a fast search finds.
+	lits    [][]byte
 	litFold bool
 	// wordGroup is the group holding the match proper under grep -w.
 	wordGroup int
@@ -706,15 +706,58 @@ func compilePerl(pats []string, o regexOpts) (*Regex, error) {
 	return r, nil
 }
 
-// mayMatch is the literal prefilter.
+// mayMatch is the literal prefilter: input containing none of the
+// alternatives in lits cannot match.
 func (r *Regex) mayMatch(b []byte) bool {
-	if len(r.lit) == 0 {
+	if len(r.lits) == 0 {
 		return true
 	}
-	if !r.litFold {
-		return bytes.Contains(b, r.lit)
+	for _, lit := range r.lits {
+		if !r.litFold {
+			if bytes.Contains(b, lit) {
+				return true
+			}
+		} else if indexFold(b, lit) >= 0 {
+			return true
+		}
 	}
-	return indexFold(b, r.lit) >= 0
+	return false
+}
+
+// requiredAny returns literals of which every match of n contains at
+// least one ("error|warning" gives both), or nil.
+func requiredAny(n *node, fold bool) [][]byte {
+	if l := requiredLit(n, fold); len(l) > 0 {
+		return [][]byte{l}
+	}
+	switch n.kind {
+	case nAlt:
+		var out [][]byte
+		for _, s := range n.sub {
+			ls := requiredAny(s, fold)
+			if ls == nil {
+				return nil
+			}
+			out = append(out, ls...)
+		}
+		if len(out) > 16 {
+			return nil // too many to be a cheap test
+		}
+		return out
+	case nGroup:
+		return requiredAny(n.sub[0], fold)
+	case nRep:
+		if n.min >= 1 {
+			return requiredAny(n.sub[0], fold)
+		}
+	case nCat:
+		for _, s := range n.sub {
+			if ls := requiredAny(s, fold); ls != nil {
+				return ls
+			}
+		}
+	}
+	return nil
 }
 
 // indexFold finds lit (lower case ASCII) in b ignoring ASCII case.
@@ -887,7 +930,7 @@ func compileRegexes(pats []string, o regexOpts) (*Regex, error) {
 		r.wordGroup = total
 	}
 	r.litFold = o.icase
-	r.lit = requiredLit(root, o.icase)
+	r.lits = requiredAny(root, o.icase)
 	var b strings.Builder
 	b.WriteString("(?s)")
 	if o.icase {

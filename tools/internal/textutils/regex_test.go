@@ -2,6 +2,7 @@ package textutils
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -172,6 +173,37 @@ func TestRegexFindAll(t *testing.T) {
 				t.Errorf("%q on %q: got %q want %q", tc.pat, tc.in, got, tc.want)
 				break
 			}
+		}
+	}
+}
+
+func TestRegexPrefilterLiterals(t *testing.T) {
+	for _, tc := range []struct {
+		pat   string
+		ere   bool
+		icase bool
+		want  string
+	}{
+		{`abc`, false, false, "abc"},
+		{`err[a-z]*r`, false, false, "err"},
+		{`error|warning`, true, false, "error,warning"},
+		{`^[0-9]+ (kill|wasm)`, true, false, " "},
+		{`(kill|wasm)x`, true, false, "x"},
+		{`x*`, false, false, ""},
+		{`a|b*`, true, false, ""},
+		{`Hello`, false, true, "hello"},
+		{`\(ab\)\{2\}`, false, false, "ab"},
+	} {
+		re, err := compileRegex(tc.pat, regexOpts{ere: tc.ere, icase: tc.icase})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range re.lits {
+			got = append(got, string(l))
+		}
+		if s := strings.Join(got, ","); s != tc.want {
+			t.Errorf("%q: literals %q, want %q", tc.pat, s, tc.want)
 		}
 	}
 }
