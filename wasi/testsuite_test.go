@@ -43,7 +43,7 @@ var suiteFilesystems = []struct {
 	// rust/path_rename: vfs.HostDir's Rename of a directory over an
 	// existing empty directory fails with EEXIST (os.Root.Rename refuses
 	// it, like os.Rename); rename(2) replaces the empty directory.
-	{name: "hostdir-rw", new: func(t testing.TB) vfs.FS { return mustHostDir(t, vfs.ReadWrite) }, floor: testsuiteFloor - 1},
+	{name: "hostdir-rw", new: func(t testing.TB) vfs.FS { return mustHostDir(t, vfs.ReadWrite) }},
 	{name: "hostdir-cow", new: func(t testing.TB) vfs.FS { return mustHostDir(t, vfs.CopyOnWrite) }},
 	// The host kernel through os (osfs_test.go): a cross-check of the
 	// adapter against real POSIX semantics.
