@@ -1,9 +1,13 @@
 package sandbox
 
 import (
+	"log/slog"
+
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
+	"github.com/wasmbox/wasmbox/audit"
 	"path"
 	"strings"
 
@@ -28,6 +32,8 @@ type NativeConfig struct {
 // WithNative routes the named binaries (e.g. "git") to the native lane with
 // the default policy (git: status, log, diff, show, rev-parse, ls-files,
 // branch, add, commit; dangerous flags and config injection denied).
+// Every policy decision and native exec is written to the audit log of
+// WithAudit, if any.
 func WithNative(names ...string) Option {
 	return func(c *config) {
 		pol := native.DefaultPolicy()
@@ -47,19 +53,38 @@ func WithNative(names ...string) Option {
 			use = append(use, n)
 		}
 		pol.Binaries = kept
-		rn, err := native.New(native.Config{Policy: &pol})
-		if err != nil {
-			c.errs = append(c.errs, fmt.Errorf("native lane: %w", err))
-			return
-		}
-		c.native = &NativeConfig{Runner: rn, Names: use}
+		c.native = &NativeConfig{Names: use}
+		c.nativePolicy = &pol
 	}
 }
 
-// WithNativeRunner routes names to a native lane with a policy of the
-// caller's.
+// WithNativeRunner routes names to a native lane with a runner (and
+// policy) of the caller's.
 func WithNativeRunner(r *native.Runner, names ...string) Option {
-	return func(c *config) { c.native = &NativeConfig{Runner: r, Names: names} }
+	return func(c *config) { c.native = &NativeConfig{Runner: r, Names: names}; c.nativePolicy = nil }
+}
+
+// buildNative creates the native runner of WithNative, reporting policy
+// decisions to the audit log.
+func (c *config) buildNative() error {
+	if c.native == nil || c.native.Runner != nil || c.nativePolicy == nil {
+		return nil
+	}
+	cfg := native.Config{Policy: c.nativePolicy}
+	if l := c.audit; l != nil {
+		session := c.session
+		cfg.OnDecision = func(ctx context.Context, d native.Decision) {
+			allowed := d.Allowed
+			l.Log(ctx, audit.Event{Kind: "decision", Session: session, Argv: d.Argv, Allowed: &allowed, Reason: d.Reason,
+				Attrs: []slog.Attr{slog.String("binary", d.Binary), slog.String("dir", d.Dir)}})
+		}
+	}
+	rn, err := native.New(cfg)
+	if err != nil {
+		return fmt.Errorf("native lane: %w", err)
+	}
+	c.native.Runner = rn
+	return nil
 }
 
 func knownNative(p native.Policy) string {
@@ -127,6 +152,15 @@ func (s *Sandbox) runNative(ctx context.Context, c shell.Command) (int, ErrorCla
 	}
 	argv := append([]string{name}, c.Argv[1:]...)
 	res, err := s.cfg.native.Runner.Run(ctx, native.Request{Argv: argv, Jail: jail, Dir: rel, Stdin: c.Stdin})
+	if l := s.cfg.audit; l != nil {
+		ev := audit.Event{Kind: "native", JobID: uuid.NewString(), Session: s.cfg.session, Argv: argv,
+			Start: res.Start, End: res.Start.Add(res.Duration), Exit: res.ExitCode, Class: string(res.Class), Truncated: res.Truncated}
+		if res.Reason != "" {
+			denied := false
+			ev.Allowed, ev.Reason = &denied, res.Reason
+		}
+		l.Log(ctx, ev)
+	}
 	orDiscard(c.Stdout).Write(res.Stdout)
 	stderr.Write(res.Stderr)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wasmbox/wasmbox/audit"
+	"github.com/wasmbox/wasmbox/executor/native"
 	"github.com/wasmbox/wasmbox/executor/pool"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
@@ -100,6 +102,9 @@ type config struct {
 	pool          *pool.Pool
 	session       string
 	native        *NativeConfig
+	nativePolicy  *native.Policy
+	audit         *audit.Logger
+	redactor      *audit.Redactor
 	errs          []error
 }
 
@@ -110,6 +115,9 @@ func defaultConfig() *config {
 func (c *config) check() error {
 	if len(c.errs) > 0 {
 		return fmt.Errorf("sandbox: %w", c.errs[0])
+	}
+	if err := c.buildNative(); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
 	}
 	return nil
 }
@@ -198,6 +206,19 @@ func WithDeterministic(seed int64) Option {
 		c.deterministic = &wasi.Deterministic{Walltime: wasi.DefaultWalltime, Seed: seed, NanotimeStep: time.Millisecond}
 	}
 }
+
+// WithAudit writes an entry to l for every Run (script, exit, class,
+// duration, truncation) and every native exec and policy decision. Entries
+// are hash-chained and redacted by the logger.
+func WithAudit(l *audit.Logger) Option { return func(c *config) { c.audit = l } }
+
+// WithRedactor redacts secrets (host secret values and known token
+// patterns) from everything a Run writes, before it leaves the sandbox.
+func WithRedactor(r *audit.Redactor) Option { return func(c *config) { c.redactor = r } }
+
+// WithSession names the sandbox's session in audit entries and for pool
+// fairness.
+func WithSession(id string) Option { return func(c *config) { c.session = id } }
 
 // WithPool runs every Run of the sandbox through p's interactive lane,
 // under the session name session (for fairness across sessions).

@@ -50,6 +50,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/executor/pool"
 	"github.com/wasmbox/wasmbox/shell"
@@ -120,6 +123,9 @@ type Sandbox struct {
 	engine *Engine
 	fs     *vfs.VFS
 	mounts []vfs.MountSpec
+	// hosts are the host directories mounted in fs, shared with forks:
+	// the last sandbox to close them releases them.
+	hosts *hostMounts
 
 	sh *shell.Shell
 
@@ -165,15 +171,21 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	if err := eng.exec.Install(v, "/bin", "/usr/bin"); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
+	hosts := &hostMounts{}
+	hosts.refs.Store(1)
 	for _, m := range cfg.mounts {
-		h, err := vfs.HostDir(m.Host, m.Mode)
+		h, err := vfs.HostDir(m.Host, m.Mode, vopts...)
 		if err != nil {
+			hosts.release()
 			return nil, fmt.Errorf("sandbox: mount %s: %w", m.Host, err)
 		}
+		hosts.closers = append(hosts.closers, h.(io.Closer))
 		if err := v.MkdirAll(m.Guest, 0o755); err != nil && m.Guest != "/" {
+			hosts.release()
 			return nil, fmt.Errorf("sandbox: mount point %s: %w", m.Guest, err)
 		}
 		if err := v.Mount(m.Guest, h); err != nil {
+			hosts.release()
 			return nil, fmt.Errorf("sandbox: mount %s at %s: %w", m.Host, m.Guest, err)
 		}
 	}
@@ -182,6 +194,7 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 		engine:  eng,
 		fs:      v,
 		mounts:  append([]vfs.MountSpec(nil), cfg.mounts...),
+		hosts:   hosts,
 		env:     map[string]string{},
 		cancels: map[int]context.CancelFunc{},
 	}
@@ -270,13 +283,32 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 	}
 	defer s.endRun(id, cancel)
 
+	if r := s.cfg.redactor; r != nil {
+		rout, rerr := r.NewWriter(orDiscard(stdout)), r.NewWriter(orDiscard(stderr))
+		defer rout.Close()
+		defer rerr.Close()
+		stdout, stderr = rout, rerr
+	}
 	var res Result
 	work := func(ctx context.Context) error {
 		res = s.run(ctx, script, stdin, stdout, stderr)
 		return nil
 	}
+	ev := audit.Event{Kind: "run", Session: s.cfg.session, Script: script, Start: start, Slot: -1}
+	if l := s.cfg.audit; l != nil {
+		defer func() {
+			ev.End = ev.Start.Add(res.Duration)
+			ev.Exit, ev.Class, ev.Truncated = res.ExitCode, string(res.ErrorClass), res.Truncated
+			if ev.JobID == "" {
+				ev.JobID = uuid.NewString()
+			}
+			l.Log(context.WithoutCancel(ctx), ev)
+		}()
+	}
 	if p := s.cfg.pool; p != nil {
-		_, err = p.Submit(runCtx, pool.Job{Run: work, Session: s.cfg.session, Label: "run", Lane: pool.Interactive})
+		var pr pool.Result
+		pr, err = p.Submit(runCtx, pool.Job{Run: work, Session: s.cfg.session, Label: "run", Lane: pool.Interactive})
+		ev.JobID, ev.Lane, ev.Slot = pr.ID.String(), pr.Lane.String(), pr.Slot
 		if err != nil && res.Duration == 0 {
 			// The pool refused the job or the context ended in the queue.
 			if c := classOfCtx(runCtx); c != ClassNone {
@@ -368,12 +400,29 @@ func (s *Sandbox) Close() error {
 	// Wait for a Run in progress to notice, so that nothing of this
 	// sandbox is still running when Close returns.
 	s.runMu.Lock()
-	s.runMu.Unlock()
+	defer s.runMu.Unlock()
+	return s.hosts.release()
+}
+
+// hostMounts counts the sandboxes (an original and its forks) that use a
+// set of host directories.
+type hostMounts struct {
+	refs    atomic.Int32
+	closers []io.Closer
+}
+
+func (h *hostMounts) acquire() *hostMounts {
+	h.refs.Add(1)
+	return h
+}
+
+func (h *hostMounts) release() error {
+	if h.refs.Add(-1) != 0 {
+		return nil
+	}
 	var errs []error
-	for _, mp := range s.fs.Mounts() {
-		if c, ok := mp.FS.(io.Closer); ok && mp.Path != "/" {
-			errs = append(errs, c.Close())
-		}
+	for _, c := range h.closers {
+		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -545,6 +594,7 @@ func (s *Sandbox) Fork() (*Sandbox, error) {
 		engine:  s.engine,
 		fs:      s.fs.Fork(),
 		mounts:  s.mounts,
+		hosts:   s.hosts.acquire(),
 		env:     s.env,
 		cancels: map[int]context.CancelFunc{},
 	}

@@ -156,15 +156,13 @@ func (s *Sandbox) Restore(r io.Reader) error {
 	}
 	if err != nil {
 		s.fs = old
-		fresh.Close()
+		fresh.hosts.release()
 		return fmt.Errorf("sandbox: restore: %w: shell state: %v", ErrCorruptSnapshot, err)
 	}
 	s.sh = sh
-	for _, mp := range old.Mounts() {
-		if c, ok := mp.FS.(io.Closer); ok && mp.Path != "/" {
-			c.Close()
-		}
-	}
+	oldHosts := s.hosts
+	s.hosts = fresh.hosts
+	oldHosts.release()
 	return nil
 }
 
