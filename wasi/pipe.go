@@ -82,10 +82,17 @@ func signal(c chan struct{}) {
 
 func (p *pipe) closeSide() { p.closeOnce.Do(func() { close(p.closed) }) }
 
-func (p *pipe) read(b []byte) (int, error) {
+func (p *pipe) read(cctx context.Context, b []byte) (int, error) {
+	var cdone <-chan struct{}
+	if cctx != nil {
+		cdone = cctx.Done()
+	}
 	for {
 		if err := p.ctx.Err(); err != nil {
 			return 0, err
+		}
+		if cctx != nil && cctx.Err() != nil {
+			return 0, cctx.Err()
 		}
 		p.mu.Lock()
 		if p.rdone != nil {
@@ -133,15 +140,24 @@ func (p *pipe) read(b []byte) (int, error) {
 			// the close error), so this never spins.
 		case <-p.ctx.Done():
 			return 0, p.ctx.Err()
+		case <-cdone:
+			return 0, cctx.Err()
 		}
 	}
 }
 
-func (p *pipe) write(b []byte) (int, error) {
+func (p *pipe) write(cctx context.Context, b []byte) (int, error) {
+	var cdone <-chan struct{}
+	if cctx != nil {
+		cdone = cctx.Done()
+	}
 	written := 0
 	for {
 		if err := p.ctx.Err(); err != nil {
 			return written, err
+		}
+		if cctx != nil && cctx.Err() != nil {
+			return written, cctx.Err()
 		}
 		p.mu.Lock()
 		if p.rerr != nil {
@@ -179,6 +195,8 @@ func (p *pipe) write(b []byte) (int, error) {
 				// One side closed: the next iteration reports it.
 			case <-p.ctx.Done():
 				return written, p.ctx.Err()
+			case <-cdone:
+				return written, cctx.Err()
 			}
 		}
 	}
@@ -227,7 +245,12 @@ type PipeReader struct{ p *pipe }
 // Read implements io.Reader: it returns buffered bytes, blocks while the
 // pipe is empty, and returns io.EOF once the writer closed and everything
 // was read. It returns ctx.Err() as soon as the pipe's context is done.
-func (r *PipeReader) Read(b []byte) (int, error) { return r.p.read(b) }
+func (r *PipeReader) Read(b []byte) (int, error) { return r.p.read(nil, b) }
+
+// ReadContext is Read that also returns ctx.Err() as soon as ctx is done:
+// a command started with a shorter deadline than the pipe's (timeout CMD,
+// a spawned child) stops waiting at its own deadline.
+func (r *PipeReader) ReadContext(ctx context.Context, b []byte) (int, error) { return r.p.read(ctx, b) }
 
 // Close closes the read end: writers get an error wrapping syscall.EPIPE.
 // It is idempotent and never blocks.
@@ -285,7 +308,13 @@ type PipeWriter struct{ p *pipe }
 // while the pipe is full. It returns how much was written and an error
 // wrapping syscall.EPIPE if the reader closed, or ctx.Err() as soon as the
 // pipe's context is done.
-func (w *PipeWriter) Write(b []byte) (int, error) { return w.p.write(b) }
+func (w *PipeWriter) Write(b []byte) (int, error) { return w.p.write(nil, b) }
+
+// WriteContext is Write that also returns ctx.Err() as soon as ctx is
+// done, with the number of bytes written before.
+func (w *PipeWriter) WriteContext(ctx context.Context, b []byte) (int, error) {
+	return w.p.write(ctx, b)
+}
 
 // Close closes the write end: the reader gets io.EOF after the buffered
 // data. It is idempotent and never blocks.

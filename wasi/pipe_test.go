@@ -343,3 +343,26 @@ func ExampleNewPipe() {
 	fmt.Println(string(b), err)
 	// Output: hello through a pipe <nil>
 }
+
+func TestPipeReadWriteContext(t *testing.T) {
+	r, w := NewPipe(context.Background())
+	defer r.Close()
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := r.ReadContext(ctx, make([]byte, 8)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ReadContext on an empty pipe: %v", err)
+	}
+	big := make([]byte, PipeCapacity+10)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel2()
+	n, err := w.WriteContext(ctx2, big)
+	if !errors.Is(err, context.DeadlineExceeded) || n != PipeCapacity {
+		t.Fatalf("WriteContext on a full pipe: n=%d err=%v", n, err)
+	}
+	// The pipe itself is still usable with its own context.
+	buf := make([]byte, 4)
+	if n, err := r.Read(buf); n != 4 || err != nil {
+		t.Fatalf("Read after: %d %v", n, err)
+	}
+}
