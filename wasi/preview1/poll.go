@@ -1,0 +1,201 @@
+package preview1
+
+import (
+	"context"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+)
+
+// pollSlice bounds one wait on a Pollable stdin, so that the call's
+// context is looked at even when the reader's own context is another one.
+const pollSlice = 5 * time.Millisecond
+
+// pollOneoff implements poll_oneoff.
+//
+//   - Clock subscriptions (relative, or absolute with
+//     SUBSCRIPTION_CLOCK_ABSTIME, on the realtime or monotonic clock) fire
+//     when their time comes; with nothing else to wait for this is a
+//     sleep that honours the call's context.
+//   - fd_read on stdin waits until a read would not block, when stdin is
+//     an experimental/sys.Pollable (a wasi.PipeReader); other readers,
+//     files and directories are always ready.
+//   - fd_write is always ready (stdout and stderr are written through
+//     blocking, context-aware writers; files never block).
+//   - A subscription on a closed descriptor is an event with EBADF.
+//
+// When the call's context is done the guest ends (exit code
+// sys.ExitCodeContextCanceled or ExitCodeDeadlineExceeded).
+func pollOneoff(ctx context.Context, s *State, mem api.Memory, p []uint64) Errno {
+	in, out, n, result := uint32(p[0]), uint32(p[1]), uint32(p[2]), uint32(p[3])
+	if n == 0 {
+		return ErrnoInval
+	}
+	if uint64(n)*subscriptionSize > 1<<32-1 {
+		return ErrnoInval
+	}
+	subs, ok := read(mem, in, n*subscriptionSize)
+	if !ok {
+		return ErrnoFault
+	}
+	evs, ok := read(mem, out, n*eventSize)
+	if !ok {
+		return ErrnoFault
+	}
+	// Validate everything first, and find the earliest deadline.
+	var (
+		deadline    int64 = -1 // monotonic ns, -1 none
+		stdinWait   bool
+		stdinPoller experimentalsys.Pollable
+	)
+	now := s.cfg.Nanotime()
+	for i := uint32(0); i < n; i++ {
+		sub := subs[i*subscriptionSize:]
+		switch sub[8] {
+		case eventClock:
+			d, errno := s.clockDeadline(sub[16:], now)
+			if errno != 0 {
+				return errno
+			}
+			if deadline < 0 || d < deadline {
+				deadline = d
+			}
+		case eventFdRead:
+			fd := le.Uint32(sub[16:])
+			if e, errno := s.lookup(fd); errno == 0 && e.kind == kindStdin {
+				if pl, ok := e.r.(experimentalsys.Pollable); ok {
+					stdinPoller = pl
+					stdinWait = true
+				}
+			}
+		case eventFdWrite:
+		default:
+			return ErrnoInval
+		}
+	}
+
+	for {
+		stdinReady := true
+		if stdinWait {
+			ready, xe := stdinPoller.Poll(experimentalsys.POLLIN, 0)
+			if xe == experimentalsys.EINTR {
+				exitIfDone(ctx)
+				exitOnCtxErr(ctx, context.Canceled)
+			}
+			stdinReady = ready || xe != 0
+		}
+		now = s.cfg.Nanotime()
+		if cnt := s.events(subs, evs, n, now, stdinReady); cnt > 0 {
+			return putU32(mem, result, cnt)
+		}
+		// Nothing ready: wait for the first deadline or for stdin.
+		wait := time.Duration(-1)
+		if deadline >= 0 {
+			wait = time.Duration(deadline - now)
+		}
+		switch {
+		case stdinWait:
+			slice := pollSlice
+			if wait >= 0 && wait < slice {
+				slice = wait
+			}
+			exitIfDone(ctx)
+			_, xe := stdinPoller.Poll(experimentalsys.POLLIN, int32(slice/time.Millisecond)+1)
+			if xe == experimentalsys.EINTR {
+				exitIfDone(ctx)
+				exitOnCtxErr(ctx, context.Canceled)
+			}
+		case wait >= 0:
+			if err := s.cfg.Sleep(ctx, wait); err != nil {
+				exitOnCtxErr(ctx, err)
+			}
+			if s.cfg.Nanotime() < deadline {
+				// A clock that does not advance by itself
+				// (deterministic): the sleep stands for the wait.
+				return putU32(mem, result, s.events(subs, evs, n, deadline, stdinReady))
+			}
+		default:
+			// Only a stdin that is not pollable would get here, and it
+			// is always ready.
+			return putU32(mem, result, s.events(subs, evs, n, now, true))
+		}
+	}
+}
+
+// clockDeadline reads a subscription_clock and returns its deadline on the
+// monotonic clock.
+func (s *State) clockDeadline(c []byte, now int64) (int64, Errno) {
+	id := le.Uint32(c[0:])
+	timeout := int64(le.Uint64(c[8:]))
+	flags := le.Uint16(c[24:])
+	if flags&^1 != 0 {
+		return 0, ErrnoInval
+	}
+	if flags&1 == 0 { // relative
+		if _, errno := s.now(id); errno != 0 {
+			return 0, errno
+		}
+		if timeout < 0 {
+			timeout = 1<<63 - 1 - now
+		}
+		return now + timeout, 0
+	}
+	cur, errno := s.now(id)
+	if errno != 0 {
+		return 0, errno
+	}
+	return now + (timeout - cur), 0
+}
+
+// events writes the events that are ready at now and returns how many.
+func (s *State) events(subs, evs []byte, n uint32, now int64, stdinReady bool) uint32 {
+	cnt := uint32(0)
+	for i := uint32(0); i < n; i++ {
+		sub := subs[i*subscriptionSize:]
+		typ := sub[8]
+		var errno Errno
+		ready := false
+		var nbytes uint64
+		switch typ {
+		case eventClock:
+			d, _ := s.clockDeadline(sub[16:], now)
+			ready = d <= now
+		case eventFdRead, eventFdWrite:
+			fd := le.Uint32(sub[16:])
+			e, e2 := s.lookup(fd)
+			switch {
+			case e2 != 0:
+				errno, ready = e2, true
+			case typ == eventFdRead && e.kind == kindStdout:
+				errno, ready = ErrnoBadf, true
+			case typ == eventFdWrite && (e.kind == kindStdin || e.kind == kindDir):
+				errno, ready = ErrnoBadf, true
+			case typ == eventFdRead && e.kind == kindStdin:
+				ready = stdinReady
+			case typ == eventFdRead && e.kind == kindFile:
+				ready = true
+				if st, xe := e.file.Stat(); xe == 0 {
+					if cur, xe := e.file.Seek(0, 1); xe == 0 && st.Size > cur {
+						nbytes = uint64(st.Size - cur)
+					}
+				}
+			default:
+				ready = true
+			}
+		}
+		if !ready {
+			continue
+		}
+		ev := evs[cnt*eventSize : (cnt+1)*eventSize]
+		clear(ev)
+		copy(ev[0:8], sub[0:8])
+		le.PutUint16(ev[8:], uint16(errno))
+		ev[10] = typ
+		if typ != eventClock {
+			le.PutUint64(ev[16:], nbytes)
+		}
+		cnt++
+	}
+	return cnt
+}
