@@ -41,6 +41,7 @@ func TestGolden(t *testing.T) {
 					continue
 				}
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					runGolden(t, cd.Name(), filepath.Join(dir, cd.Name(), f.Name()))
 				})
 			}

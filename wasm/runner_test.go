@@ -30,7 +30,10 @@ import (
 // cache on disk, WASI, a host directory as the guest's "/", and the
 // wasmbox.spawn host function implemented by instantiating the module again.
 
-var buildFlag = flag.Bool("build", false, "build tools/coreutils from source for this run instead of using the committed module")
+var (
+	buildFlag  = flag.Bool("build", false, "build tools/coreutils from source for this run instead of using the committed module")
+	moduleFlag = flag.String("module", "", "use this wasm file (with the committed command index) instead of the committed module, e.g. to benchmark an unmerged build")
+)
 
 // testHost is a runtime with the coreutils module compiled once.
 type testHost struct {
@@ -78,8 +81,13 @@ func newTestHost() (*testHost, error) {
 		return nil, err
 	}
 	bin, cmds := Coreutils(), Commands()
-	if *buildFlag {
+	switch {
+	case *buildFlag:
 		if bin, cmds, err = buildFromSource(); err != nil {
+			return nil, err
+		}
+	case *moduleFlag != "":
+		if bin, err = os.ReadFile(*moduleFlag); err != nil {
 			return nil, err
 		}
 	}

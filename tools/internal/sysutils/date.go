@@ -223,7 +223,7 @@ func localZone() *time.Location {
 	if !ok || tz == "" || tz == "UTC" || tz == "UTC0" || tz == "GMT" || tz == "GMT0" {
 		return time.UTC
 	}
-	if m := posixTZ.FindStringSubmatch(tz); m != nil {
+	if m := posixTZ().FindStringSubmatch(tz); m != nil {
 		h, _ := strconv.Atoi(m[3])
 		mins, _ := strconv.Atoi(m[4])
 		off := h*3600 + mins*60
@@ -238,7 +238,11 @@ func localZone() *time.Location {
 	return time.UTC
 }
 
-var posixTZ = regexp.MustCompile(`^([A-Za-z]{3,})([+-]?)(\d{1,2})(?::(\d{2}))?$`)
+// posixTZ matches a POSIX TZ with a fixed offset; compiled on first use
+// (package init runs for every command).
+var posixTZ = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z]{3,})([+-]?)(\d{1,2})(?::(\d{2}))?$`)
+})
 
 // dateParser holds what parseDate found so far.
 type dateParser struct {

@@ -1,0 +1,113 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchInput writes a ~1 MB text file of words and numbers into dir.
+func benchInput(b *testing.B, dir string) {
+	b.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	words := []string{"alpha", "beta", "gamma", "delta", "error", "warning", "info", "wasm", "sandbox", "kernel"}
+	var buf bytes.Buffer
+	for buf.Len() < 1<<20 {
+		fmt.Fprintf(&buf, "%d %s %s %d\n", r.IntN(100000), words[r.IntN(len(words))], words[r.IntN(len(words))], r.IntN(1000))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "small.txt"), []byte("hello, world\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkCommand measures one command end to end through wazero:
+// instantiate the compiled module (memory image, WASI setup), run main,
+// close. Compilation is excluded (done once, cached on disk).
+//
+//	go test ./wasm -run '^$' -bench Command
+//	go test ./wasm -run '^$' -bench Command -module /tmp/raw.wasm  # unmerged build
+func BenchmarkCommand(b *testing.B) {
+	h := getHost(b)
+	root, caseDir := newRoot(b)
+	benchInput(b, caseDir)
+	for _, argv := range [][]string{
+		{"true"},
+		{"echo", "hi"},
+		{"cat", "small.txt"},
+		{"wc", "big.txt"},
+		{"grep", "-c", "error", "big.txt"},
+		{"sort", "big.txt"},
+	} {
+		if _, ok := Lookup(argv[0]); !ok {
+			continue
+		}
+		b.Run(strings.Join(argv, " "), func(b *testing.B) {
+			var out bytes.Buffer
+			cpu0 := cpuTime()
+			for b.Loop() {
+				out.Reset()
+				st, err := h.run(context.Background(), &guest{argv: argv, env: goldenEnv, cwd: "/tmp/golden", root: root,
+					stdin: bytes.NewReader(nil), stdout: &out, stderr: io.Discard})
+				if err != nil || st != 0 {
+					b.Fatalf("%v: status %d, %v", argv, st, err)
+				}
+			}
+			// CPU time is steadier than wall time on a shared machine.
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
+		})
+	}
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkLiveInstance reports the host memory each live instance costs
+// (a "cat" blocked on its stdin) and its linear memory size.
+func BenchmarkLiveInstance(b *testing.B) {
+	h := getHost(b)
+	root, _ := newRoot(b)
+	const n = 20
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{}, n)
+		var writers []*io.PipeWriter
+		for i := 0; i < n; i++ {
+			pr, pw := io.Pipe()
+			writers = append(writers, pw)
+			go func() {
+				h.run(ctx, &guest{argv: []string{"cat"}, env: goldenEnv, cwd: "/", root: root, stdin: pr, stdout: io.Discard, stderr: io.Discard})
+				done <- struct{}{}
+			}()
+		}
+		time.Sleep(500 * time.Millisecond) // let every instance reach its read
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.Sys-before.Sys)/n/(1<<20), "MiB-sys/instance")
+		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/n/(1<<20), "MiB-heap/instance")
+		for _, w := range writers {
+			w.Close()
+		}
+		cancel()
+		for i := 0; i < n; i++ {
+			<-done
+		}
+	}
+}
