@@ -113,7 +113,7 @@ func pathFilestatSetTimes(_ context.Context, s *State, mem api.Memory, p []uint6
 	if mtim != experimentalsys.UTIME_OMIT {
 		mt = time.Unix(0, mtim)
 	}
-	return ErrnoOf(vfs.Lchtimes(s.tap, vfsPath(name), at, mt))
+	return ErrnoOf(vfs.Lchtimes(s.cfg.FS, vfsPath(name), at, mt))
 }
 
 // vfsPath turns a root-relative name into the absolute vfs path.
@@ -236,7 +236,7 @@ func pathOpen(_ context.Context, s *State, mem api.Memory, p []uint64) Errno {
 		flag |= def
 	}
 	f, xe := s.fs.OpenFile(name, flag, 0o600)
-	if xe == experimentalsys.EISDIR && flag&(experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_APPEND) == 0 {
+	if xe == experimentalsys.EISDIR && flag&(experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_APPEND|experimentalsys.O_DIRECTORY) == 0 {
 		// A directory asked for with write rights (C's and Rust's
 		// defaults ask for everything): open it read-only; the rights
 		// below are cut to what a directory can do.

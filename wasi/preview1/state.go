@@ -16,10 +16,11 @@ import (
 	"github.com/wasmbox/wasmbox/wasi"
 )
 
-// Config is what one guest run sees through wasi_snapshot_preview1. Only FS
-// is required; zero fields take the defaults noted on each.
+// Config is what one guest run sees through wasi_snapshot_preview1. Zero
+// fields take the defaults noted on each.
 type Config struct {
-	// FS is preopened as the guest's "/" (descriptor 3).
+	// FS is preopened as the guest's "/" (descriptor 3). Nil means no
+	// filesystem at all: no preopen, descriptor 3 is free.
 	FS vfs.FS
 	// Args are the guest's argv, program name first. Env entries are
 	// "KEY=value". Neither may contain a NUL byte.
@@ -50,9 +51,6 @@ type Config struct {
 	// WASI forbids them (EPERM), so the default is off.
 	AbsoluteSymlinks bool
 }
-
-// ErrNoFS is returned by NewState for a Config without FS.
-var ErrNoFS = errors.New("preview1: Config.FS is nil")
 
 // ErrNUL is returned by NewState when an argument or environment entry
 // contains a NUL byte (the guest could not tell where it ends).
@@ -101,11 +99,8 @@ type entry struct {
 }
 
 // NewState checks cfg and returns a State with descriptors 0-2 (stdio) and
-// 3 (cfg.FS preopened as "/").
+// 3 (cfg.FS preopened as "/", when given).
 func NewState(cfg Config) (*State, error) {
-	if cfg.FS == nil {
-		return nil, ErrNoFS
-	}
 	for _, s := range append(append([]string(nil), cfg.Args...), cfg.Env...) {
 		if strings.IndexByte(s, 0) >= 0 {
 			return nil, fmt.Errorf("%w: %q", ErrNUL, s)
@@ -135,15 +130,18 @@ func NewState(cfg Config) (*State, error) {
 		st.cfg.Stderr = io.Discard
 	}
 	st.tap = &tapFS{fs: cfg.FS}
-	st.fs = wasi.NewFS(st.tap)
-	if cfg.AbsoluteSymlinks {
-		st.fs = absSymlinkFS{FS: st.fs, vfs: st.tap}
-	}
 	stdioRights := fileRights &^ (rightFdSeek | rightFdTell)
 	st.files = []*entry{
 		{kind: kindStdin, r: st.cfg.Stdin, ftype: filetypeCharDevice, base: stdioRights},
 		{kind: kindStdout, w: st.cfg.Stdout, ftype: filetypeCharDevice, base: stdioRights},
 		{kind: kindStdout, w: st.cfg.Stderr, ftype: filetypeCharDevice, base: stdioRights},
+	}
+	if cfg.FS == nil {
+		return st, nil
+	}
+	st.fs = wasi.NewFS(st.tap)
+	if cfg.AbsoluteSymlinks {
+		st.fs = absSymlinkFS{FS: st.fs, vfs: st.tap}
 	}
 	root, errno := st.fs.OpenFile(".", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY, 0)
 	if errno != 0 {

@@ -1,0 +1,246 @@
+package preview1_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
+)
+
+// testsuiteFloor is how many of the 72 wasi-testsuite cases must pass with
+// this package's module over MemFS. Raise it when the module gets better;
+// never lower it to make a run pass.
+const testsuiteFloor = 72
+
+// testsuiteDir finds the prebuilt WebAssembly wasi-testsuite:
+// $WASI_TESTSUITE_DIR, else ../../../shared/wasi-testsuite.
+func testsuiteDir() string {
+	if d := os.Getenv("WASI_TESTSUITE_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join("..", "..", "..", "shared", "wasi-testsuite")
+}
+
+type suiteCase struct {
+	Args     []string          `json:"args"`
+	Env      map[string]string `json:"env"`
+	Root     string            `json:"root"`
+	ExitCode uint32            `json:"exit_code"`
+	Stdout   *string           `json:"stdout"`
+}
+
+// copyTree copies the host directory src into fsys at "/" (skipping
+// *.cleanup leftovers), adding owner write permission.
+func copyTree(fsys vfs.FS, src string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		dst := "/" + filepath.ToSlash(rel)
+		if strings.HasSuffix(d.Name(), ".cleanup") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return fsys.Mkdir(dst, info.Mode().Perm()|0o700)
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return fsys.SymlinkIfPossible(target, dst)
+		default:
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			f, err := fsys.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm()|0o600)
+			if err != nil {
+				return err
+			}
+			if _, err := f.Write(data); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		}
+	})
+}
+
+// newRuntime returns a runtime with this package's module, close on
+// context done, and the on-disk compilation cache the wasi tests share.
+func newRuntime(ctx context.Context, t testing.TB) wazero.Runtime {
+	t.Helper()
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+	if d, err := os.UserCacheDir(); err == nil {
+		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(d, "wasmbox-test", "wazero")); err == nil {
+			rc = rc.WithCompilationCache(cache)
+		}
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	t.Cleanup(func() { r.Close(context.Background()) })
+	if _, err := preview1.Instantiate(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// run runs compiled once with cfg (as _start under a context carrying the
+// State) and returns the exit code, or an error for a trap.
+func run(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, cfg preview1.Config) (uint32, error) {
+	st, err := preview1.NewState(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	ctx = preview1.WithState(ctx, st)
+	mod, err := r.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		return 0, err
+	}
+	defer mod.Close(context.Background())
+	start := mod.ExportedFunction("_start")
+	if start == nil {
+		return 0, errors.New("no _start")
+	}
+	_, err = start.Call(ctx)
+	var exitErr *sys.ExitError
+	if errors.As(err, &exitErr) {
+		return exitErr.ExitCode(), nil
+	}
+	return 0, err
+}
+
+// TestWASITestsuite runs every case of the WebAssembly wasi-testsuite with
+// this package's module, each against a fresh in-memory copy of its root,
+// and fails below testsuiteFloor.
+func TestWASITestsuite(t *testing.T) {
+	dir := testsuiteDir()
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("wasi-testsuite not found at %s (set WASI_TESTSUITE_DIR): %v", dir, err)
+	}
+	ctx := context.Background()
+	r := newRuntime(ctx, t)
+	var cases []string
+	for _, lang := range []string{"assemblyscript", "c", "rust"} {
+		ms, _ := filepath.Glob(filepath.Join(dir, lang, "*.wasm"))
+		cases = append(cases, ms...)
+	}
+	sort.Strings(cases)
+	if len(cases) == 0 {
+		t.Fatalf("no test cases under %s", dir)
+	}
+	passed := 0
+	var failures []string
+	for _, wasmPath := range cases {
+		name := filepath.Base(filepath.Dir(wasmPath)) + "/" + strings.TrimSuffix(filepath.Base(wasmPath), ".wasm")
+		if err := runSuiteCase(ctx, r, wasmPath); err != nil {
+			failures = append(failures, fmt.Sprintf("  %s: %v", name, err))
+			continue
+		}
+		passed++
+	}
+	t.Logf("preview1 wasi-testsuite: %d/%d passed", passed, len(cases))
+	for _, f := range failures {
+		t.Log(f)
+	}
+	if passed < testsuiteFloor {
+		t.Errorf("preview1 wasi-testsuite: %d passed, floor is %d", passed, testsuiteFloor)
+	}
+}
+
+func runSuiteCase(ctx context.Context, r wazero.Runtime, wasmPath string) error {
+	var tc suiteCase
+	if js, err := os.ReadFile(strings.TrimSuffix(wasmPath, ".wasm") + ".json"); err == nil {
+		if err := json.Unmarshal(js, &tc); err != nil {
+			return fmt.Errorf("bad json: %w", err)
+		}
+	}
+	// A case without a root gets no preopen at all (c/sock_shutdown-
+	// invalid_fd expects descriptor 3 to be closed).
+	var fsys vfs.FS
+	if tc.Root != "" {
+		fsys = vfs.NewMemFS()
+		if err := copyTree(fsys, filepath.Join(filepath.Dir(wasmPath), tc.Root)); err != nil {
+			return fmt.Errorf("load root: %w", err)
+		}
+	}
+	bin, err := os.ReadFile(wasmPath)
+	if err != nil {
+		return err
+	}
+	compiled, err := r.CompileModule(ctx, bin)
+	if err != nil {
+		return err
+	}
+	defer compiled.Close(ctx)
+
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	stdin, stdinW := wasi.NewPipe(ctx)
+	stdinW.Close()
+	var stdout, stderr bytes.Buffer
+	keys := make([]string, 0, len(tc.Env))
+	for k := range tc.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var env []string
+	for _, k := range keys {
+		env = append(env, k+"="+tc.Env[k])
+	}
+	code, err := run(ctx, r, compiled, preview1.Config{
+		FS:    fsys,
+		Args:  append([]string{filepath.Base(wasmPath)}, tc.Args...),
+		Env:   env,
+		Stdin: stdin, Stdout: &stdout, Stderr: &stderr,
+	})
+	if err != nil {
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		return fmt.Errorf("run: %s (stderr %q)", msg, tail(stderr.String()))
+	}
+	if code != tc.ExitCode {
+		return fmt.Errorf("exit code %d, want %d (stderr %q)", code, tc.ExitCode, tail(stderr.String()))
+	}
+	if tc.Stdout != nil && stdout.String() != *tc.Stdout {
+		return fmt.Errorf("stdout %q, want %q", stdout.String(), *tc.Stdout)
+	}
+	return nil
+}
+
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 300 {
+		s = "..." + s[len(s)-300:]
+	}
+	return s
+}
