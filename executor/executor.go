@@ -150,6 +150,15 @@ type Job struct {
 	// (e.g. "ls") and the absolute guest path for other modules. A
 	// non-nil error denies the command (exit 126, DENIED).
 	Allow func(name string) error
+	// Delegate, when set, is offered every child this job spawns
+	// (xargs, find -exec, env CMD, awk's system()...) before the
+	// executor looks it up: it returns handled=false to let the
+	// executor run the child as usual. A sandbox uses it to run `sh -c`
+	// in a child shell and native binaries in the native lane, so that a
+	// spawned command goes through the same path as one the script runs.
+	// The child's Timeout is already applied to ctx. Children of a
+	// delegated child are the delegate's business.
+	Delegate func(ctx context.Context, child Job) (res Result, handled bool)
 }
 
 // Result is how a job ended.

@@ -37,7 +37,25 @@ func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, 
 		child.Stdin = bytes.NewReader(nil)
 	}
 	child.Timeout = req.Timeout
-	res := s.e.run(ctx, child, s.depth+1, s.budget)
+	var res Result
+	handled := false
+	if s.parent.Delegate != nil {
+		dctx := ctx
+		if child.Timeout > 0 {
+			var cancel context.CancelFunc
+			dctx, cancel = context.WithTimeout(ctx, child.Timeout)
+			defer cancel()
+		}
+		res, handled = s.parent.Delegate(dctx, child)
+		if handled && res.Class == ClassTimeout && ctx.Err() == nil {
+			// The child's own deadline, not the parent's: like a
+			// killed executor child, status 124.
+			res.ExitCode = ExitTimeout
+		}
+	}
+	if !handled {
+		res = s.e.run(ctx, child, s.depth+1, s.budget)
+	}
 	switch res.Class {
 	case ClassNotFound:
 		return 0, fmt.Errorf("%s: %w", req.Argv[0], runtime.ErrSpawnNotFound)

@@ -1,9 +1,13 @@
 package sandbox
 
 import (
+	"strings"
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
+	"mvdan.cc/sh/v3/syntax"
 	"path"
 
 	"github.com/wasmbox/wasmbox/executor"
@@ -64,6 +68,7 @@ func (r *commandRunner) Exec(ctx context.Context, c shell.Command) (int, error) 
 		FS:            s.fs,
 		Deterministic: s.cfg.deterministic,
 		Allow:         s.allowFunc(),
+		Delegate:      r.delegate,
 	})
 	rs.note(res.ExitCode, res.Class)
 	switch res.Class {
@@ -109,4 +114,66 @@ func (s *Sandbox) allowFunc() func(string) error {
 		}
 		return errNotAllowed
 	}
+}
+
+// delegateDepthKey counts nested delegated children in a context.
+type delegateDepthKey struct{}
+
+// delegate runs children spawned by wasm commands that the executor cannot
+// run itself: `sh -c ...` / `bash ...` (xargs sh -c, find -exec sh -c,
+// awk's system()) in a child shell, and native binaries in the native lane.
+// Everything else goes back to the executor (handled=false).
+func (r *commandRunner) delegate(ctx context.Context, child executor.Job) (executor.Result, bool) {
+	s := r.s
+	name := path.Base(child.Argv[0])
+	shellName := name == "sh" || name == "bash" || name == "dash"
+	if !shellName && !s.isNative(name) {
+		return executor.Result{}, false
+	}
+	depth, _ := ctx.Value(delegateDepthKey{}).(int)
+	if depth >= s.cfg.limits.SpawnDepth {
+		fmt.Fprintf(orDiscard(child.Stderr), "%s: commands nested deeper than %d\n", name, s.cfg.limits.SpawnDepth)
+		return executor.Result{ExitCode: executor.ExitCannotExecute, Class: ClassLimitExceeded}, true
+	}
+	ctx = context.WithValue(ctx, delegateDepthKey{}, depth+1)
+	start := time.Now()
+	if !shellName {
+		code, class := s.runNative(ctx, shell.Command{Argv: child.Argv, Env: child.Env, Dir: child.Dir, Stdin: child.Stdin, Stdout: child.Stdout, Stderr: child.Stderr})
+		return executor.Result{ExitCode: code, Class: class, Duration: time.Since(start)}, true
+	}
+	if allow := s.allowFunc(); allow != nil {
+		if err := allow(name); err != nil {
+			fmt.Fprintf(orDiscard(child.Stderr), "%s: not allowed in this sandbox\n", name)
+			return executor.Result{ExitCode: executor.ExitDenied, Class: ClassDenied}, true
+		}
+	}
+	cfg := s.shellConfig(child.Dir)
+	cfg.Env = child.Env
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = child.Stdin, orDiscard(child.Stdout), orDiscard(child.Stderr)
+	sh, err := shell.New(cfg)
+	if err != nil {
+		fmt.Fprintf(orDiscard(child.Stderr), "%s: %v\n", name, err)
+		return executor.Result{ExitCode: executor.ExitCannotExecute, Duration: time.Since(start)}, true
+	}
+	quoted := make([]string, len(child.Argv))
+	for i, a := range child.Argv {
+		q, err := syntax.Quote(a, syntax.LangBash)
+		if err != nil {
+			fmt.Fprintf(orDiscard(child.Stderr), "%s: %v\n", name, err)
+			return executor.Result{ExitCode: executor.ExitCannotExecute}, true
+		}
+		quoted[i] = q
+	}
+	code, err := sh.Run(ctx, strings.Join(quoted, " "))
+	res := executor.Result{ExitCode: code, Duration: time.Since(start)}
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded):
+		res.Class, res.ExitCode = ClassTimeout, executor.ExitTimeout
+	case errors.Is(err, context.Canceled):
+		res.Class, res.ExitCode = ClassCancelled, executor.ExitCancelled
+	case errors.Is(err, shell.ErrLimitExceeded):
+		res.Class = ClassLimitExceeded
+	}
+	return res, true
 }

@@ -301,3 +301,28 @@ func TestClose(t *testing.T) {
 		t.Fatalf("Run after Close: %v", err)
 	}
 }
+
+func TestSpawnedCommands(t *testing.T) {
+	sb := newSandbox(t)
+	res := run(t, sb, `echo a b | xargs -n1 sh -c 'echo "[$0]"'; printf 'x y\n' | awk '{system("echo awk " $2)}'; find /etc -name group -exec sh -c 'echo found $1' _ {} \;`)
+	if want := "[a]\n[b]\nawk y\nfound /etc/group\n"; res.Stdout != want {
+		t.Fatalf("got %q (stderr %q), want %q", res.Stdout, res.Stderr, want)
+	}
+}
+
+func TestAllowlistCoversSpawnedCommands(t *testing.T) {
+	sb := newSandbox(t, WithAllow("xargs", "find", "echo", "cat"))
+	for _, script := range []string{
+		`echo /etc/passwd | xargs head -n1`,
+		`find /etc -name passwd -exec head -n1 {} \;`,
+		`echo /etc/passwd | xargs sh -c 'head -n1 $0'`,
+	} {
+		res := run(t, sb, script)
+		if strings.Contains(res.Stdout, "root") {
+			t.Fatalf("%q: a denied command ran through a spawn: %+v", script, res)
+		}
+	}
+	if res := run(t, sb, `echo hi | xargs echo`); res.Stdout != "hi\n" {
+		t.Fatalf("allowed spawn: %+v", res)
+	}
+}
