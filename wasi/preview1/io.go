@@ -83,6 +83,17 @@ func (s *State) readv(ctx context.Context, mem api.Memory, fd, iovs, n uint32, p
 		var got int
 		switch e.kind {
 		case kindStdin:
+			if e.fdflags&fdflagNonblock != 0 {
+				// Non-blocking (set with fd_fdstat_set_flags): EAGAIN
+				// instead of waiting, so the guest waits in
+				// poll_oneoff (Go's netpoller does).
+				if pl, ok := e.r.(experimentalsys.Pollable); ok {
+					if ready, _ := pl.Poll(experimentalsys.POLLIN, 0); !ready {
+						errno = ErrnoAgain
+						break
+					}
+				}
+			}
 			got, errno = s.readStdin(ctx, e.r, b)
 		case kindFile:
 			var xe experimentalsys.Errno

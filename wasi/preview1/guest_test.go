@@ -1,0 +1,324 @@
+package preview1_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
+)
+
+var (
+	guestMu    sync.Mutex
+	guestCache = map[string][]byte{}
+)
+
+// guestWasm builds testdata/<name> with GOOS=wasip1 GOARCH=wasm once per
+// source hash, cached in os.UserCacheDir()/wasmbox-test/guests.
+func guestWasm(t testing.TB, name string) []byte {
+	t.Helper()
+	guestMu.Lock()
+	defer guestMu.Unlock()
+	if b, ok := guestCache[name]; ok {
+		return b
+	}
+	src := filepath.Join("testdata", name)
+	h := sha256.New()
+	files, err := filepath.Glob(filepath.Join(src, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go sources in %s", src)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
+		h.Write(data)
+	}
+	fmt.Fprintln(h, runtime.Version())
+	cacheDir, err := os.UserCacheDir()
+	if err != nil {
+		cacheDir = os.TempDir()
+	}
+	out := filepath.Join(cacheDir, "wasmbox-test", "guests", "preview1-"+name+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")
+	if b, err := os.ReadFile(out); err == nil {
+		guestCache[name] = b
+		return b
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := out + ".tmp" + fmt.Sprint(os.Getpid())
+	abs, _ := filepath.Abs(src)
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", tmp, ".")
+	cmd.Dir = abs
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building guest %s: %v\n%s", name, err, msg)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guestCache[name] = b
+	return b
+}
+
+var (
+	probeOnce     sync.Once
+	probeRuntime  wazero.Runtime
+	probeCompiled wazero.CompiledModule
+	probeErr      error
+)
+
+// probe returns a runtime with this package's module and the compiled
+// probe guest, shared by the tests of this file.
+func probe(t testing.TB) (wazero.Runtime, wazero.CompiledModule) {
+	t.Helper()
+	bin := guestWasm(t, "probe")
+	probeOnce.Do(func() {
+		ctx := context.Background()
+		rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+		if d, err := os.UserCacheDir(); err == nil {
+			if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(d, "wasmbox-test", "wazero")); err == nil {
+				rc = rc.WithCompilationCache(cache)
+			}
+		}
+		probeRuntime = wazero.NewRuntimeWithConfig(ctx, rc)
+		if _, probeErr = preview1.Instantiate(ctx, probeRuntime); probeErr != nil {
+			return
+		}
+		probeCompiled, probeErr = probeRuntime.CompileModule(ctx, bin)
+	})
+	if probeErr != nil {
+		t.Fatal(probeErr)
+	}
+	return probeRuntime, probeCompiled
+}
+
+func runProbe(t *testing.T, ctx context.Context, cfg preview1.Config, args ...string) (string, uint32, error) {
+	t.Helper()
+	r, compiled := probe(t)
+	var out bytes.Buffer
+	if cfg.Stdout == nil {
+		cfg.Stdout = &out
+	}
+	cfg.Args = append([]string{"probe"}, args...)
+	code, err := run(ctx, r, compiled, cfg)
+	return out.String(), code, err
+}
+
+func TestGoGuestFiles(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	if err := fsys.Mkdir("/work", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	out, code, err := runProbe(t, context.Background(), preview1.Config{FS: fsys, Stderr: &stderr}, "files")
+	if err != nil || code != 0 {
+		t.Fatalf("code %d err %v\n%s%s", code, err, out, stderr.String())
+	}
+	want := `read "hello\nworld\n"
+old name gone: true
+symlink -> sub/b.txt: "hello\nworld\n"
+hard link size 12
+lstat symlink: true
+readdir 51 b.txt f49
+missing: open /work/missing: No such file or directory
+rmdir non-empty: remove /work/sub: Directory not empty
+removed: true
+mkdir under file: mkdir /work/hard/x: No such file or directory
+seek 7 read "789" err <nil>
+truncated 4
+`
+	if out != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out, want)
+	}
+	// The guest's writes are in the vfs for the host to see.
+	b, err := afero_ReadFile(fsys, "/work/hard")
+	if err != nil || string(b) != "hello\nworld\n" {
+		t.Errorf("host sees %q, %v", b, err)
+	}
+}
+
+func afero_ReadFile(fsys vfs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func TestGoGuestArgsEnvExit(t *testing.T) {
+	out, code, err := runProbe(t, context.Background(), preview1.Config{Env: []string{"GREETING=hi there"}}, "env", "a", "b c")
+	if err != nil || code != 0 || out != "a,b c hi there\n" {
+		t.Errorf("env: %q code %d err %v", out, code, err)
+	}
+	_, code, err = runProbe(t, context.Background(), preview1.Config{}, "exit")
+	if err != nil || code != 7 {
+		t.Errorf("exit: code %d err %v", code, err)
+	}
+	if _, err := preview1.NewState(preview1.Config{Args: []string{"a\x00b"}}); err == nil {
+		t.Error("NUL in an argument accepted")
+	}
+}
+
+// TestGoGuestQuota: a guest filling a MemFS with a quota sees ENOSPC
+// ("no space left on device"), not wazero's EIO.
+func TestGoGuestQuota(t *testing.T) {
+	fsys := vfs.NewMemFS(vfs.WithQuota(vfs.Quota{Bytes: 1 << 20}))
+	out, code, err := runProbe(t, context.Background(), preview1.Config{FS: fsys}, "fill", "/big")
+	if err != nil || code != 1 {
+		t.Fatalf("code %d err %v: %s", code, err, out)
+	}
+	// Go's wasip1 port spells errno strings capitalised.
+	if !strings.Contains(out, "write /big: No space left on device") {
+		t.Errorf("guest saw %q", out)
+	}
+	if fi, err := fsys.Stat("/big"); err != nil || fi.Size() > 1<<20 || fi.Size() == 0 {
+		t.Errorf("file after the quota: %v %v", fi, err)
+	}
+}
+
+func TestGoGuestStdioPipes(t *testing.T) {
+	for _, cmd := range []string{"cat", "pollcat"} {
+		t.Run(cmd, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			stdin, stdinW := wasi.NewPipe(ctx)
+			stdoutR, stdoutW := wasi.NewPipe(ctx)
+			go func() {
+				// Dribble the input so the guest has to wait for it.
+				for i := 0; i < 5; i++ {
+					fmt.Fprintf(stdinW, "line %d\n", i)
+					time.Sleep(5 * time.Millisecond)
+				}
+				stdinW.Close()
+			}()
+			got := make(chan string, 1)
+			go func() {
+				b, _ := io.ReadAll(stdoutR)
+				got <- string(b)
+			}()
+			var stderr bytes.Buffer
+			_, code, err := runProbe(t, ctx, preview1.Config{Stdin: stdin, Stdout: stdoutW, Stderr: &stderr}, cmd)
+			stdoutW.Close()
+			if err != nil || code != 0 {
+				t.Fatalf("code %d err %v: %s", code, err, stderr.String())
+			}
+			if out := <-got; out != "line 0\nline 1\nline 2\nline 3\nline 4\n" {
+				t.Errorf("stdout %q", out)
+			}
+		})
+	}
+}
+
+// TestGoGuestBrokenPipe: a guest writing to a pipe whose reader closed ends
+// with 141, as with SIGPIPE.
+func TestGoGuestBrokenPipe(t *testing.T) {
+	ctx := context.Background()
+	r, w := wasi.NewPipe(ctx)
+	r.Close()
+	_, code, err := runProbe(t, ctx, preview1.Config{Stdout: w}, "write", "100000")
+	if err != nil || code != wasi.ExitCodeBrokenPipe {
+		t.Errorf("code %d err %v", code, err)
+	}
+}
+
+// TestGoGuestFaults: guest pointers out of bounds are EFAULT, never a host
+// panic.
+func TestGoGuestFaults(t *testing.T) {
+	out, code, err := runProbe(t, context.Background(), preview1.Config{FS: vfs.NewMemFS()}, "faults")
+	if err != nil || code != 0 {
+		t.Fatalf("code %d err %v: %s", code, err, out)
+	}
+	want := `fd_write iovs 21
+fd_write iovs_len 28
+fd_read 21
+args_get 21
+path_open 21
+poll_oneoff 21
+poll_oneoff huge 28
+random_get 21
+prestat_dir_name 21
+bad fd 8
+`
+	if out != want {
+		t.Errorf("got:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// TestCancelBlockedGuest: a guest blocked in fd_read on a pipe, in
+// poll_oneoff on stdin, or sleeping returns within milliseconds of a
+// cancel, with the cancel's exit code, and leaves no goroutine behind.
+func TestCancelBlockedGuest(t *testing.T) {
+	probe(t)
+	for _, args := range [][]string{{"read"}, {"pollcat"}, {"sleep", "1h"}} {
+		t.Run(args[0], func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			ctx, cancel := context.WithCancel(context.Background())
+			stdin, stdinW := wasi.NewPipe(ctx)
+			defer stdinW.Close()
+			done := make(chan struct{})
+			var code uint32
+			var err error
+			go func() {
+				defer close(done)
+				_, code, err = runProbe(t, ctx, preview1.Config{Stdin: stdin}, args...)
+			}()
+			time.Sleep(100 * time.Millisecond)
+			start := time.Now()
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("guest still blocked 5s after cancel")
+			}
+			if d := time.Since(start); d > 50*time.Millisecond {
+				t.Errorf("returned %v after cancel", d)
+			}
+			if err != nil || code != sys.ExitCodeContextCanceled {
+				t.Errorf("code %d err %v", code, err)
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if n := runtime.NumGoroutine(); n > before {
+				t.Errorf("%d goroutines left (before %d)", n, before)
+			}
+		})
+	}
+}
+
+func TestGoGuestSleep(t *testing.T) {
+	start := time.Now()
+	out, code, err := runProbe(t, context.Background(), preview1.Config{}, "sleep", "30ms")
+	if err != nil || code != 0 || out != "slept\n" {
+		t.Fatalf("%q %d %v", out, code, err)
+	}
+	if d := time.Since(start); d < 30*time.Millisecond {
+		t.Errorf("slept only %v", d)
+	}
+}
