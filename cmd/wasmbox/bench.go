@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wasmbox/wasmbox/bench"
+)
+
+func init() { subcommands = append(subcommands, newBenchCmd) }
+
+// newBenchCmd is `wasmbox bench`: the measurement suite of package bench,
+// printed as a markdown table (or JSON).
+func newBenchCmd(a *app) *cobra.Command {
+	var (
+		quick, asJSON bool
+		only          []string
+		binary        string
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure kill latency, command and pipeline cost against native, throughput, memory and responsiveness",
+		Long: `bench runs the wasmbox measurement suite and prints a markdown table of
+median and p99 per measurement, with the native equivalent (GNU tools,
+/bin/bash, a Go loop) and the ratio where one exists.
+
+  wasmbox bench            full run (a few minutes)
+  wasmbox bench --quick    smoke run (well under a minute on an idle machine)
+  wasmbox bench --only kill,command --json
+
+Groups: kill, command, script, throughput, memory, sandbox, startup,
+compute, responsiveness. The exit status is 1 when a measurement failed
+(its error is printed after the table).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext(context.Background())
+			defer cancel()
+			eng, err := a.engine(ctx)
+			if err != nil {
+				return a.fail(err)
+			}
+			defer eng.Close(context.Background())
+			if binary == "" {
+				if binary, err = os.Executable(); err != nil {
+					return a.fail(fmt.Errorf("bench: own executable: %w", err))
+				}
+			}
+			if binary == "-" {
+				binary = ""
+			}
+			rep, runErr := bench.Run(ctx, bench.Config{
+				Quick: quick, Engine: eng, Binary: binary, Only: only, Progress: a.stderr,
+			})
+			if asJSON {
+				err = rep.JSON(a.stdout)
+			} else {
+				err = rep.Markdown(a.stdout)
+			}
+			if err != nil {
+				return a.fail(err)
+			}
+			if runErr != nil {
+				return a.fail(runErr)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&quick, "quick", false, "few samples: a short smoke run")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "run only the groups whose name contains one of these (comma-separated)")
+	cmd.Flags().StringVar(&binary, "binary", "", `wasmbox executable timed by the warm-start row (default: this one; "-" skips the row)`)
+	return cmd
+}
