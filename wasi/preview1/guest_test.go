@@ -155,13 +155,13 @@ truncated 4
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
 	// The guest's writes are in the vfs for the host to see.
-	b, err := afero_ReadFile(fsys, "/work/hard")
+	b, err := readVFSFile(fsys, "/work/hard")
 	if err != nil || string(b) != "hello\nworld\n" {
 		t.Errorf("host sees %q, %v", b, err)
 	}
 }
 
-func afero_ReadFile(fsys vfs.FS, name string) ([]byte, error) {
+func readVFSFile(fsys vfs.FS, name string) ([]byte, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
