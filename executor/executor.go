@@ -411,7 +411,7 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 		budget = runtime.NewBudget(limit)
 	}
 	sp := &spawner{e: e, parent: parent, depth: depth, budget: budget}
-	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, Budget: budget})
+	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, FS: job.FS, Budget: budget})
 	return resultOf(err)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wasmbox/wasmbox/vfs"
 	"strings"
 	"sync/atomic"
 
@@ -30,6 +31,10 @@ type RunOptions struct {
 	// Budget, when set, is shared with other runs (spawned children): the
 	// linear memory of all of them together stays within it.
 	Budget *Budget
+	// FS is the filesystem the wasmbox metadata calls (stat, chmod,
+	// chown; see MetaABI) act on: the one mounted as the guest's root.
+	// Nil makes them fail with ENOSYS.
+	FS vfs.FS
 }
 
 // RunStats describes a finished run.
@@ -92,6 +97,9 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	ictx := experimental.WithMemoryAllocator(ctx, alloc)
 	ictx = experimental.WithCloseNotifier(ictx, notify)
 	ictx = context.WithValue(ictx, spawnerKey{}, opts.Spawner)
+	if opts.FS != nil {
+		ictx = context.WithValue(ictx, metaFSKey{}, opts.FS)
+	}
 
 	mod, err := r.rt.InstantiateModule(ictx, m.compiled, mc.WithName(""))
 	if mod != nil {

@@ -179,12 +179,12 @@ func containsNUL(s string) bool {
 
 func newSpawnModule(r wazero.Runtime) wazero.HostModuleBuilder {
 	i32 := api.ValueTypeI32
-	return r.NewHostModuleBuilder(SpawnModuleName).
+	return addMetaFunctions(r.NewHostModuleBuilder(SpawnModuleName).
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(spawnHost), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("req_ptr", "req_len", "status_ptr").
 		WithResultNames("errno").
-		Export("spawn")
+		Export("spawn"))
 }
 
 // spawnHost implements wasmbox.spawn. It never panics on guest input.
