@@ -22,4 +22,3 @@ func chownMeta(name string, uid, gid int, follow bool) error {
 	}
 	return os.Lchown(name, uid, gid)
 }
-
