@@ -4,6 +4,10 @@ GO      ?= go
 OUT     ?= wasm
 LDFLAGS := -s -w -buildid=
 TOOLS   := ./tools/coreutils
+# Initial memory of the tool module in 64 KiB pages: about what the Go
+# runtime reaches while it initializes, so that instantiation allocates
+# once instead of growing (copying) the memory (see tools/wasmopt).
+MIN_PAGES := 128
 # Debian packages whose GNU tools goldengen compares against.
 GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file
 
@@ -16,7 +20,7 @@ all: wasm
 wasm:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $$tmp/raw.wasm $(TOOLS); \
-	$(GO) run ./tools/wasmopt -o $(OUT)/coreutils.wasm $$tmp/raw.wasm; \
+	$(GO) run ./tools/wasmopt -min-pages $(MIN_PAGES) -o $(OUT)/coreutils.wasm $$tmp/raw.wasm; \
 	$(GO) build -trimpath -o $$tmp/coreutils $(TOOLS); \
 	$$tmp/coreutils --index > $(OUT)/commands.txt; \
 	echo "built $(OUT)/coreutils.wasm ($$(wc -c < $(OUT)/coreutils.wasm) bytes, $$(wc -l < $(OUT)/commands.txt) names)"

@@ -22,6 +22,7 @@ type Stats struct {
 }
 
 const (
+	secMemory    = 5
 	secData      = 11
 	secDataCount = 12
 	opI32Const   = 0x41
@@ -102,6 +103,69 @@ func MergeDataSegments(mod []byte, gap int) ([]byte, Stats, error) {
 		}
 	}
 	return out, st, nil
+}
+
+// SetMinMemory returns mod with the minimum size of its memory 0 raised
+// to at least pages (64 KiB each), within its maximum if it has one.
+//
+// A Go program grows its memory during runtime initialization; a runtime
+// such as wazero grows a memory by reallocating and copying it. Declaring
+// the size the program reaches anyway as the initial size makes every
+// instantiation allocate once instead. The Go runtime finds its heap
+// through memory.size, so extra initial pages are simply used first.
+func SetMinMemory(mod []byte, pages uint32) ([]byte, error) {
+	if len(mod) < 8 || !bytes.Equal(mod[:8], []byte("\x00asm\x01\x00\x00\x00")) {
+		return nil, fmt.Errorf("%w: bad header", ErrMalformed)
+	}
+	for p := 8; p < len(mod); {
+		id := mod[p]
+		size, n, err := uleb(mod[p+1:])
+		if err != nil || uint64(p+1+n)+uint64(size) > uint64(len(mod)) {
+			return nil, fmt.Errorf("%w: section at %d", ErrMalformed, p)
+		}
+		from, to := p+1+n, p+1+n+int(size)
+		if id != secMemory {
+			p = to
+			continue
+		}
+		body := mod[from:to]
+		count, k, err := uleb(body)
+		if err != nil || count != 1 || k >= len(body) {
+			return mod, nil // no memory or several: leave it alone
+		}
+		flags := body[k]
+		if flags > 1 {
+			return mod, nil // shared or 64-bit memory
+		}
+		min, m, err := uleb(body[k+1:])
+		if err != nil {
+			return nil, fmt.Errorf("%w: memory limits", ErrMalformed)
+		}
+		rest := body[k+1+m:]
+		newMin := max(min, pages)
+		if flags == 1 {
+			maxPages, _, err := uleb(rest)
+			if err != nil {
+				return nil, fmt.Errorf("%w: memory limits", ErrMalformed)
+			}
+			newMin = min32(newMin, maxPages)
+		}
+		nb := appendUleb(nil, 1)
+		nb = append(nb, flags)
+		nb = appendUleb(nb, newMin)
+		nb = append(nb, rest...)
+		out := append([]byte(nil), mod[:p]...)
+		out = appendSection(out, secMemory, nb)
+		return append(out, mod[to:]...), nil
+	}
+	return mod, nil
+}
+
+func min32(a, b uint32) uint32 {
+	if a < b {
+		return a
+	}
+	return b
 }
 
 // parseData parses a data section body. It returns nil segments (and no

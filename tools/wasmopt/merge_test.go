@@ -132,3 +132,33 @@ func TestLEB(t *testing.T) {
 		}
 	}
 }
+
+func TestSetMinMemory(t *testing.T) {
+	in := module([]segment{{offset: 10, data: []byte("x")}}, false)
+	want := memoryOf(t, in)
+	out, err := SetMinMemory(in, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := memoryOf(t, out)
+	if len(got) != 3*65536 || !bytes.Equal(got[:len(want)], want) {
+		t.Fatalf("memory %d bytes, want %d with the same image", len(got), 3*65536)
+	}
+	// Never below the declared minimum, never above the maximum.
+	if out, _ := SetMinMemory(in, 0); !bytes.Equal(out, in) {
+		t.Error("min-pages 0 changed the module")
+	}
+	withMax := []byte("\x00asm\x01\x00\x00\x00")
+	withMax = appendSection(withMax, 5, []byte{1, 1, 1, 2}) // min 1, max 2
+	withMax = appendSection(withMax, 7, []byte{1, 3, 'm', 'e', 'm', 2, 0})
+	out, err = SetMinMemory(withMax, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(memoryOf(t, out)); n != 2*65536 {
+		t.Errorf("memory with max 2 pages: %d bytes", n)
+	}
+	if _, err := SetMinMemory([]byte("junk"), 3); !errors.Is(err, ErrMalformed) {
+		t.Errorf("junk: %v", err)
+	}
+}

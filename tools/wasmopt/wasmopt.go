@@ -10,7 +10,11 @@
 //
 // Usage:
 //
-//	wasmopt [-gap BYTES] -o OUT.wasm IN.wasm
+//	wasmopt [-gap BYTES] [-min-pages N] -o OUT.wasm IN.wasm
+//
+// With -min-pages it also raises the initial size of memory 0 (see
+// SetMinMemory), so that instantiation need not grow (copy) the memory
+// while the Go runtime initializes.
 //
 // Only active segments for memory 0 with a constant i32 offset are merged;
 // a module with any other kind of segment (passive, another memory, a
@@ -35,11 +39,12 @@ func doMain(args []string, stderr io.Writer) int {
 	out := fs.String("o", "", "output `file` (required)")
 	gap := fs.Int("gap", DefaultGap, "join segments separated by at most this many zero `bytes`")
 	verbose := fs.Bool("v", false, "print segment counts and sizes")
+	minPages := fs.Uint("min-pages", 0, "raise the initial memory to at least this many 64 KiB `pages`")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *out == "" || fs.NArg() != 1 || *gap < 0 {
-		fmt.Fprintln(stderr, "usage: wasmopt [-gap BYTES] [-v] -o OUT.wasm IN.wasm")
+		fmt.Fprintln(stderr, "usage: wasmopt [-gap BYTES] [-min-pages N] [-v] -o OUT.wasm IN.wasm")
 		return 2
 	}
 	in, err := os.ReadFile(fs.Arg(0))
@@ -51,6 +56,12 @@ func doMain(args []string, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "wasmopt: %s: %v\n", fs.Arg(0), err)
 		return 1
+	}
+	if *minPages > 0 {
+		if res, err = SetMinMemory(res, uint32(min(*minPages, 65536))); err != nil {
+			fmt.Fprintf(stderr, "wasmopt: %s: %v\n", fs.Arg(0), err)
+			return 1
+		}
 	}
 	if *verbose {
 		fmt.Fprintf(stderr, "wasmopt: %d -> %d data segments, %d -> %d bytes\n", st.SegmentsIn, st.SegmentsOut, len(in), len(res))
