@@ -333,57 +333,70 @@ func writeAddr(out *bufio.Writer, radix byte, off int64) {
 func odLine(out *bufio.Writer, t odType, b []byte, width, lineW int) {
 	nfields := width / t.size
 	pad := lineW - nfields*t.width
+	var chunk [8]byte
+	var num [64]byte
+	if t.kind == 'x' && t.size == 1 && pad == 0 {
+		// The common -t x1: a space and two hex digits per byte.
+		const hexd = "0123456789abcdef"
+		for _, c := range b {
+			out.WriteByte(' ')
+			out.WriteByte(hexd[c>>4])
+			out.WriteByte(hexd[c&15])
+		}
+		return
+	}
 	for i := 0; i*t.size < len(b); i++ {
-		chunk := make([]byte, t.size)
-		copy(chunk, b[i*t.size:])
+		clear(chunk[:])
+		copy(chunk[:t.size], b[i*t.size:])
 		extra := pad*(i+1)/nfields - pad*i/nfields
 		w := t.width + extra
-		var s string
+		var s []byte
 		switch t.kind {
 		case 'c':
-			s = odChar(chunk[0])
+			s = append(num[:0], odChar(chunk[0])...)
 		case 'a':
 			c := chunk[0] & 0x7f
 			switch {
 			case c <= 32:
-				s = odNames[c]
+				s = append(num[:0], odNames[c]...)
 			case c == 127:
-				s = "del"
+				s = append(num[:0], "del"...)
 			default:
-				s = string(rune(c))
+				s = append(num[:0], c)
 			}
 		case 'f':
 			if t.size == 4 {
-				s = strconv.FormatFloat(float64(math.Float32frombits(binary.LittleEndian.Uint32(chunk))), 'g', 8, 32)
+				s = strconv.AppendFloat(num[:0], float64(math.Float32frombits(binary.LittleEndian.Uint32(chunk[:]))), 'g', 8, 32)
 			} else {
-				s = strconv.FormatFloat(math.Float64frombits(binary.LittleEndian.Uint64(chunk)), 'g', 17, 64)
+				s = strconv.AppendFloat(num[:0], math.Float64frombits(binary.LittleEndian.Uint64(chunk[:])), 'g', 17, 64)
 			}
 		default:
-			var u uint64
-			switch t.size {
-			case 1:
-				u = uint64(chunk[0])
-			case 2:
-				u = uint64(binary.LittleEndian.Uint16(chunk))
-			case 4:
-				u = uint64(binary.LittleEndian.Uint32(chunk))
-			case 8:
-				u = binary.LittleEndian.Uint64(chunk)
-			}
+			u := binary.LittleEndian.Uint64(chunk[:])
 			digits := t.width - 1
 			switch t.kind {
-			case 'x':
-				s = fmt.Sprintf("%0*x", digits, u)
-			case 'o':
-				s = fmt.Sprintf("%0*o", digits, u)
+			case 'x', 'o':
+				base := 16
+				if t.kind == 'o' {
+					base = 8
+				}
+				var tmp [24]byte
+				d := strconv.AppendUint(tmp[:0], u, base)
+				s = num[:0]
+				for n := digits - len(d); n > 0; n-- {
+					s = append(s, '0')
+				}
+				s = append(s, d...)
 			case 'u':
-				s = strconv.FormatUint(u, 10)
+				s = strconv.AppendUint(num[:0], u, 10)
 			case 'd':
 				shift := uint(64 - 8*t.size)
-				s = strconv.FormatInt(int64(u<<shift)>>shift, 10)
+				s = strconv.AppendInt(num[:0], int64(u<<shift)>>shift, 10)
 			}
 		}
-		fmt.Fprintf(out, "%*s", w, s)
+		for k := len(s); k < w; k++ {
+			out.WriteByte(' ')
+		}
+		out.Write(s)
 	}
 }
 
@@ -407,10 +420,13 @@ func odChar(c byte) string {
 		return `\r`
 	}
 	if c >= 32 && c < 127 {
-		return string(rune(c))
+		return printable[c-32 : c-31]
 	}
-	return fmt.Sprintf("%03o", c)
+	return string([]byte{'0' + c>>6, '0' + c>>3&7, '0' + c&7})
 }
+
+// printable holds the printable ASCII characters, so odChar can slice them.
+const printable = " !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~"
 
 // parseODSize parses od's byte counts: decimal, 0x hex, 0 octal, with
 // b (512), k/K (1024), m/M suffixes.
@@ -710,6 +726,7 @@ func xxdMain(e *cmd.Env) int {
 	line := make([]byte, cols)
 	off := seek + dispOff
 	var prevLine []byte
+	var lineBuf bytes.Buffer
 	skipping := false
 	for {
 		n, err := io.ReadFull(src, line)
@@ -731,8 +748,14 @@ func xxdMain(e *cmd.Env) int {
 		}
 		skipping = false
 		prevLine = append(prevLine[:0], b...)
-		fmt.Fprintf(out, "%08x: ", off)
-		var hex strings.Builder
+		var offb [24]byte
+		o := strconv.AppendUint(offb[:0], uint64(off), 16)
+		for k := len(o); k < 8; k++ {
+			out.WriteByte('0')
+		}
+		out.Write(o)
+		out.WriteString(": ")
+		hex := &lineBuf
 		for g := 0; g*group < n; g++ {
 			end := min((g+1)*group, n)
 			grp := b[g*group : end]
@@ -757,9 +780,12 @@ func xxdMain(e *cmd.Env) int {
 			}
 			hex.WriteByte(' ')
 		}
-		hs := hex.String()
-		out.WriteString(hs)
-		out.WriteString(strings.Repeat(" ", hexW-len(hs)))
+		hs := hex.Bytes()
+		out.Write(hs)
+		for k := len(hs); k < hexW; k++ {
+			out.WriteByte(' ')
+		}
+		hex.Reset()
 		out.WriteByte(' ')
 		for _, c := range b {
 			if c >= 32 && c < 127 {
@@ -929,41 +955,72 @@ func stringsMain(e *cmd.Env) int {
 	defer out.Flush()
 	status := 0
 	scan := func(r io.Reader, name string) {
-		br := bufio.NewReaderSize(r, 64<<10)
 		var cur []byte
 		var start, off int64
+		streaming := false // the run reached minLen and is being written out
+		head := func() {
+			if printName {
+				out.WriteString(name + ": ")
+			}
+			switch radix {
+			case 'o':
+				fmt.Fprintf(out, "%7o ", start)
+			case 'd':
+				fmt.Fprintf(out, "%7d ", start)
+			case 'x':
+				fmt.Fprintf(out, "%7x ", start)
+			}
+		}
 		emit := func() {
-			if len(cur) >= minLen {
-				if printName {
-					out.WriteString(name + ": ")
-				}
-				switch radix {
-				case 'o':
-					fmt.Fprintf(out, "%7o ", start)
-				case 'd':
-					fmt.Fprintf(out, "%7d ", start)
-				case 'x':
-					fmt.Fprintf(out, "%7x ", start)
-				}
-				out.Write(cur)
+			if streaming {
 				out.WriteString(sep)
 			}
+			streaming = false
 			cur = cur[:0]
 		}
+		add := func(b []byte, at int64) {
+			if streaming {
+				out.Write(b)
+				return
+			}
+			if len(cur) == 0 {
+				start = at
+			}
+			cur = append(cur, b...)
+			if len(cur) >= minLen {
+				head()
+				out.Write(cur)
+				streaming = true
+			}
+		}
+		buf := make([]byte, 64<<10)
 		for {
-			c, err := br.ReadByte()
+			n, err := r.Read(buf)
+			chunk := buf[:n]
+			for i := 0; i < len(chunk); {
+				// Take the longest run of printable bytes at once.
+				j := i
+				for j < len(chunk) {
+					c := chunk[j]
+					if c >= 32 && c < 127 || c == '\t' || allWS && (c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+						j++
+						continue
+					}
+					break
+				}
+				if j > i {
+					add(chunk[i:j], off+int64(i))
+				}
+				if j < len(chunk) {
+					emit()
+					j++
+				}
+				i = j
+			}
+			off += int64(n)
 			if err != nil {
 				break
 			}
-			if c >= 32 && c < 127 || c == '\t' || allWS && (c == '\n' || c == '\r' || c == '\v' || c == '\f') {
-				if len(cur) == 0 {
-					start = off
-				}
-				cur = append(cur, c)
-			} else {
-				emit()
-			}
-			off++
 		}
 		emit()
 	}
