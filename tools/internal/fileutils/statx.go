@@ -88,8 +88,12 @@ func (n *idNames) group(id uint32) string {
 	return strconv.FormatUint(uint64(id), 10)
 }
 
-// modeString renders a mode like ls -l: "drwxr-xr-x".
+// modeString renders a mode like ls -l: "drwxr-xr-x". Symbolic links are
+// always shown as lrwxrwxrwx, as on Linux (wasip1 reports 0600 for them).
 func modeString(m fs.FileMode) string {
+	if m&fs.ModeSymlink != 0 {
+		m |= 0o777
+	}
 	var b [10]byte
 	switch {
 	case m&fs.ModeDir != 0:
@@ -136,6 +140,9 @@ func sx(c byte, set byte) byte {
 
 // unixMode returns the POSIX permission bits (with setuid/setgid/sticky).
 func unixMode(m fs.FileMode) uint32 {
+	if m&fs.ModeSymlink != 0 {
+		m |= 0o777
+	}
 	u := uint32(m.Perm())
 	if m&fs.ModeSetuid != 0 {
 		u |= 04000
