@@ -1,0 +1,248 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wasmbox/wasmbox/runtime/runtimetest"
+)
+
+// hostileSecret is an environment variable of the test process and the
+// content of a host file: no script may ever print it.
+const hostileSecret = "wasmbox-hostile-secret-7f3a"
+
+// hostileLimits keep every case short: small output and memory caps and a
+// deadline no case should reach unless it is meant to.
+var hostileLimits = Limits{Timeout: 20 * time.Second, OutputBytes: 64 << 10, MemoryPerCommand: 64 << 20}
+
+// TestHostileInputs runs scripts an attacker (or a confused agent) would
+// write. Each case must end with a clear result (exit status and class),
+// print nothing of the host, leave the host filesystem and environment
+// untouched, leave the sandbox usable (a background job and a wasm command
+// still run), and leave no goroutine behind once the sandbox is closed.
+func TestHostileInputs(t *testing.T) {
+	hostDir := t.TempDir()
+	secretPath := filepath.Join(hostDir, "secret")
+	if err := os.WriteFile(secretPath, []byte(hostileSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("WASMBOX_HOSTILE_SECRET", hostileSecret)
+	envBefore := slices.Sorted(slices.Values(os.Environ()))
+	hostBefore := hostListing(t, hostDir)
+	// The engine and its goroutines exist before the first case counts.
+	newSandbox(t)
+
+	deep := strings.Repeat("d/", 300)
+	cases := []struct {
+		name   string
+		script string
+		setup  func(t *testing.T, sb *Sandbox)
+		check  func(t *testing.T, res Result)
+	}{
+		{"1 MB script", "echo " + strings.Repeat("x", 1<<20), nil, func(t *testing.T, res Result) {
+			expect(t, res, 2, ClassLimitExceeded)
+			contains(t, res.Stderr, "larger than the 65536-byte limit")
+		}},
+		{"NUL byte in the script", "echo a\x00b", nil, func(t *testing.T, res Result) {
+			expect(t, res, 2, ClassNone)
+			contains(t, res.Stderr, "NUL byte")
+		}},
+		{"invalid UTF-8 in the script", "echo \xff\xfe", nil, func(t *testing.T, res Result) {
+			expect(t, res, 2, ClassNone)
+			contains(t, res.Stderr, "invalid UTF-8")
+		}},
+		{"invalid UTF-8 in data", `printf '\377\376\000x' | wc -c`, nil, func(t *testing.T, res Result) {
+			expect(t, res, 0, ClassNone)
+			equal(t, res.Stdout, "4\n")
+		}},
+		{"500-level nested $( )", "echo " + strings.Repeat("$(echo ", 500) + "deep" + strings.Repeat(")", 500), nil, func(t *testing.T, res Result) {
+			expect(t, res, 0, ClassNone)
+			equal(t, res.Stdout, "deep\n")
+		}},
+		{"1200-level nested $( ) passes the nesting limit", "echo " + strings.Repeat("$(echo ", 1200) + "deep" + strings.Repeat(")", 1200), nil, func(t *testing.T, res Result) {
+			if res.ErrorClass != ClassLimitExceeded || res.ExitCode == 0 {
+				t.Errorf("exit %d class %q, want LIMIT_EXCEEDED", res.ExitCode, res.ErrorClass)
+			}
+		}},
+		// A fork bomb either dies on the background-jobs limit or ends
+		// because the jobs of a finished subshell end with it; either way
+		// the host and the sandbox live (checked after every case).
+		{"fork bomb :(){ :|:& };:", ":(){ :|:& };:", nil, func(t *testing.T, res Result) {
+			oneOf(t, res, ClassNone, ClassLimitExceeded)
+		}},
+		{"named fork bomb", "bomb(){ bomb | bomb & }; bomb; wait", nil, func(t *testing.T, res Result) {
+			oneOf(t, res, ClassNone, ClassLimitExceeded)
+		}},
+		{"slow fork bomb", "bomb(){ echo x >> /tmp/c; bomb | bomb & }; bomb; wait; sleep 1", nil, func(t *testing.T, res Result) {
+			oneOf(t, res, ClassNone, ClassLimitExceeded)
+		}},
+		{"output flood: yes", "yes", nil, func(t *testing.T, res Result) {
+			flooded(t, res)
+		}},
+		{"output flood: cat /dev/zero", "cat /dev/zero", nil, func(t *testing.T, res Result) {
+			flooded(t, res)
+		}},
+		{"memory bomb in the shell", "x=x; while :; do x=$x$x; done", nil, func(t *testing.T, res Result) {
+			expect(t, res, 1, ClassLimitExceeded)
+			contains(t, res.Stderr, "variable size limit")
+		}},
+		{"memory bomb in awk", `awk 'BEGIN{s="x"; while(1) s=s s}'`, nil, func(t *testing.T, res Result) {
+			expect(t, res, 137, ClassLimitExceeded)
+		}},
+		{"wasm guest growing memory", "/tmp/hog", func(t *testing.T, sb *Sandbox) {
+			if err := sb.WriteFile("/tmp/hog", runtimetest.Hog(), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, res Result) {
+			expect(t, res, 137, ClassLimitExceeded)
+			contains(t, res.Stderr, "memory limit")
+		}},
+		{"/proc/self/environ", "cat /proc/self/environ", nil, func(t *testing.T, res Result) {
+			expect(t, res, 1, ClassNone)
+		}},
+		{"host environment", `env | grep -c WASMBOX_HOSTILE; echo "${WASMBOX_HOSTILE_SECRET:-unset}"`, nil, func(t *testing.T, res Result) {
+			equal(t, res.Stdout, "0\nunset\n")
+		}},
+		{"host paths", "cat /etc/shadow; ls /root/.ssh; cat ../../../../../../etc/shadow; cat @SECRET@; cat ../../../../../..@SECRET@; cd /; cd ../../..; cat .@SECRET@", nil, func(t *testing.T, res Result) {
+			expect(t, res, 1, ClassNone)
+		}},
+		{"writes to host paths", "echo pwn > @HOSTDIR@/new; mkdir -p @HOSTDIR@/x && echo pwn > @HOSTDIR@/x/y; echo pwn >> @SECRET@; rm -f @SECRET@; cat @SECRET@", nil, func(t *testing.T, res Result) {
+			// The VFS may create these paths in memory; the host must not
+			// see them (checked after every case).
+			equal(t, res.Stdout, "")
+		}},
+		{"symlink escapes", "cd /tmp; ln -s @SECRET@ l1; cat l1; ln -s ../../../../../.. up; cat up@SECRET@; ln -s @HOSTDIR@ hd; echo pwn > hd/new; cat hd/secret; ln -s /proc/self/environ e; cat e", nil, func(t *testing.T, res Result) {
+			expect(t, res, 1, ClassNone)
+		}},
+		{"huge argv: 5,000 arguments to a wasm command", "wc -c $(seq 1 5000) 2>/dev/null | tail -1", nil, func(t *testing.T, res Result) {
+			expect(t, res, 0, ClassNone)
+			equal(t, res.Stdout, "0 total\n")
+		}},
+		{"huge argv: one 200 KB argument", `a=$(printf '%0200000d' 0); cat "$a" 2>/dev/null; echo $?`, nil, func(t *testing.T, res Result) {
+			equal(t, res.Stdout, "1\n")
+		}},
+		{"huge argv: 100,000 positional parameters", "set -- $(seq 1 100000); echo $#; shift 99999; echo $1", nil, func(t *testing.T, res Result) {
+			expect(t, res, 0, ClassNone)
+			equal(t, res.Stdout, "100000\n100000\n")
+		}},
+		{"deep directory nesting (300 levels)", "mkdir -p " + deep + " && cd " + deep + " && pwd | wc -c", nil, func(t *testing.T, res Result) {
+			expect(t, res, 0, ClassNone)
+			equal(t, res.Stdout, "611\n")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer runtimetest.CheckGoroutines(t)()
+			sb, err := New(context.Background(), WithLimits(hostileLimits))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sb.Close()
+			if c.setup != nil {
+				c.setup(t, sb)
+			}
+			script := strings.NewReplacer("@HOSTDIR@", hostDir, "@SECRET@", secretPath).Replace(c.script)
+			res, err := sb.Run(context.Background(), script)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if res.ExitCode < 0 || res.ExitCode > 255 {
+				t.Errorf("exit status %d out of range", res.ExitCode)
+			}
+			c.check(t, res)
+			if strings.Contains(res.Stdout+res.Stderr, hostileSecret) {
+				t.Errorf("the host secret leaked:\nstdout %.300q\nstderr %.300q", res.Stdout, res.Stderr)
+			}
+			if t.Failed() {
+				t.Logf("exit %d class %q truncated %v\nstdout %.300q\nstderr %.300q", res.ExitCode, res.ErrorClass, res.Truncated, res.Stdout, res.Stderr)
+			}
+			// The sandbox survives: a background job, a pipe and a wasm
+			// command still work.
+			after, err := sb.Run(context.Background(), "sleep 0 & wait; echo alive | cat")
+			if err != nil || after.Stdout != "alive\n" {
+				t.Errorf("sandbox unusable after the case: %v %+v", err, after)
+			}
+			sb.Close()
+			if got := slices.Sorted(slices.Values(os.Environ())); !slices.Equal(got, envBefore) {
+				t.Errorf("host environment changed")
+			}
+			if got := hostListing(t, hostDir); got != hostBefore {
+				t.Errorf("host directory changed:\n%s\nwant:\n%s", got, hostBefore)
+			}
+		})
+	}
+}
+
+// hostListing describes every file under dir with its size and content.
+func hostListing(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b.WriteString(path + " " + info.Mode().String())
+		if d.Type().IsRegular() {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			b.WriteString(" " + string(data))
+		}
+		b.WriteString("\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func expect(t *testing.T, res Result, exit int, class ErrorClass) {
+	t.Helper()
+	if res.ExitCode != exit || res.ErrorClass != class {
+		t.Errorf("exit %d class %q, want %d %q", res.ExitCode, res.ErrorClass, exit, class)
+	}
+}
+
+func oneOf(t *testing.T, res Result, classes ...ErrorClass) {
+	t.Helper()
+	if !slices.Contains(classes, res.ErrorClass) {
+		t.Errorf("class %q (exit %d), want one of %q", res.ErrorClass, res.ExitCode, classes)
+	}
+}
+
+func contains(t *testing.T, s, sub string) {
+	t.Helper()
+	if !strings.Contains(s, sub) {
+		t.Errorf("%.300q does not contain %q", s, sub)
+	}
+}
+
+func equal(t *testing.T, got, want string) {
+	t.Helper()
+	if got != want {
+		t.Errorf("got %.300q, want %q", got, want)
+	}
+}
+
+// flooded checks an output flood: cut at the output limit, the writer
+// stopped with a write error rather than running to the deadline.
+func flooded(t *testing.T, res Result) {
+	t.Helper()
+	if !res.Truncated || int64(len(res.Stdout)) != hostileLimits.OutputBytes {
+		t.Errorf("truncated %v, %d bytes of stdout, want exactly %d", res.Truncated, len(res.Stdout), hostileLimits.OutputBytes)
+	}
+	if res.ErrorClass != ClassNone || res.ExitCode == 0 {
+		t.Errorf("exit %d class %q, want a write error", res.ExitCode, res.ErrorClass)
+	}
+}
