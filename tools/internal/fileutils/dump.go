@@ -79,7 +79,8 @@ TYPE is made up of one or more of these specifications:
 type odType struct {
 	kind  byte
 	size  int
-	width int // field width including the leading space
+	width int  // field width including the leading space
+	z     bool // append the printable characters, >like this<
 }
 
 var odNames = [...]string{"nul", "soh", "stx", "etx", "eot", "enq", "ack", "bel", "bs", "ht", "nl", "vt", "ff", "cr", "so", "si",
@@ -131,7 +132,7 @@ func parseOdTypes(s string) ([]odType, error) {
 			return nil, fmt.Errorf("invalid character '%c' in type string %s", k, quote(string(k)+s))
 		}
 		if s != "" && s[0] == 'z' {
-			s = s[1:]
+			s, t.z = s[1:], true
 		}
 		t.width = odWidth(t)
 		ts = append(ts, t)
@@ -298,6 +299,25 @@ func odMain(e *cmd.Env) int {
 				out.WriteString(strings.Repeat(" ", addrWidth(radix)))
 			}
 			odLine(out, t, b, width, lineW)
+			if t.z {
+				written := (len(b) + t.size - 1) / t.size * t.width
+				if nf := width / t.size; nf > 0 {
+					pad := lineW - nf*t.width
+					written += pad * ((len(b)+t.size-1)/t.size) / nf
+				}
+				for k := written; k < lineW; k++ {
+					out.WriteByte(' ')
+				}
+				out.WriteString("  >")
+				for _, c := range b {
+					if c >= 32 && c < 127 {
+						out.WriteByte(c)
+					} else {
+						out.WriteByte('.')
+					}
+				}
+				out.WriteByte('<')
+			}
 			out.WriteByte('\n')
 		}
 		offset += int64(n)
