@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,6 +78,15 @@ func newTestHost() (*testHost, error) {
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(h.spawn), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
 		Export("spawn").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(h.metaStat), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
+		Export("stat").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(h.metaChmod), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
+		Export("chmod").
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(h.metaChown), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
+		Export("chown").
 		Instantiate(ctx)
 	if err != nil {
 		return nil, err
@@ -250,6 +261,145 @@ func (h *testHost) spawnErrno(ctx context.Context, mod api.Module, reqPtr, reqLe
 	}
 	mod.Memory().WriteUint32Le(statusPtr, uint32(status))
 	return 0
+}
+
+// The wasmbox.stat/chmod/chown calls (runtime.MetaABI) over the host
+// directories the test host mounts: modes come from the host files, every
+// file belongs to the sandbox user 1000:1000.
+
+// hostPath maps an absolute guest path onto the host directory that holds it.
+func (h *testHost) hostPath(ctx context.Context, mod api.Module, ptr, n uint32) (string, uint64) {
+	g, _ := ctx.Value(guestKey{}).(*guest)
+	raw, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		return "", errnoFault
+	}
+	p := string(raw)
+	if g == nil || !path.IsAbs(p) || n > 4096 {
+		return "", errnoInval
+	}
+	p = path.Clean(p)
+	for _, m := range []string{"/bin", "/usr/bin"} {
+		if rest, ok := strings.CutPrefix(p, m); ok && (rest == "" || rest[0] == '/') {
+			return filepath.Join(h.binDir, rest), 0
+		}
+	}
+	return filepath.Join(g.root, p), 0
+}
+
+// hostErrno maps a host error to a WASI errno.
+func hostErrno(err error) uint64 {
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return errnoNoent
+	case errors.Is(err, syscall.ENOTDIR):
+		return 54
+	case errors.Is(err, syscall.ELOOP):
+		return 32
+	case errors.Is(err, syscall.EACCES):
+		return 2
+	case errors.Is(err, syscall.EPERM):
+		return 63
+	case errors.Is(err, syscall.EROFS):
+		return 69
+	}
+	return 29
+}
+
+func (h *testHost) metaStat(ctx context.Context, mod api.Module, stack []uint64) {
+	p, errno := h.hostPath(ctx, mod, uint32(stack[0]), uint32(stack[1]))
+	if errno != 0 {
+		stack[0] = errno
+		return
+	}
+	stat := os.Lstat
+	if uint32(stack[2]) != 0 {
+		stat = os.Stat
+	}
+	fi, err := stat(p)
+	if err != nil {
+		stack[0] = hostErrno(err)
+		return
+	}
+	bits := uint32(fi.Mode().Perm())
+	if fi.Mode()&os.ModeSetuid != 0 {
+		bits |= 0o4000
+	}
+	if fi.Mode()&os.ModeSetgid != 0 {
+		bits |= 0o2000
+	}
+	if fi.Mode()&os.ModeSticky != 0 {
+		bits |= 0o1000
+	}
+	nlink := uint32(1)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		nlink = uint32(st.Nlink)
+	}
+	var out [16]byte
+	binary.LittleEndian.PutUint32(out[0:], bits)
+	binary.LittleEndian.PutUint32(out[4:], 1000)
+	binary.LittleEndian.PutUint32(out[8:], 1000)
+	binary.LittleEndian.PutUint32(out[12:], nlink)
+	if !mod.Memory().Write(uint32(stack[3]), out[:]) {
+		stack[0] = errnoFault
+		return
+	}
+	stack[0] = 0
+}
+
+func (h *testHost) metaChmod(ctx context.Context, mod api.Module, stack []uint64) {
+	p, errno := h.hostPath(ctx, mod, uint32(stack[0]), uint32(stack[1]))
+	if errno != 0 {
+		stack[0] = errno
+		return
+	}
+	if strings.HasPrefix(p, h.binDir) {
+		stack[0] = 69 // EROFS: /bin and /usr/bin are read-only mounts
+		return
+	}
+	if uint32(stack[3]) == 0 {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			stack[0] = 63 // Linux cannot chmod a symlink itself
+			return
+		}
+	}
+	bits := uint32(stack[2])
+	mode := os.FileMode(bits & 0o777)
+	if bits&0o4000 != 0 {
+		mode |= os.ModeSetuid
+	}
+	if bits&0o2000 != 0 {
+		mode |= os.ModeSetgid
+	}
+	if bits&0o1000 != 0 {
+		mode |= os.ModeSticky
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		stack[0] = hostErrno(err)
+		return
+	}
+	stack[0] = 0
+}
+
+func (h *testHost) metaChown(ctx context.Context, mod api.Module, stack []uint64) {
+	p, errno := h.hostPath(ctx, mod, uint32(stack[0]), uint32(stack[1]))
+	if errno != 0 {
+		stack[0] = errno
+		return
+	}
+	if _, err := os.Lstat(p); err != nil {
+		stack[0] = hostErrno(err)
+		return
+	}
+	// One user lives in the sandbox: giving a file to it is a no-op,
+	// giving it to anyone else is not permitted.
+	for _, id := range []uint32{uint32(stack[2]), uint32(stack[3])} {
+		if id != 0xffffffff && id != 1000 {
+			stack[0] = 63
+			return
+		}
+	}
+	stack[0] = 0
 }
 
 // goldenEnv is the environment every golden case runs with (goldengen

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
@@ -19,16 +18,11 @@ func init() {
 }
 
 // isExecutable reports whether path names a regular file with an execute
-// bit set. WASI has no permission bits (Go's wasip1 port reports every
-// file as 0600), so under wasip1 every regular file counts.
+// bit set. cmd.Stat asks the sandbox for the mode: WASI has none.
 func isExecutable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && (st.Mode().Perm()&0o111 != 0 || !permBitsKnown)
+	st, err := cmd.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }
-
-// permBitsKnown is false where the file system interface carries no
-// permission bits (wasip1).
-const permBitsKnown = runtime.GOOS != "wasip1"
 
 // whichMain is debianutils which: print the path of each command found on
 // $PATH (in the sandbox's filesystem); -a prints every match, -s nothing.

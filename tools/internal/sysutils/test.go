@@ -234,10 +234,11 @@ func unaryTest(op, arg string) (bool, error) {
 	}
 	var st fs.FileInfo
 	var err error
+	// cmd.Stat: the real mode bits and owner, which WASI cannot express.
 	if op == "-h" || op == "-L" {
-		st, err = os.Lstat(arg)
+		st, err = cmd.Lstat(arg)
 	} else {
-		st, err = os.Stat(arg)
+		st, err = cmd.Stat(arg)
 	}
 	if err != nil {
 		return false, nil
@@ -269,7 +270,11 @@ func unaryTest(op, arg string) (bool, error) {
 	case "-k":
 		return m&fs.ModeSticky != 0, nil
 	case "-O", "-G":
-		return true, nil // every file of the sandbox belongs to its user
+		uid, gid := cmd.Owner(st)
+		if op == "-O" {
+			return uid == sandboxUID || uid < 0, nil
+		}
+		return gid == sandboxGID || gid < 0, nil
 	case "-N":
 		return false, nil
 	case "-r":
@@ -277,7 +282,7 @@ func unaryTest(op, arg string) (bool, error) {
 	case "-w":
 		return m.Perm()&0o222 != 0, nil
 	case "-x":
-		return m.Perm()&0o111 != 0 || !permBitsKnown, nil
+		return m.Perm()&0o111 != 0, nil
 	}
 	return false, nil
 }
