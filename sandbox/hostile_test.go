@@ -45,24 +45,24 @@ func TestHostileInputs(t *testing.T) {
 		check  func(t *testing.T, res Result)
 	}{
 		{"1 MB script", "echo " + strings.Repeat("x", 1<<20), nil, func(t *testing.T, res Result) {
-			expect(t, res, 2, ClassLimitExceeded)
-			contains(t, res.Stderr, "larger than the 65536-byte limit")
+			wantStatus(t, res, 2, ClassLimitExceeded)
+			wantContains(t, res.Stderr, "larger than the 65536-byte limit")
 		}},
 		{"NUL byte in the script", "echo a\x00b", nil, func(t *testing.T, res Result) {
-			expect(t, res, 2, ClassNone)
-			contains(t, res.Stderr, "NUL byte")
+			wantStatus(t, res, 2, ClassNone)
+			wantContains(t, res.Stderr, "NUL byte")
 		}},
 		{"invalid UTF-8 in the script", "echo \xff\xfe", nil, func(t *testing.T, res Result) {
-			expect(t, res, 2, ClassNone)
-			contains(t, res.Stderr, "invalid UTF-8")
+			wantStatus(t, res, 2, ClassNone)
+			wantContains(t, res.Stderr, "invalid UTF-8")
 		}},
 		{"invalid UTF-8 in data", `printf '\377\376\000x' | wc -c`, nil, func(t *testing.T, res Result) {
-			expect(t, res, 0, ClassNone)
-			equal(t, res.Stdout, "4\n")
+			wantStatus(t, res, 0, ClassNone)
+			wantEqual(t, res.Stdout, "4\n")
 		}},
 		{"500-level nested $( )", "echo " + strings.Repeat("$(echo ", 500) + "deep" + strings.Repeat(")", 500), nil, func(t *testing.T, res Result) {
-			expect(t, res, 0, ClassNone)
-			equal(t, res.Stdout, "deep\n")
+			wantStatus(t, res, 0, ClassNone)
+			wantEqual(t, res.Stdout, "deep\n")
 		}},
 		{"1200-level nested $( ) passes the nesting limit", "echo " + strings.Repeat("$(echo ", 1200) + "deep" + strings.Repeat(")", 1200), nil, func(t *testing.T, res Result) {
 			if res.ErrorClass != ClassLimitExceeded || res.ExitCode == 0 {
@@ -73,66 +73,66 @@ func TestHostileInputs(t *testing.T) {
 		// because the jobs of a finished subshell end with it; either way
 		// the host and the sandbox live (checked after every case).
 		{"fork bomb :(){ :|:& };:", ":(){ :|:& };:", nil, func(t *testing.T, res Result) {
-			oneOf(t, res, ClassNone, ClassLimitExceeded)
+			wantClassIn(t, res, ClassNone, ClassLimitExceeded)
 		}},
 		{"named fork bomb", "bomb(){ bomb | bomb & }; bomb; wait", nil, func(t *testing.T, res Result) {
-			oneOf(t, res, ClassNone, ClassLimitExceeded)
+			wantClassIn(t, res, ClassNone, ClassLimitExceeded)
 		}},
 		{"slow fork bomb", "bomb(){ echo x >> /tmp/c; bomb | bomb & }; bomb; wait; sleep 1", nil, func(t *testing.T, res Result) {
-			oneOf(t, res, ClassNone, ClassLimitExceeded)
+			wantClassIn(t, res, ClassNone, ClassLimitExceeded)
 		}},
 		{"output flood: yes", "yes", nil, func(t *testing.T, res Result) {
-			flooded(t, res)
+			wantFlood(t, res)
 		}},
 		{"output flood: cat /dev/zero", "cat /dev/zero", nil, func(t *testing.T, res Result) {
-			flooded(t, res)
+			wantFlood(t, res)
 		}},
 		{"memory bomb in the shell", "x=x; while :; do x=$x$x; done", nil, func(t *testing.T, res Result) {
-			expect(t, res, 1, ClassLimitExceeded)
-			contains(t, res.Stderr, "variable size limit")
+			wantStatus(t, res, 1, ClassLimitExceeded)
+			wantContains(t, res.Stderr, "variable size limit")
 		}},
 		{"memory bomb in awk", `awk 'BEGIN{s="x"; while(1) s=s s}'`, nil, func(t *testing.T, res Result) {
-			expect(t, res, 137, ClassLimitExceeded)
+			wantStatus(t, res, 137, ClassLimitExceeded)
 		}},
 		{"wasm guest growing memory", "/tmp/hog", func(t *testing.T, sb *Sandbox) {
 			if err := sb.WriteFile("/tmp/hog", runtimetest.Hog(), 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}, func(t *testing.T, res Result) {
-			expect(t, res, 137, ClassLimitExceeded)
-			contains(t, res.Stderr, "memory limit")
+			wantStatus(t, res, 137, ClassLimitExceeded)
+			wantContains(t, res.Stderr, "memory limit")
 		}},
 		{"/proc/self/environ", "cat /proc/self/environ", nil, func(t *testing.T, res Result) {
-			expect(t, res, 1, ClassNone)
+			wantStatus(t, res, 1, ClassNone)
 		}},
 		{"host environment", `env | grep -c WASMBOX_HOSTILE; echo "${WASMBOX_HOSTILE_SECRET:-unset}"`, nil, func(t *testing.T, res Result) {
-			equal(t, res.Stdout, "0\nunset\n")
+			wantEqual(t, res.Stdout, "0\nunset\n")
 		}},
 		{"host paths", "cat /etc/shadow; ls /root/.ssh; cat ../../../../../../etc/shadow; cat @SECRET@; cat ../../../../../..@SECRET@; cd /; cd ../../..; cat .@SECRET@", nil, func(t *testing.T, res Result) {
-			expect(t, res, 1, ClassNone)
+			wantStatus(t, res, 1, ClassNone)
 		}},
 		{"writes to host paths", "echo pwn > @HOSTDIR@/new; mkdir -p @HOSTDIR@/x && echo pwn > @HOSTDIR@/x/y; echo pwn >> @SECRET@; rm -f @SECRET@; cat @SECRET@", nil, func(t *testing.T, res Result) {
 			// The VFS may create these paths in memory; the host must not
 			// see them (checked after every case).
-			equal(t, res.Stdout, "")
+			wantEqual(t, res.Stdout, "")
 		}},
 		{"symlink escapes", "cd /tmp; ln -s @SECRET@ l1; cat l1; ln -s ../../../../../.. up; cat up@SECRET@; ln -s @HOSTDIR@ hd; echo pwn > hd/new; cat hd/secret; ln -s /proc/self/environ e; cat e", nil, func(t *testing.T, res Result) {
-			expect(t, res, 1, ClassNone)
+			wantStatus(t, res, 1, ClassNone)
 		}},
 		{"huge argv: 5,000 arguments to a wasm command", "wc -c $(seq 1 5000) 2>/dev/null | tail -1", nil, func(t *testing.T, res Result) {
-			expect(t, res, 0, ClassNone)
-			equal(t, res.Stdout, "0 total\n")
+			wantStatus(t, res, 0, ClassNone)
+			wantEqual(t, res.Stdout, "0 total\n")
 		}},
 		{"huge argv: one 200 KB argument", `a=$(printf '%0200000d' 0); cat "$a" 2>/dev/null; echo $?`, nil, func(t *testing.T, res Result) {
-			equal(t, res.Stdout, "1\n")
+			wantEqual(t, res.Stdout, "1\n")
 		}},
 		{"huge argv: 100,000 positional parameters", "set -- $(seq 1 100000); echo $#; shift 99999; echo $1", nil, func(t *testing.T, res Result) {
-			expect(t, res, 0, ClassNone)
-			equal(t, res.Stdout, "100000\n100000\n")
+			wantStatus(t, res, 0, ClassNone)
+			wantEqual(t, res.Stdout, "100000\n100000\n")
 		}},
 		{"deep directory nesting (300 levels)", "mkdir -p " + deep + " && cd " + deep + " && pwd | wc -c", nil, func(t *testing.T, res Result) {
-			expect(t, res, 0, ClassNone)
-			equal(t, res.Stdout, "611\n")
+			wantStatus(t, res, 0, ClassNone)
+			wantEqual(t, res.Stdout, "611\n")
 		}},
 	}
 	for _, c := range cases {
@@ -207,37 +207,37 @@ func hostListing(t *testing.T, dir string) string {
 	return b.String()
 }
 
-func expect(t *testing.T, res Result, exit int, class ErrorClass) {
+func wantStatus(t *testing.T, res Result, exit int, class ErrorClass) {
 	t.Helper()
 	if res.ExitCode != exit || res.ErrorClass != class {
 		t.Errorf("exit %d class %q, want %d %q", res.ExitCode, res.ErrorClass, exit, class)
 	}
 }
 
-func oneOf(t *testing.T, res Result, classes ...ErrorClass) {
+func wantClassIn(t *testing.T, res Result, classes ...ErrorClass) {
 	t.Helper()
 	if !slices.Contains(classes, res.ErrorClass) {
 		t.Errorf("class %q (exit %d), want one of %q", res.ErrorClass, res.ExitCode, classes)
 	}
 }
 
-func contains(t *testing.T, s, sub string) {
+func wantContains(t *testing.T, s, sub string) {
 	t.Helper()
 	if !strings.Contains(s, sub) {
 		t.Errorf("%.300q does not contain %q", s, sub)
 	}
 }
 
-func equal(t *testing.T, got, want string) {
+func wantEqual(t *testing.T, got, want string) {
 	t.Helper()
 	if got != want {
 		t.Errorf("got %.300q, want %q", got, want)
 	}
 }
 
-// flooded checks an output flood: cut at the output limit, the writer
+// wantFlood checks an output flood: cut at the output limit, the writer
 // stopped with a write error rather than running to the deadline.
-func flooded(t *testing.T, res Result) {
+func wantFlood(t *testing.T, res Result) {
 	t.Helper()
 	if !res.Truncated || int64(len(res.Stdout)) != hostileLimits.OutputBytes {
 		t.Errorf("truncated %v, %d bytes of stdout, want exactly %d", res.Truncated, len(res.Stdout), hostileLimits.OutputBytes)
