@@ -27,7 +27,9 @@ var diffUsage = usage{
   -c, -C NUM, --context[=NUM]   output NUM (default 3) lines of copied context
   -u, -U NUM, --unified[=NUM]   output NUM (default 3) lines of unified context
   -e, --ed                      output an ed script
-  -y, --side-by-side            output in two columns (unsupported)
+  -y, --side-by-side            output in two columns
+  -W, --width=NUM               output at most NUM (default 130) print columns
+      --suppress-common-lines   do not output common lines
   -r, --recursive               recursively compare any subdirectories found
   -N, --new-file                treat absent files as empty
   -i, --ignore-case             ignore case differences in file contents
@@ -61,6 +63,8 @@ type differ struct {
 	recursive, newFile, reportSame, text bool
 	minimal                              bool
 	labels                               []string
+	width                                int  // -W, side-by-side page width
+	suppressCommon, expandTabs           bool // side-by-side options
 	exclude                              []string
 	status                               int
 	cmdline                              string
@@ -72,7 +76,7 @@ func diffMain(e *cmd.Env) int {
 	if done {
 		return st
 	}
-	d := &differ{e: e, format: 'n', context: 3}
+	d := &differ{e: e, format: 'n', context: 3, width: 130}
 	setCtx := func(v string) bool {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -139,8 +143,17 @@ func diffMain(e *cmd.Env) int {
 		case "exclude":
 			d.exclude = append(d.exclude, o.val)
 		case "side-by-side":
-			e.Errorf("--side-by-side is not supported; use -u")
-			return 2
+			d.format = 'y'
+		case "width":
+			n, err := strconv.Atoi(o.val)
+			if err != nil || n <= 0 {
+				return usageErr(e, diffUsage, "invalid width %s", quote(o.val))
+			}
+			d.width = n
+		case "suppress-common-lines":
+			d.suppressCommon = true
+		case "expand-tabs":
+			d.expandTabs = true
 		case "ignore-trailing-space":
 			d.ignoreTrailing = true
 		case "normal":
@@ -483,6 +496,10 @@ func (d *differ) compareFiles(a, b string, top bool) {
 			}
 		}()
 	}
+	if bytes.Equal(fa.data, fb.data) && d.format == 'y' && !d.reportSame {
+		d.sideBySide(nil, fa, fb)
+		return
+	}
 	if bytes.Equal(fa.data, fb.data) {
 		if d.reportSame {
 			d.out.WriteString("Files " + a + " and " + b + " are identical\n")
@@ -542,6 +559,10 @@ func (d *differ) compareFiles(a, b string, top bool) {
 		hunks = d.dropBlank(hunks, fa, fb)
 	}
 	if len(hunks) == 0 {
+		if d.format == 'y' {
+			d.sideBySide(nil, fa, fb)
+			return
+		}
 		if d.reportSame {
 			d.out.WriteString("Files " + a + " and " + b + " are identical\n")
 		}
@@ -564,6 +585,8 @@ func (d *differ) compareFiles(a, b string, top bool) {
 		d.contextFmt(hunks, fa, fb)
 	case 'e':
 		d.edScript(hunks, fa, fb)
+	case 'y':
+		d.sideBySide(hunks, fa, fb)
 	}
 }
 
@@ -808,4 +831,112 @@ func (d *differ) contextFmt(hs []hunk, fa, fb *diffFile) {
 			}
 		}
 	}
+}
+
+// sideBySide prints diff -y output, column for column as GNU diff does
+// (diffutils side.c): the left half, a separator (space, '|', '<' or
+// '>'), and the right half, with tabs used to reach the columns.
+func (d *differ) sideBySide(hs []hunk, fa, fb *diffFile) {
+	tab := 8
+	t := tab
+	if d.expandTabs {
+		t = 1
+	}
+	off := (d.width + t + 3) / (2 * t) * t
+	half := max(0, min(off-3, d.width-off))
+	c2o := d.width
+	if half > 0 {
+		c2o = off
+	}
+	tabFromTo := func(from, to int) int {
+		if !d.expandTabs {
+			for tb := from + tab - from%tab; tb <= to; tb += tab {
+				d.out.WriteByte('\t')
+				from = tb
+			}
+		}
+		for ; from < to; from++ {
+			d.out.WriteByte(' ')
+		}
+		return to
+	}
+	halfLine := func(line []byte, bound int) int {
+		in, out := 0, 0
+		for _, c := range line {
+			switch {
+			case c == '\t':
+				spaces := tab - in%tab
+				if in == out {
+					stop := out + spaces
+					if d.expandTabs {
+						stop = min(stop, bound)
+						for ; out < stop; out++ {
+							d.out.WriteByte(' ')
+						}
+					} else if stop < bound {
+						out = stop
+						d.out.WriteByte(c)
+					}
+				}
+				in += spaces
+			case c == '\r':
+				d.out.WriteByte(c)
+				in, out = 0, 0
+			case c == '\f' || c == '\v':
+				if in < bound {
+					d.out.WriteByte(c)
+				}
+			case c >= 32 && c < 127 || c >= 128:
+				if in < bound {
+					in++
+					out = in
+					d.out.WriteByte(c)
+				} else {
+					in++
+				}
+			default:
+				d.out.WriteByte(c)
+			}
+		}
+		return out
+	}
+	line := func(left []byte, hasL bool, sep byte, right []byte, hasR bool) {
+		col := 0
+		if hasL {
+			col = halfLine(left, half)
+		}
+		if sep != ' ' {
+			col = tabFromTo(col, (half+c2o-1)/2) + 1
+			d.out.WriteByte(sep)
+		}
+		if hasR && len(right) > 0 {
+			col = tabFromTo(col, c2o)
+			halfLine(right, half)
+		}
+		d.out.WriteByte('\n')
+	}
+	ai, bi := 0, 0
+	common := func(toA int) {
+		for ; ai < toA; ai, bi = ai+1, bi+1 {
+			if !d.suppressCommon {
+				line(fa.lines[ai], true, ' ', fb.lines[bi], true)
+			}
+		}
+	}
+	for _, h := range hs {
+		common(h.a0)
+		na, nb := h.a1-h.a0, h.b1-h.b0
+		for k := 0; k < max(na, nb); k++ {
+			switch {
+			case k < na && k < nb:
+				line(fa.lines[h.a0+k], true, '|', fb.lines[h.b0+k], true)
+			case k < na:
+				line(fa.lines[h.a0+k], true, '<', nil, false)
+			default:
+				line(nil, false, '>', fb.lines[h.b0+k], true)
+			}
+		}
+		ai, bi = h.a1, h.b1
+	}
+	common(len(fa.lines))
 }

@@ -303,7 +303,7 @@ func odMain(e *cmd.Env) int {
 				written := (len(b) + t.size - 1) / t.size * t.width
 				if nf := width / t.size; nf > 0 {
 					pad := lineW - nf*t.width
-					written += pad * ((len(b)+t.size-1)/t.size) / nf
+					written += pad * ((len(b) + t.size - 1) / t.size) / nf
 				}
 				for k := written; k < lineW; k++ {
 					out.WriteByte(' ')

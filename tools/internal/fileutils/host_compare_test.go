@@ -75,17 +75,17 @@ func lookupFileCommand(name string) (string, bool) {
 func compareFixture(t *testing.T, dir string) {
 	when := time.Date(2024, 2, 3, 4, 5, 6, 0, time.UTC)
 	files := map[string]string{
-		"src/a.txt":        "one\ntwo\nthree\nfour\nfive\nsix\nseven\n",
-		"src/b.txt":        "one\n2\nthree\nfour\nfive\nsix\nseven\neight\n",
-		"src/blank.txt":    "a\n\n\n\nb\n\n",
-		"src/ctl.txt":      "tab\there\x01\x7f\xe9\n",
-		"src/big.bin":      strings.Repeat("binary\x00data\x01", 300),
-		"src/sub/x.go":     "package x\n",
-		"src/sub/y.txt":    "y\n",
-		"src/.hidden":      "h\n",
-		"src2/a.txt":       "one\ntwo\nthree\nfour\nfive\nsix\nseven\n",
-		"src2/sub/x.go":    "package y\n",
-		"src2/only2":       "2\n",
+		"src/a.txt":     "one\ntwo\nthree\nfour\nfive\nsix\nseven\n",
+		"src/b.txt":     "one\n2\nthree\nfour\nfive\nsix\nseven\neight\n",
+		"src/blank.txt": "a\n\n\n\nb\n\n",
+		"src/ctl.txt":   "tab\there\x01\x7f\xe9\n",
+		"src/big.bin":   strings.Repeat("binary\x00data\x01", 300),
+		"src/sub/x.go":  "package x\n",
+		"src/sub/y.txt": "y\n",
+		"src/.hidden":   "h\n",
+		"src2/a.txt":    "one\ntwo\nthree\nfour\nfive\nsix\nseven\n",
+		"src2/sub/x.go": "package y\n",
+		"src2/only2":    "2\n",
 	}
 	for name, data := range files {
 		mustWrite(t, dir+"/"+name, data, 0o644, when)
