@@ -144,6 +144,10 @@ func seqMain(e *cmd.Env) int {
 	fmtOne := func(v float64) string {
 		return pre + cFloat(spec, verb, v) + post
 	}
+	if format == "" {
+		prec := max(first.prec, step.prec)
+		fmtOne = func(v float64) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+	}
 	width := 0
 	if equal {
 		width = max(len(fmtOne(first.v)), len(fmtOne(last.v)))
