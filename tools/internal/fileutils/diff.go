@@ -900,26 +900,43 @@ func (d *differ) sideBySide(hs []hunk, fa, fb *diffFile) {
 		}
 		return out
 	}
-	line := func(left []byte, hasL bool, sep byte, right []byte, hasR bool) {
+	// nlA and nlB tell whether a line of A or B ends with a newline.
+	nlA := func(k int) bool { return k < len(fa.lines)-1 || !fa.noEOL }
+	nlB := func(k int) bool { return k < len(fb.lines)-1 || !fb.noEOL }
+	line := func(ka int, sep byte, kb int) {
 		col := 0
-		if hasL {
-			col = halfLine(left, half)
+		newline := false
+		if ka >= 0 {
+			newline = nlA(ka)
+			col = halfLine(fa.lines[ka], half)
 		}
 		if sep != ' ' {
 			col = tabFromTo(col, (half+c2o-1)/2) + 1
+			if sep == '|' && newline != nlB(kb) {
+				if newline {
+					sep = '/'
+				} else {
+					sep = '\\'
+				}
+			}
 			d.out.WriteByte(sep)
 		}
-		if hasR && len(right) > 0 {
-			col = tabFromTo(col, c2o)
-			halfLine(right, half)
+		if kb >= 0 {
+			newline = newline || nlB(kb)
+			if len(fb.lines[kb]) > 0 {
+				col = tabFromTo(col, c2o)
+				halfLine(fb.lines[kb], half)
+			}
 		}
-		d.out.WriteByte('\n')
+		if newline {
+			d.out.WriteByte('\n')
+		}
 	}
 	ai, bi := 0, 0
 	common := func(toA int) {
 		for ; ai < toA; ai, bi = ai+1, bi+1 {
 			if !d.suppressCommon {
-				line(fa.lines[ai], true, ' ', fb.lines[bi], true)
+				line(ai, ' ', bi)
 			}
 		}
 	}
@@ -929,11 +946,11 @@ func (d *differ) sideBySide(hs []hunk, fa, fb *diffFile) {
 		for k := 0; k < max(na, nb); k++ {
 			switch {
 			case k < na && k < nb:
-				line(fa.lines[h.a0+k], true, '|', fb.lines[h.b0+k], true)
+				line(h.a0+k, '|', h.b0+k)
 			case k < na:
-				line(fa.lines[h.a0+k], true, '<', nil, false)
+				line(h.a0+k, '<', -1)
 			default:
-				line(nil, false, '>', fb.lines[h.b0+k], true)
+				line(-1, '>', h.b0+k)
 			}
 		}
 		ai, bi = h.a1, h.b1

@@ -51,7 +51,7 @@ func TestDiffAgainstHost(t *testing.T) {
 		return strings.Join(lines, "")
 	}
 	fails := 0
-	for iter := 0; iter < 1000 && fails < 1000; iter++ {
+	for iter := 0; iter < 400 && fails < 1000; iter++ {
 		a := gen()
 		b := mutate(a)
 		if r.Intn(4) == 0 {
@@ -65,7 +65,7 @@ func TestDiffAgainstHost(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(dir, "a"), []byte(a), 0o644)
 		os.WriteFile(filepath.Join(dir, "b"), []byte(b), 0o644)
-		for _, args := range [][]string{{}, {"-u"}, {"-c"}, {"-U1"}, {"-i"}, {"-w", "-u"}, {"-b"}, {"-B"}, {"-e"}, {"-U0"}, {"-C1"}} {
+		for _, args := range [][]string{{}, {"-u"}, {"-c"}, {"-U1"}, {"-i"}, {"-w", "-u"}, {"-b"}, {"-B"}, {"-e"}, {"-U0"}, {"-C1"}, {"-y"}, {"-y", "-W", "50"}} {
 			full := append(append([]string{"diff"}, args...), "--label=a", "--label=b", "a", "b")
 			if len(args) == 0 || args[0] != "-u" && args[0] != "-c" && args[0] != "-U1" && args[0] != "-U0" && args[0] != "-C1" && len(args) == 1 {
 				full = append(append([]string{"diff"}, args...), "a", "b")
