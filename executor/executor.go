@@ -64,6 +64,7 @@ import (
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
 	"github.com/wasmbox/wasmbox/wasm"
 )
 
@@ -377,21 +378,40 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 	if cmd.argv0 != "" {
 		argv[0] = cmd.argv0
 	}
-	mc := wazero.NewModuleConfig().WithArgs(argv...)
+	env := make([]string, 0, len(job.Env)+1)
 	for _, kv := range job.Env {
-		k, v, _ := strings.Cut(kv, "=")
-		if k == "PWD" {
-			continue
+		if !strings.HasPrefix(kv, "PWD=") {
+			env = append(env, kv)
 		}
-		mc = mc.WithEnv(k, v)
 	}
-	mc = mc.WithEnv("PWD", job.Dir)
-	mc = wasi.Configure(ctx, mc, job.FS, wasi.Options{
-		Deterministic: job.Deterministic,
-		Stdin:         job.Stdin,
-		Stdout:        job.Stdout,
-		Stderr:        job.Stderr,
-	})
+	env = append(env, "PWD="+job.Dir)
+	mc := wazero.NewModuleConfig()
+	var wasiState *preview1.State
+	if e.rt.OwnWASI() {
+		src := wasi.NewSources(wasi.Options{Deterministic: job.Deterministic})
+		st, err := preview1.NewState(preview1.Config{
+			FS: job.FS, Args: argv, Env: env,
+			Stdin: job.Stdin, Stdout: job.Stdout, Stderr: job.Stderr,
+			Walltime: src.Walltime, Nanotime: src.Nanotime, Rand: src.Rand, Sleep: src.Sleep,
+		})
+		if err != nil {
+			return Result{ExitCode: ExitCannotExecute, Err: fmt.Errorf("%w: %v", ErrBadJob, err)}
+		}
+		defer st.Close()
+		wasiState = st
+	} else {
+		mc = mc.WithArgs(argv...)
+		for _, kv := range env {
+			k, v, _ := strings.Cut(kv, "=")
+			mc = mc.WithEnv(k, v)
+		}
+		mc = wasi.Configure(ctx, mc, job.FS, wasi.Options{
+			Deterministic: job.Deterministic,
+			Stdin:         job.Stdin,
+			Stdout:        job.Stdout,
+			Stderr:        job.Stderr,
+		})
+	}
 
 	if depth == 0 {
 		// A killed process's end of its stdin pipe dies with it: close
@@ -411,7 +431,7 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 		budget = runtime.NewBudget(limit)
 	}
 	sp := &spawner{e: e, parent: parent, depth: depth, budget: budget}
-	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, FS: job.FS, Budget: budget})
+	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, FS: job.FS, Budget: budget, WASI: wasiState})
 	return resultOf(err)
 }
 

@@ -31,7 +31,7 @@ func BenchmarkRunTrivial(b *testing.B) {
 // BenchmarkRunGoGuest: the same for a real Go wasip1 program (args, ~2.5
 // MB), whose runtime initialisation dominates.
 func BenchmarkRunGoGuest(b *testing.B) {
-	rt := newRuntime(b, runtime.Config{})
+	rt := newRuntime(b, runtime.Config{WASI: runtime.WASIWazero})
 	m := compile(b, rt, "args", runtimetest.Guest(b, "args"))
 	ctx := context.Background()
 	mc := wazero.NewModuleConfig().WithArgs("args")

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tetratelabs/wazero/api"
 	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
 	"strings"
 	"sync/atomic"
 
@@ -35,6 +37,12 @@ type RunOptions struct {
 	// chown; see MetaABI) act on: the one mounted as the guest's root.
 	// Nil makes them fail with ENOSYS.
 	FS vfs.FS
+	// WASI is the state of the run for wasmbox's WASI module (see
+	// Runtime.OwnWASI): arguments, environment, stdio, clocks and the
+	// filesystem. Nil gives the guest none of them (no arguments, no
+	// environment, no filesystem, empty input, discarded output). Ignored
+	// with wazero's module, which takes them from the ModuleConfig.
+	WASI *preview1.State
 }
 
 // RunStats describes a finished run.
@@ -61,6 +69,14 @@ func (r *Runtime) Run(ctx context.Context, m *Module, mc wazero.ModuleConfig, op
 // RunStats is Run that also reports memory statistics.
 func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfig, opts RunOptions) (RunStats, error) {
 	var st RunStats
+	if r.ownWASI && opts.WASI == nil {
+		empty, err := preview1.NewState(preview1.Config{})
+		if err != nil {
+			return st, err
+		}
+		defer empty.Close()
+		opts.WASI = empty
+	}
 	limit := opts.MemoryLimit
 	if limit == 0 {
 		limit = r.memLimit
@@ -100,9 +116,15 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	if opts.FS != nil {
 		ictx = context.WithValue(ictx, metaFSKey{}, opts.FS)
 	}
+	if r.ownWASI {
+		ictx = preview1.WithState(ictx, opts.WASI)
+	}
 
 	mod, err := r.rt.InstantiateModule(ictx, m.compiled, mc.WithName(""))
 	if mod != nil {
+		if mod.IsClosed() && ctx.Err() != nil {
+			releaseClosed(ictx, mod)
+		}
 		_ = mod.Close(context.WithoutCancel(ctx))
 	}
 	if closed.CompareAndSwap(false, true) {
@@ -166,4 +188,22 @@ func FormatBytes(n uint64) string {
 		i++
 	}
 	return fmt.Sprintf("%d%s", n, units[i])
+}
+
+// releaseClosed frees the resources (linear memory) of a module that
+// wazero's context watcher closed while a host function unwound the guest
+// with a *sys.ExitError panic (our WASI does that when the context ends
+// inside a blocking call): wazero recovers the panic without releasing them,
+// and a later Close is a no-op on a closed module. A call on the closed
+// module with a done context takes wazero's early path, which releases
+// them (FailIfClosed) without running any guest code.
+func releaseClosed(ctx context.Context, mod api.Module) {
+	dctx, cancel := context.WithCancel(ctx)
+	cancel()
+	for name := range mod.ExportedFunctionDefinitions() {
+		if f := mod.ExportedFunction(name); f != nil {
+			_, _ = f.Call(dctx)
+			return
+		}
+	}
 }

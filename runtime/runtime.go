@@ -39,6 +39,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
 	"io"
 	"os"
 	"path/filepath"
@@ -91,7 +92,25 @@ type Config struct {
 	HostLogging io.Writer
 	// HostLogScopes selects what HostLogging logs.
 	HostLogScopes logging.LogScopes
+	// WASI selects the wasi_snapshot_preview1 implementation: the
+	// wasmbox one (package wasi/preview1, the default: it passes the
+	// whole WASI conformance suite and reports quota errors as ENOSPC)
+	// or wazero's built-in one. HostLogging implies wazero's (its logger
+	// only decodes its own WASI functions).
+	WASI WASIImpl
 }
+
+// WASIImpl names an implementation of wasi_snapshot_preview1.
+type WASIImpl int
+
+const (
+	// WASIWasmbox is wasmbox's own module (package wasi/preview1). A run
+	// needs RunOptions.WASI.
+	WASIWasmbox WASIImpl = iota
+	// WASIWazero is wazero's imports/wasi_snapshot_preview1, configured
+	// through the wazero.ModuleConfig of a run (see wasi.Configure).
+	WASIWazero
+)
 
 // Runtime compiles and runs modules. It is safe for concurrent use.
 type Runtime struct {
@@ -110,7 +129,13 @@ type Runtime struct {
 	modules     map[[32]byte]*Module
 	lru         *list.List // of *Module, unpinned only, most recent first
 	compileLock map[[32]byte]*sync.Mutex
+	ownWASI     bool
 }
+
+// OwnWASI reports whether the runtime uses wasmbox's WASI module: a run
+// then takes its arguments, environment, stdio, clocks and filesystem from
+// RunOptions.WASI instead of the wazero.ModuleConfig.
+func (r *Runtime) OwnWASI() bool { return r.ownWASI }
 
 // New creates a Runtime: the wazero runtime, the compilation cache, and the
 // host modules wasi_snapshot_preview1 and wasmbox.
@@ -159,14 +184,27 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
 
 	hostCtx := r.hostCtx(ctx)
-	wasiMod, err := wasi_snapshot_preview1.NewBuilder(r.rt).Compile(hostCtx)
-	if err != nil {
-		r.rt.Close(ctx)
-		return nil, fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
-	}
-	if _, err := r.rt.InstantiateModule(hostCtx, wasiMod, wazero.NewModuleConfig()); err != nil {
-		r.rt.Close(ctx)
-		return nil, fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
+	var wasiFuncs map[string]api.FunctionDefinition
+	// wazero's host logging decodes the parameters of its own WASI
+	// functions only: with HostLogging, wazero's module is used.
+	r.ownWASI = cfg.WASI == WASIWasmbox && cfg.HostLogging == nil
+	if r.ownWASI {
+		if _, err := preview1.Instantiate(hostCtx, r.rt); err != nil {
+			r.rt.Close(ctx)
+			return nil, fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
+		}
+		wasiFuncs = r.rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
+	} else {
+		wasiMod, err := wasi_snapshot_preview1.NewBuilder(r.rt).Compile(hostCtx)
+		if err != nil {
+			r.rt.Close(ctx)
+			return nil, fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
+		}
+		if _, err := r.rt.InstantiateModule(hostCtx, wasiMod, wazero.NewModuleConfig()); err != nil {
+			r.rt.Close(ctx)
+			return nil, fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
+		}
+		wasiFuncs = wasiMod.ExportedFunctions()
 	}
 	boxMod, err := newSpawnModule(r.rt).Compile(hostCtx)
 	if err != nil {
@@ -178,7 +216,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("runtime: wasmbox host module: %w", err)
 	}
 	r.provided = map[string]map[string]api.FunctionDefinition{
-		wasi_snapshot_preview1.ModuleName: wasiMod.ExportedFunctions(),
+		wasi_snapshot_preview1.ModuleName: wasiFuncs,
 		SpawnModuleName:                   boxMod.ExportedFunctions(),
 	}
 	return r, nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/runtime/runtimetest"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
 
 // newRuntime returns a runtime with a per-test compilation cache.
@@ -263,7 +264,8 @@ func TestMemoryLimit(t *testing.T) {
 }
 
 func TestMemoryLimitGoGuest(t *testing.T) {
-	rt := newRuntime(t, runtime.Config{})
+	// Configured through the ModuleConfig: wazero's WASI.
+	rt := newRuntime(t, runtime.Config{WASI: runtime.WASIWazero})
 	hog := compile(t, rt, "hog", runtimetest.Guest(t, "hog"))
 	var stdout, stderr bytes.Buffer
 	mc := wazero.NewModuleConfig().WithArgs("hog").WithStdout(&stdout).WithStderr(&stderr)
@@ -331,5 +333,27 @@ func TestMemoryBudget(t *testing.T) {
 	want := "big: memory limit exceeded: the module needs 2560KiB of initial memory, 2MiB of the shared 2MiB are left"
 	if !errors.Is(err, runtime.ErrMemoryLimit) || err.Error() != want {
 		t.Errorf("big: %v", err)
+	}
+}
+
+// TestOwnWASIState runs a Go guest on wasmbox's WASI module, which takes
+// the arguments and streams from RunOptions.WASI.
+func TestOwnWASIState(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	if !rt.OwnWASI() {
+		t.Fatal("the default runtime should use wasmbox's WASI")
+	}
+	hog := compile(t, rt, "hog", runtimetest.Guest(t, "hog"))
+	var stdout bytes.Buffer
+	st, err := preview1.NewState(preview1.Config{Args: []string{"hog", "8"}, Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := rt.Run(context.Background(), hog, wazero.NewModuleConfig(), runtime.RunOptions{MemoryLimit: 32 << 20, WASI: st}); err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != "allocated 8 MiB\n" {
+		t.Errorf("stdout = %q", stdout.String())
 	}
 }

@@ -195,3 +195,43 @@ func (l *lockedReader) Read(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.r.Read(p)
 }
+
+// Sources are the clocks, randomness and sleep of a run, as the wasmbox
+// WASI module (package wasi/preview1) takes them: real by default, or the
+// deterministic ones of Options.Deterministic (the same as Configure
+// gives wazero's module).
+type Sources struct {
+	Walltime func() time.Time
+	Nanotime func() int64
+	Rand     io.Reader
+	Sleep    func(ctx context.Context, d time.Duration) error
+}
+
+// NewSources returns the sources for opts.
+func NewSources(opts Options) Sources {
+	if opts.Deterministic == nil {
+		start := time.Now()
+		return Sources{
+			Walltime: time.Now,
+			Nanotime: func() int64 { return int64(time.Since(start)) },
+			Rand:     rand.Reader,
+			Sleep:    Sleep,
+		}
+	}
+	d := opts.Deterministic.withDefaults()
+	clock := &stepClock{step: int64(d.NanotimeStep)}
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], uint64(d.Seed))
+	wall := d.Walltime
+	return Sources{
+		Walltime: func() time.Time { return wall },
+		Nanotime: clock.read,
+		Rand:     &lockedReader{r: mrand.NewChaCha8(seed)},
+		Sleep: func(ctx context.Context, dur time.Duration) error {
+			if dur > 0 {
+				clock.now.Add(int64(dur))
+			}
+			return Sleep(ctx, dur)
+		},
+	}
+}

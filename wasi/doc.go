@@ -48,7 +48,10 @@
 // remaining failures are all in wazero v1.12.0's wasi_snapshot_preview1, not
 // in the adapter; fixing them needs our own implementation of the
 // wasi_snapshot_preview1 host module, because wazero keeps the descriptor
-// table internal, so an override of single host functions cannot reach it:
+// table internal, so an override of single host functions cannot reach it.
+// That implementation is package wasi/preview1 (72/72 over this adapter),
+// which the runtime uses by default; the failures of wazero's module, for
+// the record:
 //
 //   - rust/fd_fdstat_set_rights, rust/truncation_rights,
 //     rust/path_open_read_write: rights are not tracked (fd_fdstat_set_rights
