@@ -308,6 +308,10 @@ func tarMain(e *cmd.Env) int {
 	if t.auto && t.mode == 'c' && (strings.HasSuffix(t.file, ".gz") || strings.HasSuffix(t.file, ".tgz")) {
 		t.gz = true
 	}
+	if t.bz && (t.mode == 'c' || t.mode == 'r') {
+		e.Errorf("bzip2 compression is not supported for writing in the sandbox; use -z")
+		return 2
+	}
 	t.out = newOut(e)
 	defer t.out.Flush()
 	switch t.mode {
