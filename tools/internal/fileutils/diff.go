@@ -3,6 +3,7 @@ package fileutils
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -423,7 +424,7 @@ func (d *differ) readFile(name string) (*diffFile, error) {
 	return f, nil
 }
 
-var errIsDir = fmt.Errorf("Is a directory")
+var errIsDir = errors.New("Is a directory")
 
 func isBinary(b []byte) bool {
 	if len(b) > 8192 {

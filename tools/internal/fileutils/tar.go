@@ -103,21 +103,27 @@ func tarArgs(args []string) []string {
 	return append(out, rest...)
 }
 
-var tarLong = map[string]string{
-	"create": "c", "extract": "x", "get": "x", "list": "t", "append": "r", "file": "f=", "directory": "C=",
-	"gzip": "z", "gunzip": "z", "ungzip": "z", "bzip2": "j", "xz": "J", "auto-compress": "a", "verbose": "v",
-	"keep-old-files": "k", "touch": "m", "to-stdout": "O", "preserve-permissions": "p", "same-permissions": "p",
-	"dereference": "h", "absolute-names": "P", "files-from": "T=", "exclude-from": "X=", "exclude": "exclude=",
-	"strip-components": "strip=", "wildcards": "wildcards", "no-wildcards": "", "owner": "owner=", "group": "group=",
-	"mode": "mode=", "mtime": "mtime=", "numeric-owner": "numeric", "sort": "sort=", "remove-files": "remove",
-	"overwrite": "", "no-same-owner": "", "same-owner": "", "no-same-permissions": "", "delay-directory-restore": "",
-	"recursion": "", "no-recursion": "", "anchored": "", "unlink-first": "", "recursive-unlink": "", "format": "format=",
-	"totals": "", "checkpoint": "", "warning": "warning=", "one-file-system": "", "ignore-zeros": "", "occurrence": "",
-	"keep-newer-files": "", "skip-old-files": "k", "help": "help", "version": "version", "usage": "help",
+// tarLongOptions maps tar's long options to their short letter (or an
+// internal key; "=" marks an argument). It is built on use, not at init,
+// so other commands do not pay for it.
+func tarLongOptions() map[string]string {
+	return map[string]string{
+		"create": "c", "extract": "x", "get": "x", "list": "t", "append": "r", "file": "f=", "directory": "C=",
+		"gzip": "z", "gunzip": "z", "ungzip": "z", "bzip2": "j", "xz": "J", "auto-compress": "a", "verbose": "v",
+		"keep-old-files": "k", "touch": "m", "to-stdout": "O", "preserve-permissions": "p", "same-permissions": "p",
+		"dereference": "h", "absolute-names": "P", "files-from": "T=", "exclude-from": "X=", "exclude": "exclude=",
+		"strip-components": "strip=", "wildcards": "wildcards", "no-wildcards": "", "owner": "owner=", "group": "group=",
+		"mode": "mode=", "mtime": "mtime=", "numeric-owner": "numeric", "sort": "sort=", "remove-files": "remove",
+		"overwrite": "", "no-same-owner": "", "same-owner": "", "no-same-permissions": "", "delay-directory-restore": "",
+		"recursion": "", "no-recursion": "", "anchored": "", "unlink-first": "", "recursive-unlink": "", "format": "format=",
+		"totals": "", "checkpoint": "", "warning": "warning=", "one-file-system": "", "ignore-zeros": "", "occurrence": "",
+		"keep-newer-files": "", "skip-old-files": "k", "help": "help", "version": "version", "usage": "help",
+	}
 }
 
 func tarMain(e *cmd.Env) int {
 	t := &tarState{e: e, file: "-", ugsWidth: 19}
+	tarLong := tarLongOptions()
 	args := tarArgs(e.Args[1:])
 	curDir := ""
 	usageFail := func(format string, a ...any) int {
