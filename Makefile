@@ -11,7 +11,7 @@ MIN_PAGES := 128
 # Debian packages whose GNU tools goldengen compares against.
 GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file
 
-.PHONY: all wasm wasm-check test check golden
+.PHONY: all wasm wasm-head wasm-check test check golden
 
 all: wasm
 
@@ -24,6 +24,14 @@ wasm:
 	$(GO) build -trimpath -o $$tmp/coreutils $(TOOLS); \
 	$$tmp/coreutils --index > $(OUT)/commands.txt; \
 	echo "built $(OUT)/coreutils.wasm ($$(wc -c < $(OUT)/coreutils.wasm) bytes, $$(wc -l < $(OUT)/commands.txt) names)"
+
+# Like wasm, but from the committed sources only (git HEAD), ignoring
+# uncommitted work in a shared checkout: what wasm-check on a clean clone
+# will compare against.
+wasm-head:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	git archive HEAD | tar -x -C $$tmp; \
+	$(MAKE) --no-print-directory -C $$tmp wasm OUT=$(CURDIR)/wasm
 
 wasm-check:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
