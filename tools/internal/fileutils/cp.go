@@ -71,7 +71,7 @@ func (c *copier) errorf(format string, a ...any) {
 // It returns false after printing the error when the operands are unusable.
 func targets(e *cmd.Env, u usage, operands []string, targetDir string, noTarget bool) (srcs, dsts []string, ok bool) {
 	if targetDir != "" {
-		fi, err := os.Stat(targetDir)
+		fi, err := cmd.Stat(targetDir)
 		if err != nil {
 			e.Errorf("target directory %s: %s", quote(targetDir), strerror(err))
 			return nil, nil, false
@@ -106,7 +106,7 @@ func targets(e *cmd.Env, u usage, operands []string, targetDir string, noTarget 
 		}
 		return operands[:1], operands[1:], true
 	}
-	fi, err := os.Stat(dest)
+	fi, err := cmd.Stat(dest)
 	isDir := err == nil && fi.IsDir()
 	if len(operands) == 2 && !isDir {
 		return operands[:1], operands[1:], true
@@ -194,20 +194,20 @@ func cpMain(e *cmd.Env) int {
 
 // copy copies src to dst; top is true for a command-line operand.
 func (c *copier) copy(src, dst string, top bool) {
-	stat := os.Lstat
+	stat := cmd.Lstat
 	if c.deref || (top && c.derefArgs) {
-		stat = os.Stat
+		stat = cmd.Stat
 	}
 	fi, err := stat(src)
 	if err != nil {
 		c.errorf("cannot stat %s: %s", quote(src), strerror(err))
 		return
 	}
-	dfi, derr := os.Lstat(dst)
+	dfi, derr := cmd.Lstat(dst)
 	dexists := derr == nil
 	if dexists {
-		if sfi, err := os.Stat(src); err == nil {
-			if dfi2, err := os.Stat(dst); err == nil && os.SameFile(sfi, dfi2) && fi.Mode()&fs.ModeSymlink == 0 {
+		if sfi, err := cmd.Stat(src); err == nil {
+			if dfi2, err := cmd.Stat(dst); err == nil && sameFile(sfi, dfi2) && fi.Mode()&fs.ModeSymlink == 0 {
 				c.errorf("%s and %s are the same file", quote(src), quote(dst))
 				return
 			}
@@ -225,7 +225,7 @@ func (c *copier) copy(src, dst string, top bool) {
 		}
 		if dexists && !dfi.IsDir() {
 			if dfi.Mode()&fs.ModeSymlink != 0 {
-				if t, err := os.Stat(dst); err == nil && t.IsDir() {
+				if t, err := cmd.Stat(dst); err == nil && t.IsDir() {
 					goto copyEntries
 				}
 			}
@@ -252,11 +252,11 @@ func (c *copier) copy(src, dst string, top bool) {
 		}
 		if !dexists {
 			if c.preserve {
-				os.Chmod(dst, fi.Mode().Perm())
+				preserveMeta(dst, fi, true)
 				sx := sysStat(fi)
 				os.Chtimes(dst, sx.atime, sx.mtime)
 			} else {
-				os.Chmod(dst, fi.Mode().Perm()&^0o022)
+				chmodBits(dst, unixMode(fi.Mode())&0o777&^umask)
 			}
 		}
 		return
@@ -352,10 +352,15 @@ func (c *copier) copyFile(src, dst string, fi fs.FileInfo, exists bool) bool {
 		c.errorf("error copying %s to %s: %s", quote(src), quote(dst), strerror(err))
 		return false
 	}
-	if c.preserve {
-		os.Chmod(dst, perm)
+	switch {
+	case c.preserve:
+		preserveMeta(dst, fi, true)
 		sx := sysStat(fi)
 		os.Chtimes(dst, sx.atime, sx.mtime)
+	case !exists:
+		// A new file gets the source's permissions less the umask (an
+		// existing one keeps its own), as GNU cp does.
+		chmodBits(dst, unixMode(fi.Mode())&0o777&^umask)
 	}
 	return true
 }
@@ -423,13 +428,13 @@ func mvMain(e *cmd.Env) int {
 }
 
 func (c *copier) move(src, dst string) {
-	fi, err := os.Lstat(src)
+	fi, err := cmd.Lstat(src)
 	if err != nil {
 		c.errorf("cannot stat %s: %s", quote(src), strerror(err))
 		return
 	}
-	if dfi, err := os.Lstat(dst); err == nil {
-		if os.SameFile(fi, dfi) {
+	if dfi, err := cmd.Lstat(dst); err == nil {
+		if sameFile(fi, dfi) {
 			c.errorf("%s and %s are the same file", quote(src), quote(dst))
 			return
 		}

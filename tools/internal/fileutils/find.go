@@ -200,12 +200,12 @@ func (f *finder) walk(path, start string, depth int, expr findNode) {
 	var fi fs.FileInfo
 	var err error
 	if f.follow || depth == 0 && f.followArgs {
-		fi, err = os.Stat(path)
+		fi, err = cmd.Stat(path)
 		if err != nil {
-			fi, err = os.Lstat(path)
+			fi, err = cmd.Lstat(path)
 		}
 	} else {
-		fi, err = os.Lstat(path)
+		fi, err = cmd.Lstat(path)
 	}
 	if err != nil {
 		f.errorf("%s: %s", quote(path), strerror(err))
@@ -478,9 +478,9 @@ func (f *finder) parsePrimary() (findNode, error) {
 				var other fs.FileInfo
 				var err error
 				if f.follow {
-					other, err = os.Lstat(ff.path)
+					other, err = cmd.Lstat(ff.path)
 				} else if fi.Mode()&fs.ModeSymlink != 0 {
-					other, err = os.Stat(ff.path)
+					other, err = cmd.Stat(ff.path)
 				}
 				if err == nil && other != nil {
 					fi = other
@@ -559,7 +559,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		ref, err := os.Stat(a)
+		ref, err := cmd.Stat(a)
 		if err != nil {
 			return nil, findErr("%s: %s", quote(a), strerror(err))
 		}
@@ -616,6 +616,15 @@ func (f *finder) parsePrimary() (findNode, error) {
 				return cmpNum(cmpv, int64(id), num)
 			}), nil
 		}
+		if !f.names.known(t == "-user", a) {
+			if _, err := strconv.ParseUint(a, 10, 32); err != nil {
+				kind := "user"
+				if t == "-group" {
+					kind = "group"
+				}
+				return nil, findErr("%s is not the name of a known %s", quote(a), kind)
+			}
+		}
 		return findFunc(func(ff *findFile) bool {
 			if t == "-user" {
 				return f.names.user(ff.stat().uid) == a || strconv.FormatUint(uint64(ff.stat().uid), 10) == a
@@ -652,21 +661,24 @@ func (f *finder) parsePrimary() (findNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		ref, err := os.Lstat(a)
+		ref, err := cmd.Lstat(a)
 		if err != nil {
 			return nil, findErr("%s: %s", quote(a), strerror(err))
 		}
-		return findFunc(func(ff *findFile) bool { return os.SameFile(ref, ff.fi) }), nil
+		return findFunc(func(ff *findFile) bool { return sameFile(ref, ff.fi) }), nil
 	case "-readable", "-writable", "-executable":
+		want := map[string]uint32{"-readable": 4, "-writable": 2, "-executable": 1}[t]
 		return findFunc(func(ff *findFile) bool {
-			m := ff.fi.Mode().Perm()
-			switch t {
-			case "-readable":
-				return m&0o444 != 0
-			case "-writable":
-				return m&0o222 != 0
+			fi := ff.fi
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				// access(2) follows symbolic links.
+				tfi, err := cmd.Stat(ff.path)
+				if err != nil {
+					return false
+				}
+				fi = tfi
 			}
-			return m&0o111 != 0
+			return canAccess(fi, want)
 		}), nil
 	case "-print":
 		f.hasAction = true
@@ -719,7 +731,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 				return nil, findErr("I cannot figure out how to interpret %s as a date or time", quote(a))
 			}
 		} else {
-			ref, err := os.Stat(a)
+			ref, err := cmd.Stat(a)
 			if err != nil {
 				return nil, findErr("%s: %s", quote(a), strerror(err))
 			}
@@ -995,7 +1007,7 @@ func (f *finder) printf(format string, ff *findFile) string {
 		case 'Y':
 			m := ff.fi.Mode()
 			if m&fs.ModeSymlink != 0 {
-				if tfi, err := os.Stat(ff.path); err == nil {
+				if tfi, err := cmd.Stat(ff.path); err == nil {
 					m = tfi.Mode()
 				} else {
 					s = "N"

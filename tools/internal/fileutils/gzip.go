@@ -140,7 +140,7 @@ func (g *gzipper) do(name string) {
 		g.stream(g.e.Stdin, g.e.Stdout, "stdin")
 		return
 	}
-	fi, err := os.Lstat(name)
+	fi, err := cmd.Lstat(name)
 	if err != nil {
 		g.fail("%s: %s", name, strerror(err))
 		return
@@ -253,7 +253,7 @@ func (g *gzipper) compressFile(name string, fi os.FileInfo) {
 		return
 	}
 	outName := name + g.suffix
-	if _, err := os.Lstat(outName); err == nil && !g.force {
+	if _, err := cmd.Lstat(outName); err == nil && !g.force {
 		g.warn("%s already exists;\tnot overwritten", outName)
 		return
 	}
@@ -286,7 +286,7 @@ func (g *gzipper) compressFile(name string, fi os.FileInfo) {
 	}
 	os.Chtimes(outName, fi.ModTime(), fi.ModTime())
 	if g.verbose {
-		outFi, _ := os.Stat(outName)
+		outFi, _ := cmd.Stat(outName)
 		var ratio float64
 		if cw.n > 0 && outFi != nil {
 			ratio = 100 - float64(outFi.Size()-gzipOverhead(name, g.noName))*100/float64(cw.n)
@@ -358,7 +358,7 @@ func (g *gzipper) decompressFile(name string, fi os.FileInfo) {
 		}
 		return
 	}
-	if _, err := os.Lstat(outName); err == nil && !g.force {
+	if _, err := cmd.Lstat(outName); err == nil && !g.force {
 		g.warn("%s already exists;\tnot overwritten", outName)
 		return
 	}

@@ -116,7 +116,7 @@ func lnMain(e *cmd.Env) int {
 			kind = "hard link"
 		}
 		if lfi, err := os.Lstat(link); err == nil {
-			if sfi, err := os.Stat(src); err == nil && !sym && os.SameFile(sfi, lfi) {
+			if sfi, err := os.Stat(src); err == nil && !sym && sameFile(sfi, lfi) {
 				e.Errorf("%s and %s are the same file", quote(src), quote(link))
 				status = 1
 				continue

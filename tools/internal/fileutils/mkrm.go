@@ -35,7 +35,7 @@ func mkdirMain(e *cmd.Env) int {
 		return st
 	}
 	parents, verbose := has(opts, "parents"), has(opts, "verbose")
-	perm := uint32(0o777)
+	perm := uint32(0o777 &^ umask)
 	modeArg, setMode := last(opts, "mode")
 	if setMode {
 		m, err := parseMode(modeArg, 0o777, true, 0o022)
@@ -62,7 +62,7 @@ func mkdirMain(e *cmd.Env) int {
 			continue
 		}
 		if setMode {
-			os.Chmod(d, fs.FileMode(perm&0o777))
+			chmodBits(d, perm)
 		}
 		if verbose {
 			fmt.Fprintf(e.Stdout, "mkdir: created directory %s\n", quote(d))
@@ -110,6 +110,10 @@ func mkdirParents(e *cmd.Env, d string, perm uint32, verbose bool) error {
 				e.Errorf("cannot create directory %s: %s", quote(d), strerror(err))
 			}
 			return err
+		}
+		if isLast && perm != 0o777&^umask {
+			// WASI ignores the mode of mkdir: set it through the host.
+			chmodBits(prefix, perm)
 		}
 		if verbose {
 			fmt.Fprintf(e.Stdout, "mkdir: created directory %s\n", quote(prefix))

@@ -2,8 +2,11 @@ package fileutils
 
 import (
 	"errors"
+	"io/fs"
 	"strconv"
 	"strings"
+
+	"github.com/wasmbox/wasmbox/tools/internal/cmd"
 )
 
 var errBadMode = errors.New("invalid mode")
@@ -104,4 +107,43 @@ func parseMode(s string, base uint32, isDir bool, umask uint32) (uint32, error) 
 func copyWho(m uint32, shift uint) uint32 {
 	b := (m >> shift) & 7
 	return b<<6 | b<<3 | b
+}
+
+// umask is the sandbox's file creation mask: WASI has none, so the tools
+// apply the usual 022 themselves when they set the mode of a new file.
+const umask = 0o022
+
+// fileMode converts POSIX permission bits (07777) to an fs.FileMode.
+func fileMode(bits uint32) fs.FileMode {
+	m := fs.FileMode(bits & 0o777)
+	if bits&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if bits&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if bits&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+// chmodBits sets the POSIX permission bits of name through the sandbox host
+// (WASI cannot express them).
+func chmodBits(name string, bits uint32) error {
+	return cmd.Chmod(name, fileMode(bits))
+}
+
+// preserveMeta gives dst the mode and, where permitted, the owner of the
+// source whose metadata is fi (cp -p, cp -a, install, tar -p). A failure to
+// preserve ownership is silent, as for a non-root GNU cp.
+func preserveMeta(dst string, fi fs.FileInfo, owner bool) error {
+	if owner {
+		if uid, gid := cmd.Owner(fi); uid >= 0 {
+			if cmd.Chown(dst, uid, gid) != nil {
+				cmd.Chown(dst, -1, gid)
+			}
+		}
+	}
+	return chmodBits(dst, unixMode(fi.Mode()))
 }

@@ -78,9 +78,9 @@ func statMain(e *cmd.Env) int {
 		var fi fs.FileInfo
 		var err error
 		if deref {
-			fi, err = os.Stat(f)
+			fi, err = cmd.Stat(f)
 		} else {
-			fi, err = os.Lstat(f)
+			fi, err = cmd.Lstat(f)
 		}
 		if err != nil {
 			out.Flush()

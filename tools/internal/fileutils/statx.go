@@ -177,3 +177,69 @@ func fileTypeName(fi fs.FileInfo) string {
 	}
 	return "regular file"
 }
+
+// sameFile is os.SameFile for FileInfos from cmd.Stat/cmd.Lstat (which
+// wrap the os ones, so os.SameFile cannot see through them): the same
+// device and inode.
+func sameFile(a, b fs.FileInfo) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	if os.SameFile(a, b) {
+		return true
+	}
+	sa, sb := sysStat(a), sysStat(b)
+	return sa.ino != 0 && sa.dev == sb.dev && sa.ino == sb.ino
+}
+
+// canAccess reports whether the running user may access the file of fi
+// (from cmd.Stat/cmd.Lstat) for want, a combination of 4 (read), 2 (write)
+// and 1 (execute), by the POSIX rules: the owner's bits for the owner, the
+// group's for a member of the group, the others' otherwise; root may read
+// and write anything and execute what has any x bit (or is a directory).
+func canAccess(fi fs.FileInfo, want uint32) bool {
+	m := unixMode(fi.Mode())
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		m = uint32(fi.Mode().Perm())
+	}
+	uid, gid := selfIDs()
+	st := sysStat(fi)
+	if uid == 0 {
+		if want&1 != 0 && !fi.IsDir() && m&0o111 == 0 {
+			return false
+		}
+		return true
+	}
+	var bits uint32
+	switch {
+	case st.uid == uid:
+		bits = m >> 6 & 7
+	case st.gid == gid:
+		bits = m >> 3 & 7
+	default:
+		bits = m & 7
+	}
+	return bits&want == want
+}
+
+// known reports whether name is a user (or a group) in /etc/passwd (or
+// /etc/group).
+func (n *idNames) known(user bool, name string) bool {
+	_, ok := n.lookup(user, name)
+	return ok
+}
+
+// lookup returns the id of a user (or group) name.
+func (n *idNames) lookup(user bool, name string) (uint32, bool) {
+	n.load()
+	m := n.groups
+	if user {
+		m = n.users
+	}
+	for id, s := range m {
+		if s == name {
+			return id, true
+		}
+	}
+	return 0, false
+}

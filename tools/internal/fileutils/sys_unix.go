@@ -4,6 +4,7 @@ package fileutils
 
 import (
 	"io/fs"
+	"os"
 	"syscall"
 	"time"
 )
@@ -23,3 +24,7 @@ func sysStat(fi fs.FileInfo) statx {
 	}
 	return st
 }
+
+// selfIDs is the user and group the command runs as (natively: the real
+// process's).
+func selfIDs() (uid, gid uint32) { return uint32(os.Getuid()), uint32(os.Getgid()) }

@@ -9,13 +9,15 @@ import (
 )
 
 // sysStat extracts the POSIX metadata that fs.FileInfo does not carry.
-// WASI preview 1 has no owners and no permission bits: every file belongs
-// to the sandbox user (uid/gid 1000) and the blocks are derived from the size.
+// WASI preview 1 has no owners; fi comes from cmd.Stat/cmd.Lstat, whose
+// Stat_t carries the real uid, gid and link count from the sandbox host.
+// The blocks are derived from the size.
 func sysStat(fi fs.FileInfo) statx {
 	st := statx{uid: sandboxUID, gid: sandboxGID, nlink: 1, mtime: fi.ModTime()}
 	st.atime, st.ctime = st.mtime, st.mtime
 	if s, ok := fi.Sys().(*syscall.Stat_t); ok {
 		st.dev, st.ino, st.nlink = s.Dev, s.Ino, s.Nlink
+		st.uid, st.gid = s.Uid, s.Gid
 		st.atime = time.Unix(0, int64(s.Atime))
 		st.ctime = time.Unix(0, int64(s.Ctime))
 	}
@@ -25,3 +27,7 @@ func sysStat(fi fs.FileInfo) statx {
 	}
 	return st
 }
+
+// selfIDs is the user and group the command runs as: the sandbox user
+// (WASI's getuid answers a constant 1).
+func selfIDs() (uid, gid uint32) { return sandboxUID, sandboxGID }

@@ -214,7 +214,7 @@ func tarMain(e *cmd.Env) int {
 		case "mtime":
 			tm, err := parseDate(val, time.Now())
 			if err != nil {
-				if fi, serr := os.Stat(val); serr == nil {
+				if fi, serr := cmd.Stat(val); serr == nil {
 					tm = fi.ModTime()
 				} else {
 					e.Errorf("Substituting %s for unknown date format %s", "1970-01-01 00:00:00", quote(val))
@@ -433,9 +433,9 @@ func (t *tarState) add(tw *tar.Writer, dir, name string) {
 	var fi fs.FileInfo
 	var err error
 	if t.deref {
-		fi, err = os.Stat(full)
+		fi, err = cmd.Stat(full)
 	} else {
-		fi, err = os.Lstat(full)
+		fi, err = cmd.Lstat(full)
 	}
 	if err != nil {
 		t.errorf("%s: Cannot stat: %s", name, strerror(err))
@@ -778,17 +778,23 @@ func (t *tarState) read() bool {
 			t.errorf("%s: Cannot open: Not a directory", name)
 			continue
 		}
-		perm := fs.FileMode(h.Mode).Perm()
-		if !t.preserve {
-			perm &^= 0o022
+		// The archive's permission bits less the umask; with -p all of
+		// them, set-id and sticky bits included. WASI cannot set modes:
+		// setMode goes through the sandbox host.
+		bits := uint32(h.Mode) & 0o777
+		if t.preserve {
+			bits = uint32(h.Mode) & 0o7777
+		} else {
+			bits &^= umask
 		}
+		perm := fs.FileMode(bits & 0o777)
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if err := os.MkdirAll(full, perm|0o700); err != nil {
 				t.errorf("%s: Cannot mkdir: %s", name, strerror(err))
 				continue
 			}
-			os.Chmod(full, perm)
+			chmodBits(full, bits)
 			if !t.touch {
 				dirTimes = append(dirTimes, dirTime{full, h.ModTime})
 			}
@@ -796,7 +802,7 @@ func (t *tarState) read() bool {
 			if dir := path.Dir(full); dir != "." {
 				os.MkdirAll(dir, 0o755)
 			}
-			if fi, err := os.Lstat(full); err == nil {
+			if fi, err := cmd.Lstat(full); err == nil {
 				if t.keepOld {
 					t.errorf("%s: Cannot open: File exists", name)
 					continue
@@ -819,6 +825,7 @@ func (t *tarState) read() bool {
 				t.errorf("%s: Cannot write: %s", name, strerror(err))
 				continue
 			}
+			chmodBits(full, bits)
 			if !t.touch {
 				os.Chtimes(full, h.ModTime, h.ModTime)
 			}
@@ -826,7 +833,7 @@ func (t *tarState) read() bool {
 			if dir := path.Dir(full); dir != "." {
 				os.MkdirAll(dir, 0o755)
 			}
-			if _, err := os.Lstat(full); err == nil {
+			if _, err := cmd.Lstat(full); err == nil {
 				if t.keepOld {
 					t.errorf("%s: Cannot create symlink to %s: File exists", name, quote(h.Linkname))
 					continue
@@ -844,7 +851,7 @@ func (t *tarState) read() bool {
 			if base != "" {
 				linkTarget = joinPath(base, linkTarget)
 			}
-			if _, err := os.Lstat(full); err == nil {
+			if _, err := cmd.Lstat(full); err == nil {
 				os.Remove(full)
 			}
 			if err := os.Link(linkTarget, full); err != nil {
@@ -916,7 +923,7 @@ func (t *tarState) symlinkInPath(base, target string) string {
 		} else {
 			cur = joinPath(cur, c)
 		}
-		if fi, err := os.Lstat(cur); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if fi, err := cmd.Lstat(cur); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return cur
 		}
 	}

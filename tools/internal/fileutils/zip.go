@@ -160,7 +160,7 @@ func zipMain(e *cmd.Env) int {
 		return false
 	}
 	walk = func(p string) {
-		fi, err := os.Lstat(p)
+		fi, err := cmd.Lstat(p)
 		if err != nil {
 			fmt.Fprintf(out, "\tzip warning: name not matched: %s\n", p)
 			status = 12
@@ -201,9 +201,9 @@ func zipMain(e *cmd.Env) int {
 		return 12
 	}
 	for _, s := range srcs {
-		fi, err := os.Stat(s.path)
+		fi, err := cmd.Stat(s.path)
 		if err != nil {
-			fi, err = os.Lstat(s.path)
+			fi, err = cmd.Lstat(s.path)
 			if err != nil {
 				continue
 			}
@@ -523,7 +523,7 @@ func unzipMain(e *cmd.Env) int {
 				os.MkdirAll(target, 0o755)
 				continue
 			}
-			if _, err := os.Lstat(target); err == nil {
+			if _, err := cmd.Lstat(target); err == nil {
 				if none {
 					continue
 				}
@@ -640,6 +640,8 @@ func extractZipFile(f *zip.File, target string) error {
 		err = cerr
 	}
 	if err == nil {
+		// The stored permissions, which WASI cannot set by itself.
+		chmodBits(target, uint32(mode))
 		os.Chtimes(target, f.Modified, f.Modified)
 	}
 	return err

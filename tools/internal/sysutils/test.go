@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
@@ -278,13 +279,42 @@ func unaryTest(op, arg string) (bool, error) {
 	case "-N":
 		return false, nil
 	case "-r":
-		return m.Perm()&0o444 != 0, nil
+		return canAccess(st, 4), nil
 	case "-w":
-		return m.Perm()&0o222 != 0, nil
+		return canAccess(st, 2), nil
 	case "-x":
-		return m.Perm()&0o111 != 0, nil
+		return canAccess(st, 1), nil
 	}
 	return false, nil
+}
+
+// canAccess is access(2) for the sandbox user (uid 1000, gid 1000; natively the process's) on the
+// file of st (from cmd.Stat, so with the real bits and owner): the owner's
+// permission bits if the user owns the file, the group's if the file is in
+// the user's group, the others' otherwise. want combines 4 (read), 2
+// (write) and 1 (execute). A root-owned 0644 /etc/passwd is readable but
+// not writable.
+func canAccess(st fs.FileInfo, want uint32) bool {
+	m := uint32(st.Mode().Perm())
+	uid, gid := cmd.Owner(st)
+	self, group := sandboxUID, sandboxGID
+	if runtime.GOOS != "wasip1" {
+		// Native in-process runs: the real process's identity.
+		self, group = os.Getuid(), os.Getgid()
+		if self == 0 {
+			return want&1 == 0 || st.IsDir() || m&0o111 != 0
+		}
+	}
+	var bits uint32
+	switch {
+	case uid < 0 || uid == self:
+		bits = m >> 6 & 7
+	case gid == group:
+		bits = m >> 3 & 7
+	default:
+		bits = m & 7
+	}
+	return bits&want == want
 }
 
 // testInt checks an integer operand (blanks around it and a sign allowed)
