@@ -631,8 +631,8 @@ func measureStartup(ctx context.Context, e *Env) ([]Row, error) {
 // measureCompute runs the same LCG loop as a wasm guest with the kill check
 // armed (WithCloseOnContextDone(true)), without it, and as Go.
 func measureCompute(ctx context.Context, e *Env) ([]Row, error) {
-	n := e.reps(3, 10)
-	iters := uint32(e.reps(20_000_000, 200_000_000))
+	n := e.reps(3, 7)
+	iters := uint32(e.reps(20_000_000, 50_000_000))
 	want := lcg(iters)
 	nat := make([]float64, 0, n)
 	for i := 0; i < n; i++ {
