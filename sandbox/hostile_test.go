@@ -32,6 +32,26 @@ func TestHostileInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("WASMBOX_HOSTILE_SECRET", hostileSecret)
+	// Host directories mounted into the sandbox, holding symlinks that
+	// point out of them (absolute, relative, and one to write through).
+	roDir, rwDir := t.TempDir(), t.TempDir()
+	for _, dir := range []string{roDir, rwDir} {
+		// A plain file proves the mount works.
+		if err := os.WriteFile(filepath.Join(dir, "visible"), []byte("mounted\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rel, err := filepath.Rel(dir, secretPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, target := range map[string]string{"abs": secretPath, "rel": rel, "dir": hostDir, "w": filepath.Join(hostDir, "new")} {
+			if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mounts := []Option{WithMountSpec(roDir + ":/mnt/ro:ro"), WithMountSpec(rwDir + ":/mnt/rw:rw")}
+	roBefore, rwBefore := hostListing(t, roDir), hostListing(t, rwDir)
 	envBefore := slices.Sorted(slices.Values(os.Environ()))
 	hostBefore := hostListing(t, hostDir)
 	// The engine and its goroutines exist before the first case counts.
@@ -43,57 +63,58 @@ func TestHostileInputs(t *testing.T) {
 		script string
 		setup  func(t *testing.T, sb *Sandbox)
 		check  func(t *testing.T, res Result)
+		opts   []Option
 	}{
 		{"1 MB script", "echo " + strings.Repeat("x", 1<<20), nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 2, ClassLimitExceeded)
 			wantContains(t, res.Stderr, "larger than the 65536-byte limit")
-		}},
+		}, nil},
 		{"NUL byte in the script", "echo a\x00b", nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 2, ClassNone)
 			wantContains(t, res.Stderr, "NUL byte")
-		}},
+		}, nil},
 		{"invalid UTF-8 in the script", "echo \xff\xfe", nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 2, ClassNone)
 			wantContains(t, res.Stderr, "invalid UTF-8")
-		}},
+		}, nil},
 		{"invalid UTF-8 in data", `printf '\377\376\000x' | wc -c`, nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 0, ClassNone)
 			wantEqual(t, res.Stdout, "4\n")
-		}},
+		}, nil},
 		{"500-level nested $( )", "echo " + strings.Repeat("$(echo ", 500) + "deep" + strings.Repeat(")", 500), nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 0, ClassNone)
 			wantEqual(t, res.Stdout, "deep\n")
-		}},
+		}, nil},
 		{"1200-level nested $( ) passes the nesting limit", "echo " + strings.Repeat("$(echo ", 1200) + "deep" + strings.Repeat(")", 1200), nil, func(t *testing.T, res Result) {
 			if res.ErrorClass != ClassLimitExceeded || res.ExitCode == 0 {
 				t.Errorf("exit %d class %q, want LIMIT_EXCEEDED", res.ExitCode, res.ErrorClass)
 			}
-		}},
+		}, nil},
 		// A fork bomb either dies on the background-jobs limit or ends
 		// because the jobs of a finished subshell end with it; either way
 		// the host and the sandbox live (checked after every case).
 		{"fork bomb :(){ :|:& };:", ":(){ :|:& };:", nil, func(t *testing.T, res Result) {
 			wantClassIn(t, res, ClassNone, ClassLimitExceeded)
-		}},
+		}, nil},
 		{"named fork bomb", "bomb(){ bomb | bomb & }; bomb; wait", nil, func(t *testing.T, res Result) {
 			wantClassIn(t, res, ClassNone, ClassLimitExceeded)
-		}},
+		}, nil},
 		{"slow fork bomb", "bomb(){ echo x >> /tmp/c; bomb | bomb & }; bomb; wait; sleep 1", nil, func(t *testing.T, res Result) {
 			wantClassIn(t, res, ClassNone, ClassLimitExceeded)
-		}},
+		}, nil},
 		{"output flood: yes", "yes", nil, func(t *testing.T, res Result) {
 			wantFlood(t, res)
-		}},
+		}, nil},
 		{"output flood: cat /dev/zero", "cat /dev/zero", nil, func(t *testing.T, res Result) {
 			wantFlood(t, res)
-		}},
+		}, nil},
 		{"memory bomb in the shell", "x=x; while :; do x=$x$x; done", nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 1, ClassLimitExceeded)
 			wantContains(t, res.Stderr, "variable size limit")
-		}},
+		}, nil},
 		{"memory bomb in awk", `awk 'BEGIN{s="x"; while(1) s=s s}'`, nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 137, ClassLimitExceeded)
-		}},
+		}, nil},
 		{"wasm guest growing memory", "/tmp/hog", func(t *testing.T, sb *Sandbox) {
 			if err := sb.WriteFile("/tmp/hog", runtimetest.Hog(), 0o755); err != nil {
 				t.Fatal(err)
@@ -101,44 +122,57 @@ func TestHostileInputs(t *testing.T) {
 		}, func(t *testing.T, res Result) {
 			wantStatus(t, res, 137, ClassLimitExceeded)
 			wantContains(t, res.Stderr, "memory limit")
-		}},
+		}, nil},
 		{"/proc/self/environ", "cat /proc/self/environ", nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 1, ClassNone)
-		}},
+		}, nil},
 		{"host environment", `env | grep -c WASMBOX_HOSTILE; echo "${WASMBOX_HOSTILE_SECRET:-unset}"`, nil, func(t *testing.T, res Result) {
 			wantEqual(t, res.Stdout, "0\nunset\n")
-		}},
+		}, nil},
 		{"host paths", "cat /etc/shadow; ls /root/.ssh; cat ../../../../../../etc/shadow; cat @SECRET@; cat ../../../../../..@SECRET@; cd /; cd ../../..; cat .@SECRET@", nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 1, ClassNone)
-		}},
+		}, nil},
 		{"writes to host paths", "echo pwn > @HOSTDIR@/new; mkdir -p @HOSTDIR@/x && echo pwn > @HOSTDIR@/x/y; echo pwn >> @SECRET@; rm -f @SECRET@; cat @SECRET@", nil, func(t *testing.T, res Result) {
 			// The VFS may create these paths in memory; the host must not
 			// see them (checked after every case).
 			wantEqual(t, res.Stdout, "")
-		}},
+		}, nil},
 		{"symlink escapes", "cd /tmp; ln -s @SECRET@ l1; cat l1; ln -s ../../../../../.. up; cat up@SECRET@; ln -s @HOSTDIR@ hd; echo pwn > hd/new; cat hd/secret; ln -s /proc/self/environ e; cat e", nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 1, ClassNone)
-		}},
+		}, nil},
+		{"host mounts: symlinks pointing out of the mount", "for m in ro rw; do cat /mnt/$m/visible /mnt/$m/abs /mnt/$m/rel /mnt/$m/dir/secret; ls /mnt/$m/dir; echo pwn > /mnt/$m/w; echo pwn > /mnt/$m/dir/new; cat /mnt/$m/../../..@SECRET@; done", nil, func(t *testing.T, res Result) {
+			if res.ExitCode == 0 || res.ErrorClass != ClassNone {
+				t.Errorf("exit %d class %q, want a failure", res.ExitCode, res.ErrorClass)
+			}
+			// ls shows the escaping symlink itself, as GNU ls shows a dangling one.
+			wantEqual(t, res.Stdout, "mounted\n/mnt/ro/dir\nmounted\n/mnt/rw/dir\n")
+		}, mounts},
+		{"host mounts: new symlinks pointing out of the mount", "cd /mnt/rw && cat visible; ln -s @SECRET@ s1; cat s1; ln -s ../../../../../../.. s2; cat s2@SECRET@; ln -s @HOSTDIR@ s3; echo pwn > s3/new; rm -f s1 s2 s3", nil, func(t *testing.T, res Result) {
+			if res.ErrorClass != ClassNone {
+				t.Errorf("class %q", res.ErrorClass)
+			}
+			wantEqual(t, res.Stdout, "mounted\n")
+		}, mounts},
 		{"huge argv: 5,000 arguments to a wasm command", "wc -c $(seq 1 5000) 2>/dev/null | tail -1", nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 0, ClassNone)
 			wantEqual(t, res.Stdout, "0 total\n")
-		}},
+		}, nil},
 		{"huge argv: one 200 KB argument", `a=$(printf '%0200000d' 0); cat "$a" 2>/dev/null; echo $?`, nil, func(t *testing.T, res Result) {
 			wantEqual(t, res.Stdout, "1\n")
-		}},
+		}, nil},
 		{"huge argv: 100,000 positional parameters", "set -- $(seq 1 100000); echo $#; shift 99999; echo $1", nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 0, ClassNone)
 			wantEqual(t, res.Stdout, "100000\n100000\n")
-		}},
+		}, nil},
 		{"deep directory nesting (300 levels)", "mkdir -p " + deep + " && cd " + deep + " && pwd | wc -c", nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 0, ClassNone)
 			wantEqual(t, res.Stdout, "611\n")
-		}},
+		}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			defer runtimetest.CheckGoroutines(t)()
-			sb, err := New(context.Background(), WithLimits(hostileLimits))
+			sb, err := New(context.Background(), append([]Option{WithLimits(hostileLimits)}, c.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,8 +205,10 @@ func TestHostileInputs(t *testing.T) {
 			if got := slices.Sorted(slices.Values(os.Environ())); !slices.Equal(got, envBefore) {
 				t.Errorf("host environment changed")
 			}
-			if got := hostListing(t, hostDir); got != hostBefore {
-				t.Errorf("host directory changed:\n%s\nwant:\n%s", got, hostBefore)
+			for _, h := range []struct{ dir, before string }{{hostDir, hostBefore}, {roDir, roBefore}, {rwDir, rwBefore}} {
+				if got := hostListing(t, h.dir); got != h.before {
+					t.Errorf("host directory changed:\n%s\nwant:\n%s", got, h.before)
+				}
 			}
 		})
 	}
