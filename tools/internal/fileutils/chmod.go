@@ -144,6 +144,9 @@ func (c *chmodState) one(name string, top, recursive bool) {
 	lfi, err := cmd.Lstat(name)
 	if err != nil {
 		c.fail("cannot access %s: %s", quote(name), strerror(err))
+		if c.rep.verbose {
+			c.out.WriteString(quote(name) + " could not be accessed\n")
+		}
 		return
 	}
 	fi := lfi
@@ -198,8 +201,9 @@ func (c *chmodState) one(name string, top, recursive bool) {
 	}
 	if err == nil && !c.ref && !hasWho(c.mode) {
 		// Without [ugoa] the umask limits a symbolic mode; GNU tells when
-		// the result differs from what the mode asked for.
-		if full, perr := parseMode(c.mode, old, fi.IsDir(), 0); perr == nil && full != bits {
+		// the result keeps bits the mode naively asked to clear (chmod -w
+		// on a 0666 file leaves 0466).
+		if full, perr := parseMode(c.mode, old, fi.IsDir(), 0); perr == nil && bits&^full != 0 {
 			c.out.Flush()
 			c.fail("%s: new permissions are %s, not %s", quoteIf(name), modeString(fileMode(bits))[1:], modeString(fileMode(full))[1:])
 		}
@@ -516,6 +520,8 @@ func (c *chownState) spec(uid, gid int) string {
 	return strings.Join(parts, ":")
 }
 
+// one changes the owner of name and, with recursive, of everything below
+// it (symbolic links met on the way are changed themselves, not followed).
 func (c *chownState) one(name string, top, recursive bool) {
 	stat := cmd.Lstat
 	if c.deref {
@@ -525,6 +531,17 @@ func (c *chownState) one(name string, top, recursive bool) {
 	if err != nil {
 		c.fail("cannot access %s: %s", quote(name), strerror(err))
 		return
+	}
+	if recursive && fi.IsDir() {
+		// Like GNU (fts postorder), a directory is changed after its
+		// contents.
+		ents, err := os.ReadDir(name)
+		if err != nil {
+			c.fail("cannot read directory %s: %s", quote(name), strerror(err))
+		}
+		for _, ent := range ents {
+			c.one(joinPath(name, ent.Name()), false, true)
+		}
 	}
 	uid, gid := cmd.Owner(fi)
 	nu, ng := uid, gid
@@ -570,16 +587,6 @@ func (c *chownState) one(name string, top, recursive bool) {
 		fmt.Fprintf(c.out, "changed %s of %s from %s to %s\n", what, quote(name), c.spec(uid, gid), c.spec(nu, ng))
 	case !changed && c.rep.verbose:
 		fmt.Fprintf(c.out, "%s of %s retained as %s\n", what, quote(name), c.spec(uid, gid))
-	}
-	if recursive && fi.IsDir() {
-		ents, err := os.ReadDir(name)
-		if err != nil {
-			c.fail("cannot read directory %s: %s", quote(name), strerror(err))
-			return
-		}
-		for _, ent := range ents {
-			c.one(joinPath(name, ent.Name()), false, true)
-		}
 	}
 }
 
