@@ -172,7 +172,7 @@ func (c *chmodState) one(name string, top, recursive bool) {
 			c.fail("invalid mode: %s", quote(c.mode))
 			return
 		}
-		if fi.IsDir() && isOctalMode(c.mode) && len(strings.TrimLeft(c.mode, "0")) < 5 {
+		if fi.IsDir() && isOctalMode(c.mode) && len(c.mode) < 5 {
 			// An octal mode of fewer than five digits keeps a
 			// directory's set-user-ID and set-group-ID bits.
 			bits |= old & 0o6000
@@ -257,6 +257,9 @@ func mayChangeMode(uid int) bool {
 func userGroups(names *idNames) map[uint32]bool {
 	uid, gid := selfIDs()
 	gs := map[uint32]bool{gid: true}
+	if names == nil {
+		return gs
+	}
 	user := names.user(uid)
 	f, err := os.Open("/etc/group")
 	if err != nil {
@@ -329,6 +332,7 @@ type chownState struct {
 	names    idNames
 	groups   map[uint32]bool
 	uid, gid int
+	self     uint32 // the running user
 	deref    bool
 	chgrp    bool
 	status   int
@@ -347,6 +351,7 @@ func chownRun(e *cmd.Env, chgrp bool) int {
 		return st
 	}
 	c := &chownState{e: e, uid: -1, gid: -1, deref: true, chgrp: chgrp}
+	c.self, _ = selfIDs()
 	recursive, noDeref := false, false
 	ref, hasRef := "", false
 	for _, o := range opts {
@@ -492,7 +497,7 @@ func loginGroup(name string, uid int) (int, bool) {
 // permitted applies the rules for an unprivileged user: no giving files
 // away, group changes only by the owner and only to the user's groups.
 func (c *chownState) permitted(uid, gid int) bool {
-	self, _ := selfIDs()
+	self := c.self
 	if self == 0 {
 		return true
 	}

@@ -285,6 +285,8 @@ func (g *gzipper) compressFile(name string, fi os.FileInfo) {
 		return
 	}
 	os.Chtimes(outName, fi.ModTime(), fi.ModTime())
+	// Like GNU gzip, the output keeps the input's mode (and owner).
+	preserveMeta(outName, fi, true)
 	if g.verbose {
 		outFi, _ := cmd.Stat(outName)
 		var ratio float64
@@ -378,6 +380,8 @@ func (g *gzipper) decompressFile(name string, fi os.FileInfo) {
 		return
 	}
 	os.Chtimes(outName, fi.ModTime(), fi.ModTime())
+	// Like GNU gzip, the output keeps the input's mode (and owner).
+	preserveMeta(outName, fi, true)
 	if g.verbose {
 		fmt.Fprintf(g.e.Stderr, "%s:\t -- replaced with %s\n", name, outName)
 	}

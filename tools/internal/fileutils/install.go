@@ -193,6 +193,7 @@ func (in *installer) setOwner(name string) bool {
 	}
 	uid, gid := cmd.Owner(fi)
 	c := chownState{uid: in.uid, gid: in.gid, groups: in.groups}
+	c.self, _ = selfIDs()
 	err = nil
 	if !c.permitted(uid, gid) {
 		err = syscall.EPERM
