@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
 )
@@ -135,15 +136,34 @@ func chmodBits(name string, bits uint32) error {
 }
 
 // preserveMeta gives dst the mode and, where permitted, the owner of the
-// source whose metadata is fi (cp -p, cp -a, install, tar -p). A failure to
-// preserve ownership is silent, as for a non-root GNU cp.
+// source whose metadata is fi (cp -p, cp -a, gzip). Permitted means the
+// rules of the kernel for the running user, enforced here whatever the
+// sandbox host would allow: root keeps both ids; anyone else keeps only the
+// group, and only one of their own groups (the copy stays theirs). Failing
+// to preserve ownership is silent, as for a non-root GNU cp.
 func preserveMeta(dst string, fi fs.FileInfo, owner bool) error {
+	bits := unixMode(fi.Mode())
 	if owner {
 		if uid, gid := cmd.Owner(fi); uid >= 0 {
-			if cmd.Chown(dst, uid, gid) != nil {
-				cmd.Chown(dst, -1, gid)
+			self, _ := selfIDs()
+			switch {
+			case self == 0:
+				cmd.Chown(dst, uid, gid)
+			case uint32(uid) != self:
+				// Someone else's set-id program must not become the
+				// copier's: GNU cp drops the bits when it cannot
+				// keep the owner.
+				bits &^= 0o6000
+				fallthrough
+			default:
+				if ownGroups()[uint32(gid)] {
+					cmd.Chown(dst, -1, gid)
+				}
 			}
 		}
 	}
-	return chmodBits(dst, unixMode(fi.Mode()))
+	return chmodBits(dst, bits)
 }
+
+// ownGroups caches userGroups for commands that copy many files.
+var ownGroups = sync.OnceValue(func() map[uint32]bool { return userGroups(&idNames{}) })

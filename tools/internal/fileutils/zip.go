@@ -291,6 +291,10 @@ func writeZip(e *cmd.Env, archive string, entries []*zipEntry) int {
 		h := ent.hdr
 		h.CompressedSize64 = uint64(len(ent.data))
 		h.CRC32 = crc32Of(ent)
+		// CreateRaw, unlike CreateHeader, does not derive the MS-DOS
+		// date and time from Modified: without this every entry would be
+		// dated 1979-11-30.
+		h.SetModTime(h.Modified) //nolint:staticcheck // the MS-DOS fields are what CreateRaw writes
 		var w io.Writer
 		w, err = zw.CreateRaw(&h)
 		if err != nil {
