@@ -108,7 +108,7 @@ func chmodMain(e *cmd.Env) int {
 		operands = append([]string{modeFromDash}, operands...)
 	}
 	if hasRef {
-		fi, err := cmd.Stat(ref)
+		fi, err := metaStat(ref)
 		if err != nil {
 			e.Errorf("failed to get attributes of %s: %s", quote(ref), strerror(err))
 			return 1
@@ -141,7 +141,7 @@ func chmodMain(e *cmd.Env) int {
 // symbolic links are followed; those met while recursing are skipped, as
 // Linux cannot change a link's own mode).
 func (c *chmodState) one(name string, top, recursive bool) {
-	lfi, err := cmd.Lstat(name)
+	lfi, err := metaLstat(name)
 	if err != nil {
 		c.fail("cannot access %s: %s", quote(name), strerror(err))
 		if c.rep.verbose {
@@ -157,7 +157,7 @@ func (c *chmodState) one(name string, top, recursive bool) {
 			}
 			return
 		}
-		if fi, err = cmd.Stat(name); err != nil {
+		if fi, err = metaStat(name); err != nil {
 			c.fail("cannot operate on dangling symlink %s", quote(name))
 			return
 		}
@@ -182,7 +182,7 @@ func (c *chmodState) one(name string, top, recursive bool) {
 	if uid, _ := cmd.Owner(fi); !mayChangeMode(uid) {
 		err = syscall.EPERM
 	} else if bits != old {
-		err = cmd.Chmod(name, fileMode(bits))
+		err = renameErr(cmd.Chmod(absName(name), fileMode(bits)), name)
 	}
 	if err != nil {
 		c.out.Flush()
@@ -378,7 +378,7 @@ func chownRun(e *cmd.Env, chgrp bool) int {
 	// changes the links themselves.
 	c.deref = !noDeref && !recursive
 	if hasRef {
-		fi, err := cmd.Stat(ref)
+		fi, err := metaStat(ref)
 		if err != nil {
 			e.Errorf("failed to get attributes of %s: %s", quote(ref), strerror(err))
 			return 1
@@ -528,9 +528,9 @@ func (c *chownState) spec(uid, gid int) string {
 // one changes the owner of name and, with recursive, of everything below
 // it (symbolic links met on the way are changed themselves, not followed).
 func (c *chownState) one(name string, top, recursive bool) {
-	stat := cmd.Lstat
+	stat := metaLstat
 	if c.deref {
-		stat = cmd.Stat
+		stat = metaStat
 	}
 	fi, err := stat(name)
 	if err != nil {
@@ -572,9 +572,9 @@ func (c *chownState) one(name string, top, recursive bool) {
 			setG = ng
 		}
 		if c.deref {
-			err = cmd.Chown(name, setU, setG)
+			err = renameErr(cmd.Chown(absName(name), setU, setG), name)
 		} else {
-			err = cmd.Lchown(name, setU, setG)
+			err = renameErr(cmd.Lchown(absName(name), setU, setG), name)
 		}
 	}
 	changed := nu != uid || ng != gid

@@ -71,7 +71,7 @@ func (c *copier) errorf(format string, a ...any) {
 // It returns false after printing the error when the operands are unusable.
 func targets(e *cmd.Env, u usage, operands []string, targetDir string, noTarget bool) (srcs, dsts []string, ok bool) {
 	if targetDir != "" {
-		fi, err := cmd.Stat(targetDir)
+		fi, err := metaStat(targetDir)
 		if err != nil {
 			e.Errorf("target directory %s: %s", quote(targetDir), strerror(err))
 			return nil, nil, false
@@ -106,7 +106,7 @@ func targets(e *cmd.Env, u usage, operands []string, targetDir string, noTarget 
 		}
 		return operands[:1], operands[1:], true
 	}
-	fi, err := cmd.Stat(dest)
+	fi, err := metaStat(dest)
 	isDir := err == nil && fi.IsDir()
 	if len(operands) == 2 && !isDir {
 		return operands[:1], operands[1:], true
@@ -194,20 +194,20 @@ func cpMain(e *cmd.Env) int {
 
 // copy copies src to dst; top is true for a command-line operand.
 func (c *copier) copy(src, dst string, top bool) {
-	stat := cmd.Lstat
+	stat := metaLstat
 	if c.deref || (top && c.derefArgs) {
-		stat = cmd.Stat
+		stat = metaStat
 	}
 	fi, err := stat(src)
 	if err != nil {
 		c.errorf("cannot stat %s: %s", quote(src), strerror(err))
 		return
 	}
-	dfi, derr := cmd.Lstat(dst)
+	dfi, derr := metaLstat(dst)
 	dexists := derr == nil
 	if dexists {
-		if sfi, err := cmd.Stat(src); err == nil {
-			if dfi2, err := cmd.Stat(dst); err == nil && sameFile(sfi, dfi2) && fi.Mode()&fs.ModeSymlink == 0 {
+		if sfi, err := metaStat(src); err == nil {
+			if dfi2, err := metaStat(dst); err == nil && sameFile(sfi, dfi2) && fi.Mode()&fs.ModeSymlink == 0 {
 				c.errorf("%s and %s are the same file", quote(src), quote(dst))
 				return
 			}
@@ -225,7 +225,7 @@ func (c *copier) copy(src, dst string, top bool) {
 		}
 		if dexists && !dfi.IsDir() {
 			if dfi.Mode()&fs.ModeSymlink != 0 {
-				if t, err := cmd.Stat(dst); err == nil && t.IsDir() {
+				if t, err := metaStat(dst); err == nil && t.IsDir() {
 					goto copyEntries
 				}
 			}
@@ -428,12 +428,12 @@ func mvMain(e *cmd.Env) int {
 }
 
 func (c *copier) move(src, dst string) {
-	fi, err := cmd.Lstat(src)
+	fi, err := metaLstat(src)
 	if err != nil {
 		c.errorf("cannot stat %s: %s", quote(src), strerror(err))
 		return
 	}
-	if dfi, err := cmd.Lstat(dst); err == nil {
+	if dfi, err := metaLstat(dst); err == nil {
 		if sameFile(fi, dfi) {
 			c.errorf("%s and %s are the same file", quote(src), quote(dst))
 			return

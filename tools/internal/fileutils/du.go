@@ -140,9 +140,9 @@ func (d *duState) walk(path string, depth int, top bool) int64 {
 	var fi fs.FileInfo
 	var err error
 	if d.deref {
-		fi, err = cmd.Stat(path)
+		fi, err = metaStat(path)
 	} else {
-		fi, err = cmd.Lstat(path)
+		fi, err = metaLstat(path)
 	}
 	if err != nil {
 		d.out.Flush()
@@ -308,7 +308,7 @@ func dfMain(e *cmd.Env) int {
 		return st
 	}
 	for _, f := range files {
-		if _, err := cmd.Stat(f); err != nil {
+		if _, err := metaStat(f); err != nil {
 			e.Errorf("%s: %s", quoteIf(f), strerror(err))
 			return 1
 		}

@@ -200,12 +200,12 @@ func (f *finder) walk(path, start string, depth int, expr findNode) {
 	var fi fs.FileInfo
 	var err error
 	if f.follow || depth == 0 && f.followArgs {
-		fi, err = cmd.Stat(path)
+		fi, err = metaStat(path)
 		if err != nil {
-			fi, err = cmd.Lstat(path)
+			fi, err = metaLstat(path)
 		}
 	} else {
-		fi, err = cmd.Lstat(path)
+		fi, err = metaLstat(path)
 	}
 	if err != nil {
 		f.errorf("%s: %s", quote(path), strerror(err))
@@ -478,9 +478,9 @@ func (f *finder) parsePrimary() (findNode, error) {
 				var other fs.FileInfo
 				var err error
 				if f.follow {
-					other, err = cmd.Lstat(ff.path)
+					other, err = metaLstat(ff.path)
 				} else if fi.Mode()&fs.ModeSymlink != 0 {
-					other, err = cmd.Stat(ff.path)
+					other, err = metaStat(ff.path)
 				}
 				if err == nil && other != nil {
 					fi = other
@@ -559,7 +559,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		ref, err := cmd.Stat(a)
+		ref, err := metaStat(a)
 		if err != nil {
 			return nil, findErr("%s: %s", quote(a), strerror(err))
 		}
@@ -661,7 +661,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 		if err != nil {
 			return nil, err
 		}
-		ref, err := cmd.Lstat(a)
+		ref, err := metaLstat(a)
 		if err != nil {
 			return nil, findErr("%s: %s", quote(a), strerror(err))
 		}
@@ -672,7 +672,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 			fi := ff.fi
 			if fi.Mode()&fs.ModeSymlink != 0 {
 				// access(2) follows symbolic links.
-				tfi, err := cmd.Stat(ff.path)
+				tfi, err := metaStat(ff.path)
 				if err != nil {
 					return false
 				}
@@ -731,7 +731,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 				return nil, findErr("I cannot figure out how to interpret %s as a date or time", quote(a))
 			}
 		} else {
-			ref, err := cmd.Stat(a)
+			ref, err := metaStat(a)
 			if err != nil {
 				return nil, findErr("%s: %s", quote(a), strerror(err))
 			}
@@ -1007,7 +1007,7 @@ func (f *finder) printf(format string, ff *findFile) string {
 		case 'Y':
 			m := ff.fi.Mode()
 			if m&fs.ModeSymlink != 0 {
-				if tfi, err := cmd.Stat(ff.path); err == nil {
+				if tfi, err := metaStat(ff.path); err == nil {
 					m = tfi.Mode()
 				} else {
 					s = "N"

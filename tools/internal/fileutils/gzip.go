@@ -140,7 +140,7 @@ func (g *gzipper) do(name string) {
 		g.stream(g.e.Stdin, g.e.Stdout, "stdin")
 		return
 	}
-	fi, err := cmd.Lstat(name)
+	fi, err := metaLstat(name)
 	if err != nil {
 		g.fail("%s: %s", name, strerror(err))
 		return
@@ -253,7 +253,7 @@ func (g *gzipper) compressFile(name string, fi os.FileInfo) {
 		return
 	}
 	outName := name + g.suffix
-	if _, err := cmd.Lstat(outName); err == nil && !g.force {
+	if _, err := metaLstat(outName); err == nil && !g.force {
 		g.warn("%s already exists;\tnot overwritten", outName)
 		return
 	}
@@ -288,7 +288,7 @@ func (g *gzipper) compressFile(name string, fi os.FileInfo) {
 	// Like GNU gzip, the output keeps the input's mode (and owner).
 	preserveMeta(outName, fi, true)
 	if g.verbose {
-		outFi, _ := cmd.Stat(outName)
+		outFi, _ := metaStat(outName)
 		var ratio float64
 		if cw.n > 0 && outFi != nil {
 			ratio = 100 - float64(outFi.Size()-gzipOverhead(name, g.noName))*100/float64(cw.n)
@@ -360,7 +360,7 @@ func (g *gzipper) decompressFile(name string, fi os.FileInfo) {
 		}
 		return
 	}
-	if _, err := cmd.Lstat(outName); err == nil && !g.force {
+	if _, err := metaLstat(outName); err == nil && !g.force {
 		g.warn("%s already exists;\tnot overwritten", outName)
 		return
 	}

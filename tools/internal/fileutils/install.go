@@ -147,7 +147,7 @@ func (in *installer) errorf(format string, a ...any) {
 func (in *installer) mkdirAll(d string, last bool) bool {
 	var todo []string
 	for p := path.Clean(d); ; p = path.Dir(p) {
-		fi, err := cmd.Stat(p)
+		fi, err := metaStat(p)
 		if err == nil {
 			if !fi.IsDir() {
 				in.errorf("cannot create directory %s: File exists", quote(p))
@@ -186,7 +186,7 @@ func (in *installer) setOwner(name string) bool {
 	if in.uid < 0 && in.gid < 0 {
 		return true
 	}
-	fi, err := cmd.Stat(name)
+	fi, err := metaStat(name)
 	if err != nil {
 		in.errorf("cannot change ownership of %s: %s", quote(name), strerror(err))
 		return false
@@ -198,7 +198,7 @@ func (in *installer) setOwner(name string) bool {
 	if !c.permitted(uid, gid) {
 		err = syscall.EPERM
 	} else if (in.uid >= 0 && in.uid != uid) || (in.gid >= 0 && in.gid != gid) {
-		err = cmd.Chown(name, in.uid, in.gid)
+		err = renameErr(cmd.Chown(absName(name), in.uid, in.gid), name)
 	}
 	if err != nil {
 		in.errorf("cannot change ownership of %s: %s", quote(name), strerror(err))
@@ -210,7 +210,7 @@ func (in *installer) setOwner(name string) bool {
 // installFile copies src to dst (replacing dst) and sets its mode, owner
 // and, with -p, times.
 func (in *installer) installFile(src, dst string) {
-	fi, err := cmd.Stat(src)
+	fi, err := metaStat(src)
 	if err != nil {
 		in.errorf("cannot stat %s: %s", quote(src), strerror(err))
 		return
@@ -219,7 +219,7 @@ func (in *installer) installFile(src, dst string) {
 		in.errorf("omitting directory %s", quote(src))
 		return
 	}
-	if dfi, err := cmd.Stat(dst); err == nil {
+	if dfi, err := metaStat(dst); err == nil {
 		if sameFile(fi, dfi) {
 			in.errorf("%s and %s are the same file", quote(src), quote(dst))
 			return
@@ -236,7 +236,7 @@ func (in *installer) installFile(src, dst string) {
 	defer r.Close()
 	// install unlinks the destination first: a read-only target is no
 	// obstacle, and hard links to it keep the old content.
-	if lfi, err := cmd.Lstat(dst); err == nil && !lfi.IsDir() {
+	if lfi, err := metaLstat(dst); err == nil && !lfi.IsDir() {
 		os.Remove(dst)
 	}
 	w, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)

@@ -246,14 +246,14 @@ func (l *lsState) stat(path, name string, top bool) (*lsEnt, error) {
 	var fi fs.FileInfo
 	var err error
 	if l.deref || (top && l.derefArgs) {
-		fi, err = cmd.Stat(path)
+		fi, err = metaStat(path)
 		if err != nil {
-			if lfi, lerr := cmd.Lstat(path); lerr == nil && !l.deref {
+			if lfi, lerr := metaLstat(path); lerr == nil && !l.deref {
 				fi, err = lfi, nil
 			}
 		}
 	} else {
-		fi, err = cmd.Lstat(path)
+		fi, err = metaLstat(path)
 	}
 	if err != nil {
 		return nil, err
@@ -261,7 +261,7 @@ func (l *lsState) stat(path, name string, top bool) (*lsEnt, error) {
 	ent := &lsEnt{name: name, path: path, fi: fi, sx: sysStat(fi)}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		ent.target, _ = os.Readlink(path)
-		ent.tfi, _ = cmd.Stat(path)
+		ent.tfi, _ = metaStat(path)
 	}
 	return ent, nil
 }

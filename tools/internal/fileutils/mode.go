@@ -132,7 +132,7 @@ func fileMode(bits uint32) fs.FileMode {
 // chmodBits sets the POSIX permission bits of name through the sandbox host
 // (WASI cannot express them).
 func chmodBits(name string, bits uint32) error {
-	return cmd.Chmod(name, fileMode(bits))
+	return renameErr(cmd.Chmod(absName(name), fileMode(bits)), name)
 }
 
 // preserveMeta gives dst the mode and, where permitted, the owner of the
@@ -148,7 +148,7 @@ func preserveMeta(dst string, fi fs.FileInfo, owner bool) error {
 			self, _ := selfIDs()
 			switch {
 			case self == 0:
-				cmd.Chown(dst, uid, gid)
+				cmd.Chown(absName(dst), uid, gid)
 			case uint32(uid) != self:
 				// Someone else's set-id program must not become the
 				// copier's: GNU cp drops the bits when it cannot
@@ -157,7 +157,7 @@ func preserveMeta(dst string, fi fs.FileInfo, owner bool) error {
 				fallthrough
 			default:
 				if ownGroups()[uint32(gid)] {
-					cmd.Chown(dst, -1, gid)
+					cmd.Chown(absName(dst), -1, gid)
 				}
 			}
 		}

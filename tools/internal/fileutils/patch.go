@@ -369,7 +369,7 @@ func (p *patcher) apply(fp *filePatch, target string) {
 			}
 		}
 		for _, c := range candidates {
-			if _, err := cmd.Stat(c); err == nil {
+			if _, err := metaStat(c); err == nil {
 				name = c
 				break
 			}
@@ -515,7 +515,7 @@ func (p *patcher) apply(fp *filePatch, target string) {
 		}
 	}
 	perm := os.FileMode(0o644)
-	if fi, err := cmd.Stat(outName); err == nil {
+	if fi, err := metaStat(outName); err == nil {
 		perm = fi.Mode().Perm()
 	}
 	if err := os.WriteFile(outName, result, perm); err != nil {
@@ -526,7 +526,7 @@ func (p *patcher) apply(fp *filePatch, target string) {
 }
 
 func fileExists(name string) bool {
-	_, err := cmd.Stat(name)
+	_, err := metaStat(name)
 	return err == nil
 }
 

@@ -78,9 +78,9 @@ func statMain(e *cmd.Env) int {
 		var fi fs.FileInfo
 		var err error
 		if deref {
-			fi, err = cmd.Stat(f)
+			fi, err = metaStat(f)
 		} else {
-			fi, err = cmd.Lstat(f)
+			fi, err = metaLstat(f)
 		}
 		if err != nil {
 			out.Flush()

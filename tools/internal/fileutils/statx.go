@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wasmbox/wasmbox/tools/internal/cmd"
 )
 
 // The sandbox user, as WASI has no notion of file ownership.
@@ -245,4 +247,24 @@ func (n *idNames) lookup(user bool, name string) (uint32, bool) {
 		}
 	}
 	return 0, false
+}
+
+// metaStat is cmd.Stat (the real mode bits and owner) with a cheap
+// absolute name; errors name the file as given.
+func metaStat(name string) (fs.FileInfo, error) {
+	fi, err := cmd.Stat(absName(name))
+	return fi, renameErr(err, name)
+}
+
+// metaLstat is cmd.Lstat like metaStat.
+func metaLstat(name string) (fs.FileInfo, error) {
+	fi, err := cmd.Lstat(absName(name))
+	return fi, renameErr(err, name)
+}
+
+func renameErr(err error, name string) error {
+	if pe, ok := err.(*fs.PathError); ok {
+		pe.Path = name
+	}
+	return err
 }

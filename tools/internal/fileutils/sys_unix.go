@@ -28,3 +28,6 @@ func sysStat(fi fs.FileInfo) statx {
 // selfIDs is the user and group the command runs as (natively: the real
 // process's).
 func selfIDs() (uid, gid uint32) { return uint32(os.Getuid()), uint32(os.Getgid()) }
+
+// absName is the identity natively: cmd.Stat is os.Stat there.
+func absName(name string) string { return name }

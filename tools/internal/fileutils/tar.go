@@ -214,7 +214,7 @@ func tarMain(e *cmd.Env) int {
 		case "mtime":
 			tm, err := parseDate(val, time.Now())
 			if err != nil {
-				if fi, serr := cmd.Stat(val); serr == nil {
+				if fi, serr := metaStat(val); serr == nil {
 					tm = fi.ModTime()
 				} else {
 					e.Errorf("Substituting %s for unknown date format %s", "1970-01-01 00:00:00", quote(val))
@@ -433,9 +433,9 @@ func (t *tarState) add(tw *tar.Writer, dir, name string) {
 	var fi fs.FileInfo
 	var err error
 	if t.deref {
-		fi, err = cmd.Stat(full)
+		fi, err = metaStat(full)
 	} else {
-		fi, err = cmd.Lstat(full)
+		fi, err = metaLstat(full)
 	}
 	if err != nil {
 		t.errorf("%s: Cannot stat: %s", name, strerror(err))
@@ -802,7 +802,7 @@ func (t *tarState) read() bool {
 			if dir := path.Dir(full); dir != "." {
 				os.MkdirAll(dir, 0o755)
 			}
-			if fi, err := cmd.Lstat(full); err == nil {
+			if fi, err := metaLstat(full); err == nil {
 				if t.keepOld {
 					t.errorf("%s: Cannot open: File exists", name)
 					continue
@@ -833,7 +833,7 @@ func (t *tarState) read() bool {
 			if dir := path.Dir(full); dir != "." {
 				os.MkdirAll(dir, 0o755)
 			}
-			if _, err := cmd.Lstat(full); err == nil {
+			if _, err := metaLstat(full); err == nil {
 				if t.keepOld {
 					t.errorf("%s: Cannot create symlink to %s: File exists", name, quote(h.Linkname))
 					continue
@@ -851,7 +851,7 @@ func (t *tarState) read() bool {
 			if base != "" {
 				linkTarget = joinPath(base, linkTarget)
 			}
-			if _, err := cmd.Lstat(full); err == nil {
+			if _, err := metaLstat(full); err == nil {
 				os.Remove(full)
 			}
 			if err := os.Link(linkTarget, full); err != nil {
@@ -923,7 +923,7 @@ func (t *tarState) symlinkInPath(base, target string) string {
 		} else {
 			cur = joinPath(cur, c)
 		}
-		if fi, err := cmd.Lstat(cur); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if fi, err := metaLstat(cur); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return cur
 		}
 	}

@@ -93,7 +93,7 @@ func treeMain(e *cmd.Env) int {
 	defer t.out.Flush()
 	status := 0
 	for _, r := range roots {
-		fi, err := cmd.Stat(r)
+		fi, err := metaStat(r)
 		if err != nil || !fi.IsDir() {
 			if err == nil {
 				t.out.WriteString(r + "  [error opening dir]\n")
@@ -142,13 +142,13 @@ func (t *treeState) walk(path, prefix string, level int) {
 		if !t.all && strings.HasPrefix(n, ".") {
 			continue
 		}
-		fi, err := cmd.Lstat(joinPath(path, n))
+		fi, err := metaLstat(joinPath(path, n))
 		if err != nil {
 			continue
 		}
 		isDir := fi.IsDir()
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			if tfi, err := cmd.Stat(joinPath(path, n)); err == nil && tfi.IsDir() {
+			if tfi, err := metaStat(joinPath(path, n)); err == nil && tfi.IsDir() {
 				isDir = true
 			}
 		}

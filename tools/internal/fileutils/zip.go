@@ -160,7 +160,7 @@ func zipMain(e *cmd.Env) int {
 		return false
 	}
 	walk = func(p string) {
-		fi, err := cmd.Lstat(p)
+		fi, err := metaLstat(p)
 		if err != nil {
 			fmt.Fprintf(out, "\tzip warning: name not matched: %s\n", p)
 			status = 12
@@ -201,9 +201,9 @@ func zipMain(e *cmd.Env) int {
 		return 12
 	}
 	for _, s := range srcs {
-		fi, err := cmd.Stat(s.path)
+		fi, err := metaStat(s.path)
 		if err != nil {
-			fi, err = cmd.Lstat(s.path)
+			fi, err = metaLstat(s.path)
 			if err != nil {
 				continue
 			}
@@ -527,7 +527,7 @@ func unzipMain(e *cmd.Env) int {
 				os.MkdirAll(target, 0o755)
 				continue
 			}
-			if _, err := cmd.Lstat(target); err == nil {
+			if _, err := metaLstat(target); err == nil {
 				if none {
 					continue
 				}
