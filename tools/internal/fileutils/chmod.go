@@ -35,6 +35,7 @@ With --reference, change the mode of each FILE to that of RFILE.
   -v, --verbose          output a diagnostic for every file processed
       --reference=RFILE  use RFILE's mode instead of MODE values
   -R, --recursive        change files and directories recursively
+      --preserve-root    fail to operate recursively on '/'
 
 Each MODE is of the form '[ugoa]*([-+=]([rwxXst]*|[ugo]))+|[-+=][0-7]+'.
 `,
@@ -132,9 +133,45 @@ func chmodMain(e *cmd.Env) int {
 	c.out = newOut(e)
 	defer c.out.Flush()
 	for _, f := range operands {
+		if recursive && preserveRoot(opts) && isRoot(f) {
+			c.out.Flush()
+			rootRefused(e)
+			c.status = 1
+			continue
+		}
 		c.one(f, true, recursive)
 	}
 	return c.status
+}
+
+// preserveRoot reports whether --preserve-root is in effect (the last of
+// --preserve-root and --no-preserve-root wins; GNU's default is off).
+func preserveRoot(opts []opt) bool {
+	on := false
+	for _, o := range opts {
+		switch o.name {
+		case "preserve-root":
+			on = true
+		case "no-preserve-root":
+			on = false
+		}
+	}
+	return on
+}
+
+// isRoot reports whether name resolves to "/".
+func isRoot(name string) bool {
+	a, err := metaStat(name)
+	if err != nil {
+		return false
+	}
+	r, err := metaStat("/")
+	return err == nil && sameFile(a, r)
+}
+
+func rootRefused(e *cmd.Env) {
+	e.Errorf("it is dangerous to operate recursively on '/'")
+	e.Errorf("use --no-preserve-root to override this failsafe")
 }
 
 // one changes the mode of name; top marks a command-line operand (whose
@@ -300,6 +337,16 @@ With --reference, change the owner and group of each FILE to those of RFILE.
                          specifying OWNER:GROUP values
   -R, --recursive        operate on files and directories recursively
 
+The following options modify how a hierarchy is traversed when the -R
+option is also specified.  If more than one is specified, only the final
+one takes effect.
+
+  -H                     if a command line argument is a symbolic link
+                         to a directory, traverse it
+  -L                     traverse every symbolic link to a directory
+                         encountered
+  -P                     do not traverse any symbolic links (default)
+
 Owner is unchanged if missing.  Group is unchanged if missing, but changed
 to login group if implied by a ':' following a symbolic OWNER.
 OWNER and GROUP may be numeric as well as symbolic.
@@ -320,6 +367,16 @@ With --reference, change the group of each FILE to that of RFILE.
   -h, --no-dereference   affect symbolic links instead of any referenced file
       --reference=RFILE  use RFILE's group rather than specifying a GROUP value
   -R, --recursive        operate on files and directories recursively
+
+The following options modify how a hierarchy is traversed when the -R
+option is also specified.  If more than one is specified, only the final
+one takes effect.
+
+  -H                     if a command line argument is a symbolic link
+                         to a directory, traverse it
+  -L                     traverse every symbolic link to a directory
+                         encountered
+  -P                     do not traverse any symbolic links (default)
 `,
 	bad: 1,
 }
@@ -334,6 +391,8 @@ type chownState struct {
 	uid, gid int
 	self     uint32 // the running user
 	deref    bool
+	follow   byte // -R's treatment of symbolic links: 'P', 'H' or 'L'
+	seen     map[[2]uint64]bool
 	chgrp    bool
 	status   int
 }
@@ -368,15 +427,20 @@ func chownRun(e *cmd.Env, chgrp bool) int {
 			noDeref = true
 		case "dereference":
 			noDeref = false
+		case "H", "L", "P":
+			c.follow = o.name[0]
 		case "reference":
 			ref, hasRef = o.val, true
 		case "from":
 			return usageErr(e, u, "--from is not supported in the sandbox")
 		}
 	}
-	// Like GNU: -R without -H/-L treats symbolic links physically, i.e.
-	// changes the links themselves.
-	c.deref = !noDeref && !recursive
+	if c.follow == 0 {
+		c.follow = 'P'
+	}
+	// -R with -P changes the links themselves; otherwise (no -R, or
+	// -H/-L) the referents, unless -h.
+	c.deref = !noDeref && (!recursive || c.follow != 'P')
 	if hasRef {
 		fi, err := metaStat(ref)
 		if err != nil {
@@ -408,6 +472,12 @@ func chownRun(e *cmd.Env, chgrp bool) int {
 	c.out = newOut(e)
 	defer c.out.Flush()
 	for _, f := range operands {
+		if recursive && preserveRoot(opts) && isRoot(f) {
+			c.out.Flush()
+			rootRefused(e)
+			c.status = 1
+			continue
+		}
 		c.one(f, true, recursive)
 	}
 	return c.status
@@ -525,8 +595,38 @@ func (c *chownState) spec(uid, gid int) string {
 	return strings.Join(parts, ":")
 }
 
+// traverse decides whether -R descends into the directory name (reached
+// through a symbolic link or not): -P never follows links, -H only those
+// on the command line, -L all of them, each directory once.
+func (c *chownState) traverse(name string, top bool) bool {
+	lfi, err := metaLstat(name)
+	if err != nil {
+		return false
+	}
+	if lfi.Mode()&fs.ModeSymlink != 0 && !(c.follow == 'L' || c.follow == 'H' && top) {
+		return false
+	}
+	if c.follow == 'L' {
+		fi, err := metaStat(name)
+		if err != nil {
+			return false
+		}
+		sx := sysStat(fi)
+		key := [2]uint64{sx.dev, sx.ino}
+		if c.seen == nil {
+			c.seen = map[[2]uint64]bool{}
+		}
+		if c.seen[key] {
+			return false
+		}
+		c.seen[key] = true
+	}
+	return true
+}
+
 // one changes the owner of name and, with recursive, of everything below
-// it (symbolic links met on the way are changed themselves, not followed).
+// it (with -P, the default, symbolic links met on the way are changed
+// themselves, not followed).
 func (c *chownState) one(name string, top, recursive bool) {
 	stat := metaLstat
 	if c.deref {
@@ -537,7 +637,7 @@ func (c *chownState) one(name string, top, recursive bool) {
 		c.fail("cannot access %s: %s", quote(name), strerror(err))
 		return
 	}
-	if recursive && fi.IsDir() {
+	if recursive && fi.IsDir() && c.traverse(name, top) {
 		// Like GNU (fts postorder), a directory is changed after its
 		// contents.
 		ents, err := os.ReadDir(name)

@@ -1,8 +1,10 @@
 package fileutils
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -230,5 +232,31 @@ func TestCpModes(t *testing.T) {
 		if got := modeOf(t, dir+"/"+name); got != want {
 			t.Errorf("%s: mode %04o, want %04o", name, got, want)
 		}
+	}
+}
+
+// TestChownTraversal: -R -P changes links themselves and never follows
+// them; -L follows every link to a directory, each directory once, so a
+// loop terminates.
+func TestChownTraversal(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, dir+"/d/a", "a", 0o644, time.Time{})
+	mustWrite(t, dir+"/other/b", "b", 0o644, time.Time{})
+	os.Symlink("..", dir+"/d/up")
+	os.Symlink("../other", dir+"/d/o")
+	self := fmt.Sprint(os.Getuid())
+	out, errs, st := run(t, dir, "", "chown", "-R", "-v", self, "d")
+	if st != 0 || errs != "" {
+		t.Fatalf("-R: %d %q", st, errs)
+	}
+	if strings.Contains(out, "other/b") || strings.Count(out, "\n") != 4 {
+		t.Errorf("-R -P walked through a link:\n%s", out)
+	}
+	out, errs, st = run(t, dir, "", "chown", "-R", "-L", "-v", self, "d")
+	if st != 0 || errs != "" {
+		t.Fatalf("-R -L: %d %q", st, errs)
+	}
+	if !strings.Contains(out, "'d/o/b'") || strings.Contains(out, "d/up/d/up") {
+		t.Errorf("-R -L output:\n%s", out)
 	}
 }
