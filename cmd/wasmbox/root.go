@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
+
+	"github.com/wasmbox/wasmbox/sandbox"
 )
 
 // A subcommand is one file of this package that adds its constructor in
@@ -90,6 +92,9 @@ kills a program wherever it is.`,
 // run one, 1 when the command failed (a one-line "wasmbox: ..." message on
 // stderr), 2 for a usage error.
 func doMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Spinning guests must not starve the CLI's own goroutines (signals,
+	// the HTTP server of serve, timers): see sandbox.KeepHostResponsive.
+	sandbox.KeepHostResponsive()
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRoot(a)
 	root.SetArgs(args)
