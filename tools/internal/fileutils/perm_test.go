@@ -260,3 +260,45 @@ func TestChownTraversal(t *testing.T) {
 		t.Errorf("-R -L output:\n%s", out)
 	}
 }
+
+// TestTarModes: tar records the real modes and restores them on
+// extraction, the umask applied unless -p, directories' modes set after
+// their members.
+func TestTarModes(t *testing.T) {
+	oldMask := syscall.Umask(0o022)
+	defer syscall.Umask(oldMask)
+	dir := t.TempDir()
+	mustWrite(t, dir+"/src/ro/f", "f", 0o644, time.Time{})
+	mustWrite(t, dir+"/src/x", "x", 0o777, time.Time{})
+	os.Chmod(dir+"/src/x", fileMode(0o4777))
+	os.Chmod(dir+"/src/ro", 0o555)
+	defer os.Chmod(dir+"/src/ro", 0o755)
+	if _, errs, st := run(t, dir+"/src", "", "tar", "-cf", "../a.tar", "ro", "x"); st != 0 || errs != "" {
+		t.Fatalf("tar -c: %d %q", st, errs)
+	}
+	for _, c := range []struct {
+		sub   string
+		args  []string
+		ro, x uint32
+	}{
+		{"plain", nil, 0o555, 0o755},
+		{"same", []string{"-p"}, 0o555, 0o4777},
+	} {
+		out := dir + "/" + c.sub
+		os.Mkdir(out, 0o755)
+		args := append([]string{"tar", "-xf", "../a.tar"}, c.args...)
+		if _, errs, st := run(t, out, "", args...); st != 0 || errs != "" {
+			t.Fatalf("%v: %d %q", args, st, errs)
+		}
+		if got := modeOf(t, out+"/ro"); got != c.ro {
+			t.Errorf("%s: ro %04o, want %04o", c.sub, got, c.ro)
+		}
+		if got := modeOf(t, out+"/x"); got != c.x {
+			t.Errorf("%s: x %04o, want %04o", c.sub, got, c.x)
+		}
+		if _, err := os.Stat(out + "/ro/f"); err != nil {
+			t.Errorf("%s: member of the read-only directory: %v", c.sub, err)
+		}
+		os.Chmod(out+"/ro", 0o755)
+	}
+}

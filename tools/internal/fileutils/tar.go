@@ -709,6 +709,7 @@ func (t *tarState) read() bool {
 	type dirTime struct {
 		path string
 		mt   time.Time
+		bits uint32
 	}
 	var dirTimes []dirTime
 	base := t.extractDir
@@ -794,10 +795,10 @@ func (t *tarState) read() bool {
 				t.errorf("%s: Cannot mkdir: %s", name, strerror(err))
 				continue
 			}
-			chmodBits(full, bits)
-			if !t.touch {
-				dirTimes = append(dirTimes, dirTime{full, h.ModTime})
-			}
+			// Like GNU tar, a directory gets its mode (and time) once
+			// its members are in: a 0555 directory must not refuse them.
+			chmodBits(full, bits|0o700)
+			dirTimes = append(dirTimes, dirTime{full, h.ModTime, bits})
 		case tar.TypeReg, tar.TypeRegA, tar.TypeGNUSparse:
 			if dir := path.Dir(full); dir != "." {
 				os.MkdirAll(dir, 0o755)
@@ -862,7 +863,11 @@ func (t *tarState) read() bool {
 		}
 	}
 	for i := len(dirTimes) - 1; i >= 0; i-- {
-		os.Chtimes(dirTimes[i].path, dirTimes[i].mt, dirTimes[i].mt)
+		d := dirTimes[i]
+		chmodBits(d.path, d.bits)
+		if !t.touch {
+			os.Chtimes(d.path, d.mt, d.mt)
+		}
 	}
 	for i, it := range t.items {
 		if !found[i] {
