@@ -1,9 +1,13 @@
-# wasmbox build. `make wasm` rebuilds the committed tool module and its index;
-# `make wasm-check` proves the committed module is what the sources build.
+# wasmbox build. `make wasm` rebuilds the committed tool modules and their
+# index; `make wasm-check` proves the committed modules are what the sources
+# build.
 GO      ?= go
 OUT     ?= wasm
 LDFLAGS := -s -w -buildid=
-TOOLS   := ./tools/coreutils
+# The tool modules: tools/NAME builds wasm/NAME.wasm. coreutils is the
+# multi-call module of most commands; the heavy commands (gojq, GoAWK) have
+# modules of their own so that the others do not carry or initialise them.
+MODULES := coreutils jq awk
 # Initial memory of the tool module in 64 KiB pages: about what the Go
 # runtime reaches while it initializes, so that instantiation allocates
 # once instead of growing (copying) the memory (see tools/wasmopt).
@@ -16,14 +20,24 @@ GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file
 all: wasm
 
 # The wasip1 build is reproducible: -trimpath, no build id, and the
-# post-link data-segment merge (tools/wasmopt) is deterministic.
+# post-link data-segment merge (tools/wasmopt) is deterministic. The index
+# (wasm/commands.txt: "NAME MODULE [ALIAS_OF]" lines, sorted) comes from a
+# native build of each program with the tag wasmbox_index, which makes it
+# print its part of the index (see cmd.Multicall).
 wasm:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $$tmp/raw.wasm $(TOOLS); \
-	$(GO) run ./tools/wasmopt -min-pages $(MIN_PAGES) -o $(OUT)/coreutils.wasm $$tmp/raw.wasm; \
-	$(GO) build -trimpath -o $$tmp/coreutils $(TOOLS); \
-	$$tmp/coreutils --index > $(OUT)/commands.txt; \
-	echo "built $(OUT)/coreutils.wasm ($$(wc -c < $(OUT)/coreutils.wasm) bytes, $$(wc -l < $(OUT)/commands.txt) names)"
+	$(GO) build -o $$tmp/wasmopt ./tools/wasmopt; \
+	for m in $(MODULES); do \
+		GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $$tmp/$$m.raw.wasm ./tools/$$m; \
+		$$tmp/wasmopt -min-pages $(MIN_PAGES) -o $(OUT)/$$m.wasm $$tmp/$$m.raw.wasm; \
+		$(GO) build -trimpath -tags wasmbox_index -o $$tmp/$$m.index ./tools/$$m; \
+		$$tmp/$$m.index >> $$tmp/commands.txt; \
+		echo "built $(OUT)/$$m.wasm ($$(wc -c < $(OUT)/$$m.wasm) bytes)"; \
+	done; \
+	LC_ALL=C sort $$tmp/commands.txt > $(OUT)/commands.txt; \
+	dup=$$(cut -d' ' -f1 $(OUT)/commands.txt | uniq -d); \
+	if [ -n "$$dup" ]; then echo "commands in more than one module:" $$dup; exit 1; fi; \
+	echo "built $(OUT)/commands.txt ($$(wc -l < $(OUT)/commands.txt) names)"
 
 # Like wasm, but from the committed sources only (git HEAD), ignoring
 # uncommitted work in a shared checkout: what wasm-check on a clean clone
@@ -36,7 +50,7 @@ wasm-head:
 wasm-check:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	$(MAKE) --no-print-directory wasm OUT=$$tmp; \
-	for f in coreutils.wasm commands.txt; do \
+	for f in $(addsuffix .wasm,$(MODULES)) commands.txt; do \
 		cmp -s $$tmp/$$f wasm/$$f || { echo "wasm/$$f is stale: run make wasm and commit"; exit 1; }; \
 	done; echo "wasm/ is up to date"
 

@@ -30,6 +30,9 @@ func benchInput(b *testing.B, dir string) {
 	if err := os.WriteFile(filepath.Join(dir, "small.txt"), []byte("hello, world\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "small.json"), []byte(`{"name": "wasmbox", "tags": ["a", "b"], "n": 1}`+"\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkCommand measures one command end to end through wazero:
@@ -49,6 +52,8 @@ func BenchmarkCommand(b *testing.B) {
 		{"wc", "big.txt"},
 		{"grep", "-c", "error", "big.txt"},
 		{"sort", "big.txt"},
+		{"jq", ".", "small.json"},
+		{"awk", "{print $1}", "small.txt"},
 	} {
 		if _, ok := Lookup(argv[0]); !ok {
 			continue

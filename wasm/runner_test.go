@@ -26,23 +26,24 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// This file is a small stand-alone host for the tool module, used by the
+// This file is a small stand-alone host for the tool modules, used by the
 // golden tests and benchmarks of this package until the project's runtime,
 // executor and vfs take over: wazero with the compiler, a compilation
-// cache on disk, WASI, a host directory as the guest's "/", and the
-// wasmbox.spawn host function implemented by instantiating the module again.
+// cache on disk, WASI, a host directory as the guest's "/", each command
+// run by the module the index names for it, and the wasmbox.spawn host
+// function implemented by instantiating a module again.
 
 var (
-	buildFlag  = flag.Bool("build", false, "build tools/coreutils from source for this run instead of using the committed module")
-	moduleFlag = flag.String("module", "", "use this wasm file (with the committed command index) instead of the committed module, e.g. to benchmark an unmerged build")
+	buildFlag  = flag.Bool("build", false, "build the tool modules from tools/ for this run instead of using the committed modules")
+	moduleFlag = flag.String("module", "", "use these wasm files (with the committed command index) instead of the committed modules, e.g. to benchmark an unmerged build: FILE (for coreutils) or MODULE=FILE, comma-separated")
 )
 
-// testHost is a runtime with the coreutils module compiled once.
+// testHost is a runtime with the tool modules compiled once.
 type testHost struct {
-	rt     wazero.Runtime
-	mod    wazero.CompiledModule
-	names  map[string]bool
-	binDir string // holds an empty executable file per command, mounted at /bin and /usr/bin
+	rt       wazero.Runtime
+	mods     map[string]wazero.CompiledModule // by module name
+	moduleOf map[string]string                // command name -> module name
+	binDir   string                           // holds an empty executable file per command, mounted at /bin and /usr/bin
 }
 
 var (
@@ -91,26 +92,44 @@ func newTestHost() (*testHost, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, cmds := Coreutils(), Commands()
+	bins, cmds := map[string][]byte{}, Commands()
+	for _, m := range Modules() {
+		bins[m], _ = Module(m)
+	}
 	switch {
 	case *buildFlag:
-		if bin, cmds, err = buildFromSource(); err != nil {
+		if bins, cmds, err = buildFromSource(); err != nil {
 			return nil, err
 		}
 	case *moduleFlag != "":
-		if bin, err = os.ReadFile(*moduleFlag); err != nil {
-			return nil, err
+		for _, spec := range strings.Split(*moduleFlag, ",") {
+			name, file, ok := strings.Cut(spec, "=")
+			if !ok {
+				name, file = CoreutilsModule, spec
+			}
+			if _, known := bins[name]; !known {
+				return nil, fmt.Errorf("-module %s: no module %q", spec, name)
+			}
+			if bins[name], err = os.ReadFile(file); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if h.mod, err = rt.CompileModule(ctx, bin); err != nil {
-		return nil, err
+	h.mods = map[string]wazero.CompiledModule{}
+	for name, bin := range bins {
+		if h.mods[name], err = rt.CompileModule(ctx, bin); err != nil {
+			return nil, fmt.Errorf("module %s: %w", name, err)
+		}
 	}
 	if h.binDir, err = os.MkdirTemp("", "wasmbox-bin-"); err != nil {
 		return nil, err
 	}
-	h.names = map[string]bool{}
+	h.moduleOf = map[string]string{}
 	for _, c := range cmds {
-		h.names[c.Name] = true
+		if h.mods[c.Module] == nil {
+			return nil, fmt.Errorf("command %s: no module %q", c.Name, c.Module)
+		}
+		h.moduleOf[c.Name] = c.Module
 		if err := os.WriteFile(filepath.Join(h.binDir, c.Name), nil, 0o755); err != nil {
 			return nil, err
 		}
@@ -118,29 +137,47 @@ func newTestHost() (*testHost, error) {
 	return h, nil
 }
 
-// buildFromSource builds the tool module and its index from ../tools (for
-// -build), without the data-segment merge, which changes only speed.
-func buildFromSource() ([]byte, []Command, error) {
+// buildFromSource builds the tool modules and the index from ../tools (for
+// -build) the way `make wasm` does, without the data-segment merge, which
+// changes only speed.
+func buildFromSource() (map[string][]byte, []Command, error) {
 	dir, err := os.MkdirTemp("", "wasmbox-build-")
 	if err != nil {
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	wasmOut, nativeOut := filepath.Join(dir, "coreutils.wasm"), filepath.Join(dir, "coreutils")
-	build := exec.Command("go", "build", "-o", wasmOut, "../tools/coreutils")
-	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, nil, fmt.Errorf("go build (wasip1): %v\n%s", err, out)
+	bins := map[string][]byte{}
+	var index []byte
+	for _, m := range Modules() {
+		wasmOut, nativeOut := filepath.Join(dir, m+".wasm"), filepath.Join(dir, m)
+		build := exec.Command("go", "build", "-o", wasmOut, "../tools/"+m)
+		build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, nil, fmt.Errorf("go build %s (wasip1): %v\n%s", m, err, out)
+		}
+		if out, err := exec.Command("go", "build", "-tags", "wasmbox_index", "-o", nativeOut, "../tools/"+m).CombinedOutput(); err != nil {
+			return nil, nil, fmt.Errorf("go build %s (native index): %v\n%s", m, err, out)
+		}
+		out, err := exec.Command(nativeOut).Output()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s index: %v", m, err)
+		}
+		index = append(index, out...)
+		if bins[m], err = os.ReadFile(wasmOut); err != nil {
+			return nil, nil, err
+		}
 	}
-	if out, err := exec.Command("go", "build", "-o", nativeOut, "../tools/coreutils").CombinedOutput(); err != nil {
-		return nil, nil, fmt.Errorf("go build (native): %v\n%s", err, out)
+	return bins, parseIndex(string(index)), nil
+}
+
+// module returns the compiled module that runs argv0 (by its base name);
+// a name missing from the index runs coreutils, which reports "command
+// not found" with status 127.
+func (h *testHost) module(argv0 string) wazero.CompiledModule {
+	if m, ok := h.moduleOf[path.Base(argv0)]; ok {
+		return h.mods[m]
 	}
-	index, err := exec.Command(nativeOut, "--index").Output()
-	if err != nil {
-		return nil, nil, fmt.Errorf("coreutils --index: %v", err)
-	}
-	bin, err := os.ReadFile(wasmOut)
-	return bin, parseIndex(string(index)), err
+	return h.mods[CoreutilsModule]
 }
 
 // guest is what one running command was started with; spawn reads the
@@ -184,7 +221,11 @@ func (h *testHost) run(ctx context.Context, g *guest) (int, error) {
 		cfg = cfg.WithEnv(k, v)
 	}
 	cfg = cfg.WithEnv("PWD", g.cwd)
-	m, err := h.rt.InstantiateModule(context.WithValue(ctx, guestKey{}, g), h.mod, cfg)
+	var argv0 string
+	if len(g.argv) > 0 {
+		argv0 = g.argv[0]
+	}
+	m, err := h.rt.InstantiateModule(context.WithValue(ctx, guestKey{}, g), h.module(argv0), cfg)
 	if m != nil {
 		m.Close(ctx)
 	}
@@ -229,7 +270,7 @@ func (h *testHost) spawnErrno(ctx context.Context, mod api.Module, reqPtr, reqLe
 		(req.Dir != "" && !path.IsAbs(req.Dir)) {
 		return errnoInval
 	}
-	if !h.names[path.Base(req.Argv[0])] {
+	if _, ok := h.moduleOf[path.Base(req.Argv[0])]; !ok {
 		return errnoNoent
 	}
 	if _, ok := mod.Memory().ReadUint32Le(statusPtr); !ok {

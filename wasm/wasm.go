@@ -2,24 +2,31 @@
 // binary, and the index of the commands they provide.
 //
 // The modules are built from tools/ by `make wasm` and committed, so that
-// `go build` and `go test` need nothing but Go. One multi-call module,
-// "coreutils", provides every command: it picks the command by the base
-// name of argv[0], so a runtime registers the same compiled module under
-// every name of Commands (typically as /bin/NAME and /usr/bin/NAME) and
-// runs it with argv[0] set to that name.
+// `go build` and `go test` need nothing but Go. Each module is a multi-call
+// program that picks the command by the base name of argv[0]; the index
+// (Commands) says which module provides each name. A runtime compiles each
+// module once, registers it under every name of its commands (typically as
+// /bin/NAME and /usr/bin/NAME) and runs it with argv[0] set to that name.
 //
 //	for _, c := range wasm.Commands() {
 //		bin, _ := wasm.Module(c.Module)
-//		registry.Add(c.Name, bin) // compile bin once, share it
+//		registry.Add(c.Name, bin) // compile each module once, share it
 //	}
+//
+// The modules are Modules(): "coreutils" provides almost every command;
+// "jq" (gojq) and "awk" (GoAWK, also called gawk, mawk and nawk) are
+// separate because those engines are most of a module's size and their
+// package initialisation would otherwise run on every start of every
+// command.
 //
 // # Build
 //
-// The module is a GOOS=wasip1 GOARCH=wasm build with -trimpath and no build
-// id, post-processed by tools/wasmopt (which merges the Go linker's tens of
-// thousands of data segments into a few, making instantiation several times
-// cheaper). The build is reproducible: `make wasm-check` rebuilds it and
-// fails if the committed bytes differ.
+// A module is a GOOS=wasip1 GOARCH=wasm build of tools/NAME with -trimpath
+// and no build id, post-processed by tools/wasmopt (which merges the Go
+// linker's tens of thousands of data segments into a few, making
+// instantiation several times cheaper). The build is reproducible: `make
+// wasm-check` rebuilds every module and the index and fails if the
+// committed bytes differ.
 //
 // # Spawning
 //
@@ -48,24 +55,45 @@ import (
 	"sync"
 )
 
-//go:embed coreutils.wasm
-var coreutils []byte
+var (
+	//go:embed coreutils.wasm
+	coreutils []byte
+	//go:embed jq.wasm
+	jq []byte
+	//go:embed awk.wasm
+	awk []byte
+)
 
 //go:embed commands.txt
 var commandsIndex string
 
-// CoreutilsModule is the name of the multi-call module.
-const CoreutilsModule = "coreutils"
+// The names of the tool modules (see Module).
+const (
+	// CoreutilsModule is the multi-call module of most commands.
+	CoreutilsModule = "coreutils"
+	// JQModule provides jq.
+	JQModule = "jq"
+	// AWKModule provides awk and its aliases gawk, mawk and nawk.
+	AWKModule = "awk"
+)
 
 // Coreutils returns the multi-call tool module (a wasip1 binary). The slice
 // is shared: callers must not modify it.
 func Coreutils() []byte { return coreutils }
 
+// Modules returns the names of the embedded modules, sorted.
+func Modules() []string { return []string{AWKModule, CoreutilsModule, JQModule} }
+
 // Module returns the bytes of the named module (see Command.Module). The
 // slice is shared: callers must not modify it.
 func Module(name string) ([]byte, bool) {
-	if name == CoreutilsModule {
+	switch name {
+	case CoreutilsModule:
 		return coreutils, true
+	case JQModule:
+		return jq, true
+	case AWKModule:
+		return awk, true
 	}
 	return nil, false
 }
@@ -83,17 +111,19 @@ type Command struct {
 
 var commands = sync.OnceValue(func() []Command { return parseIndex(commandsIndex) })
 
-// parseIndex parses the output of "coreutils --index".
+// parseIndex parses the index `make wasm` writes (the modules' "--index"
+// output, see cmd.Multicall): "NAME MODULE" or "NAME MODULE ALIAS_OF" a
+// line.
 func parseIndex(index string) []Command {
 	var cs []Command
 	for _, line := range strings.Split(index, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 {
+		if len(f) < 2 {
 			continue
 		}
-		c := Command{Name: f[0], Module: CoreutilsModule}
-		if len(f) > 1 {
-			c.AliasOf = f[1]
+		c := Command{Name: f[0], Module: f[1]}
+		if len(f) > 2 {
+			c.AliasOf = f[2]
 		}
 		cs = append(cs, c)
 	}

@@ -22,6 +22,35 @@ func TestIndex(t *testing.T) {
 	if c, ok := Lookup("["); !ok || c.AliasOf != "test" {
 		t.Errorf(`Lookup("[") = %+v, %v; want an alias of test`, c, ok)
 	}
+	// The heavy commands have modules of their own.
+	for _, want := range []Command{
+		{Name: "jq", Module: JQModule},
+		{Name: "awk", Module: AWKModule},
+		{Name: "gawk", Module: AWKModule, AliasOf: "awk"},
+		{Name: "mawk", Module: AWKModule, AliasOf: "awk"},
+		{Name: "nawk", Module: AWKModule, AliasOf: "awk"},
+	} {
+		if c, ok := Lookup(want.Name); !ok || c != want {
+			t.Errorf("Lookup(%q) = %+v, %v; want %+v", want.Name, c, ok, want)
+		}
+	}
+	for i := 1; i < len(cs); i++ {
+		if cs[i].Name == cs[i-1].Name {
+			t.Errorf("%s is in the index twice (modules %s and %s)", cs[i].Name, cs[i-1].Module, cs[i].Module)
+		}
+	}
+	perModule := map[string]int{}
+	for _, c := range cs {
+		if _, ok := Module(c.Module); !ok {
+			t.Errorf("%s: module %q is not embedded", c.Name, c.Module)
+		}
+		perModule[c.Module]++
+	}
+	for _, m := range Modules() {
+		if perModule[m] == 0 {
+			t.Errorf("module %s provides no command", m)
+		}
+	}
 	if _, ok := Lookup("no-such-command"); ok {
 		t.Error("Lookup found a command that does not exist")
 	}
@@ -29,19 +58,29 @@ func TestIndex(t *testing.T) {
 	if Commands()[0].Name == "changed" {
 		t.Error("Commands() returned the shared slice")
 	}
-	if b, ok := Module(CoreutilsModule); !ok || len(b) == 0 {
-		t.Error("Module(coreutils) is empty")
+	for _, m := range Modules() {
+		if b, ok := Module(m); !ok || len(b) == 0 {
+			t.Errorf("Module(%s) is empty", m)
+		}
 	}
 	if _, ok := Module("nope"); ok {
 		t.Error("Module(nope) found something")
 	}
 }
 
-// TestDataSegmentsMerged proves the committed module went through
+// TestDataSegmentsMerged proves the committed modules went through
 // tools/wasmopt: the Go linker alone emits tens of thousands of segments.
 func TestDataSegmentsMerged(t *testing.T) {
-	mod := Coreutils()
-	if string(mod[:4]) != "\x00asm" {
+	for _, m := range Modules() {
+		t.Run(m, func(t *testing.T) {
+			mod, _ := Module(m)
+			checkSegmentsMerged(t, mod)
+		})
+	}
+}
+
+func checkSegmentsMerged(t *testing.T, mod []byte) {
+	if len(mod) < 8 || string(mod[:4]) != "\x00asm" {
 		t.Fatal("not a wasm module")
 	}
 	for p := 8; p < len(mod); {
@@ -64,4 +103,11 @@ func ExampleLookup() {
 	c, _ := Lookup("[")
 	fmt.Println(c.Name, c.Module, c.AliasOf)
 	// Output: [ coreutils test
+}
+
+func ExampleModule() {
+	c, _ := Lookup("gawk")
+	bin, _ := Module(c.Module)
+	fmt.Println(c.Module, c.AliasOf, string(bin[:4]) == "\x00asm")
+	// Output: awk awk true
 }

@@ -1,6 +1,9 @@
 // Package textutils holds the text-processing commands of the multi-call
-// tool program: head tail wc sort uniq cut tr tee grep egrep fgrep sed awk
-// jq comm join paste nl fold rev tac column.
+// tool program: head tail wc sort uniq cut tr tee grep egrep fgrep sed
+// comm join paste nl fold rev tac column. The heavy text commands, jq and
+// awk, are in packages jqcmd and awkcmd, built into tool modules of their
+// own (tools/jq, tools/awk) so that these commands do not pay for gojq and
+// GoAWK; they share this package's I/O conventions through package textio.
 //
 // Every command registers itself with package cmd in an init function and
 // follows GNU coreutils behaviour in the C locale: the same option letters,
@@ -21,13 +24,6 @@
 //
 //   - tail -f/-F is accepted and prints the file once: a sandboxed command
 //     that never ends would only run into its deadline.
-//   - awk is GoAWK; system() runs "sh -c CMD" through cmd.Spawn, while the
-//     pipes print | "cmd" and "cmd" | getline fail with a clear error.
-//   - jq is gojq with jq 1.6 output. gojq keeps objects as Go maps; the
-//     key order of the input and of the program's object constructors is
-//     recorded and used on output, and to_entries, with_entries, paths and
-//     keys_unsorted follow it, but .[] over an object iterates in sorted
-//     key order.
 //   - sed's e command and s///e flag are rejected (no process spawning
 //     from inside sed).
 //   - Everything is byte-oriented (LC_ALL=C): wc -m counts bytes, case

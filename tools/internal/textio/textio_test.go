@@ -1,0 +1,96 @@
+package textio
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+)
+
+func TestStrerror(t *testing.T) {
+	dir := t.TempDir()
+	_, errNoent := os.Open(filepath.Join(dir, "missing"))
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{errNoent, "No such file or directory"},
+		{syscall.EISDIR, "Is a directory"},
+		{syscall.EXDEV, "Invalid cross-device link"},
+		{errors.New("something else"), "something else"},
+	} {
+		if got := Strerror(tc.err); got != tc.want {
+			t.Errorf("Strerror(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestInputs(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(f, []byte("file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &cmd.Env{Args: []string{"x"}, Stdin: strings.NewReader("stdin\n")}
+	if got := Inputs(nil); len(got) != 1 || got[0] != "-" {
+		t.Errorf("Inputs(nil) = %q", got)
+	}
+	if b, err := ReadAllInput(e, "-"); err != nil || string(b) != "stdin\n" {
+		t.Errorf("ReadAllInput(-) = %q, %v", b, err)
+	}
+	if b, err := ReadAllInput(e, f); err != nil || string(b) != "file\n" {
+		t.Errorf("ReadAllInput(file) = %q, %v", b, err)
+	}
+	if _, err := ReadAllInput(e, dir); !errors.Is(err, syscall.EISDIR) || Strerror(err) != "Is a directory" {
+		t.Errorf("ReadAllInput(dir) error %v", err)
+	}
+	if _, _, err := OpenInput(e, filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("OpenInput(missing) error %v", err)
+	}
+}
+
+func TestLineReader(t *testing.T) {
+	long := strings.Repeat("x", 200<<10) // longer than the reader's buffer
+	l := NewLineReader(strings.NewReader("a\n"+long+"\nlast"), '\n')
+	var got []string
+	for {
+		rec, err := l.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(rec))
+	}
+	if len(got) != 3 || got[0] != "a\n" || got[1] != long+"\n" || got[2] != "last" {
+		t.Errorf("records: %d, first %q, last %q", len(got), got[0], got[len(got)-1])
+	}
+}
+
+type failWriter struct{ err error }
+
+func (w failWriter) Write([]byte) (int, error) { return 0, w.err }
+
+func TestFlush(t *testing.T) {
+	var errb bytes.Buffer
+	e := &cmd.Env{Args: []string{"jq"}, Stderr: &errb}
+	out := bufio.NewWriter(failWriter{syscall.ENOSPC})
+	out.WriteString("x")
+	if st := Flush(e, out, 0); st != 1 || errb.String() != "jq: write error: No space left on device\n" {
+		t.Errorf("Flush(ENOSPC) = %d, stderr %q", st, errb.String())
+	}
+	errb.Reset()
+	out = bufio.NewWriter(failWriter{syscall.EPIPE})
+	out.WriteString("x")
+	if st := Flush(e, out, 4); st != 4 || errb.Len() != 0 {
+		t.Errorf("Flush(EPIPE) = %d, stderr %q", st, errb.String())
+	}
+}
