@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
 )
@@ -182,11 +183,18 @@ func mktempMain(e *cmd.Env) int {
 				err = nil
 			}
 		case dirMode:
-			err = os.Mkdir(name, 0o700)
+			// WASI ignores the mode of mkdir and open: the private
+			// 0700/0600 of a temporary file is set through the host.
+			if err = os.Mkdir(name, 0o700); err == nil {
+				err = privateMode(name, 0o700)
+			}
 		default:
 			var f *os.File
 			if f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
 				err = f.Close()
+				if err == nil {
+					err = privateMode(name, 0o600)
+				}
 			}
 		}
 		if err == nil {
@@ -204,4 +212,13 @@ func mktempMain(e *cmd.Env) int {
 		kind = "directory"
 	}
 	return fail("failed to create %s via template '%s': %s", kind, template+suffix, errText(last))
+}
+
+// privateMode gives a new temporary file its private mode; a host without
+// the metadata calls (ENOSYS) leaves the mode as WASI created it.
+func privateMode(name string, mode fs.FileMode) error {
+	if err := cmd.Chmod(name, mode); err != nil && !errors.Is(err, syscall.ENOSYS) {
+		return err
+	}
+	return nil
 }
