@@ -45,11 +45,13 @@ var cpUsage = usage{
 type copier struct {
 	e                                  *cmd.Env
 	recursive, deref, derefArgs        bool
-	preserve, force, noClobber, ia     bool
+	force, noClobber, ia               bool
 	verbose, symlink, hardlink, update bool
-	in                                 *bufio.Reader
-	status                             int
-	buf                                []byte
+	// --preserve=mode,ownership,timestamps (-p, -a: all three)
+	pMode, pOwner, pTimes bool
+	in                    *bufio.Reader
+	status                int
+	buf                   []byte
 }
 
 func (c *copier) ask(format string, a ...any) bool {
@@ -135,7 +137,8 @@ func cpMain(e *cmd.Env) int {
 	for _, o := range opts {
 		switch o.name {
 		case "archive":
-			c.recursive, noDeref, c.preserve = true, true, true
+			c.recursive, noDeref = true, true
+			c.pMode, c.pOwner, c.pTimes = true, true, true
 		case "d":
 			noDeref = true
 		case "force", "remove-destination":
@@ -153,11 +156,30 @@ func cpMain(e *cmd.Env) int {
 		case "no-dereference":
 			noDeref, deref = true, false
 		case "p":
-			c.preserve = true
-		case "preserve":
-			c.preserve = true
-		case "no-preserve":
-			c.preserve = false
+			c.pMode, c.pOwner, c.pTimes = true, true, true
+		case "preserve", "no-preserve":
+			val := o.val
+			if o.name == "preserve" && !o.has {
+				val = "mode,ownership,timestamps"
+			}
+			on := o.name == "preserve"
+			for _, a := range strings.Split(val, ",") {
+				switch a {
+				case "mode":
+					c.pMode = on
+				case "ownership":
+					c.pOwner = on
+				case "timestamps":
+					c.pTimes = on
+				case "all":
+					c.pMode, c.pOwner, c.pTimes = on, on, on
+				case "links", "context", "xattr":
+					// Hard links are not tracked across the copy;
+					// the sandbox has no SELinux contexts or xattrs.
+				default:
+					return badArg(e, a, "--"+o.name, "mode", "timestamps", "ownership", "links", "context", "xattr", "all")
+				}
+			}
 		case "recursive", "r":
 			c.recursive = true
 		case "symbolic-link":
@@ -251,13 +273,7 @@ func (c *copier) copy(src, dst string, top bool) {
 			c.copy(joinPath(src, ent.Name()), joinPath(dst, ent.Name()), false)
 		}
 		if !dexists {
-			if c.preserve {
-				preserveMeta(dst, fi, true)
-				sx := sysStat(fi)
-				os.Chtimes(dst, sx.atime, sx.mtime)
-			} else {
-				chmodBits(dst, unixMode(fi.Mode())&0o777&^umask)
-			}
+			c.applyMeta(dst, fi, true)
 		}
 		return
 	}
@@ -352,17 +368,30 @@ func (c *copier) copyFile(src, dst string, fi fs.FileInfo, exists bool) bool {
 		c.errorf("error copying %s to %s: %s", quote(src), quote(dst), strerror(err))
 		return false
 	}
+	c.applyMeta(dst, fi, !exists)
+	return true
+}
+
+// applyMeta gives a copy the metadata of its source (fi) that the
+// --preserve list asks for. Without mode, a new file gets the source's
+// permissions less the umask and an existing one keeps its own, as GNU cp
+// does; ownership is kept only as far as an unprivileged user may.
+func (c *copier) applyMeta(dst string, fi fs.FileInfo, isNew bool) {
 	switch {
-	case c.preserve:
-		preserveMeta(dst, fi, true)
+	case c.pMode:
+		preserveMeta(dst, fi, c.pOwner)
+	case isNew:
+		if c.pOwner {
+			preserveOwner(dst, fi)
+		}
+		chmodBits(dst, unixMode(fi.Mode())&0o777&^umask)
+	case c.pOwner:
+		preserveOwner(dst, fi)
+	}
+	if c.pTimes {
 		sx := sysStat(fi)
 		os.Chtimes(dst, sx.atime, sx.mtime)
-	case !exists:
-		// A new file gets the source's permissions less the umask (an
-		// existing one keeps its own), as GNU cp does.
-		chmodBits(dst, unixMode(fi.Mode())&0o777&^umask)
 	}
-	return true
 }
 
 // within reports whether dst is src or lies inside it.
@@ -401,7 +430,7 @@ func mvMain(e *cmd.Env) int {
 	if done {
 		return st
 	}
-	c := &copier{e: e, recursive: true, preserve: true}
+	c := &copier{e: e, recursive: true, pMode: true, pOwner: true, pTimes: true}
 	for _, o := range opts {
 		switch o.name {
 		case "force":

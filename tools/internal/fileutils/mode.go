@@ -143,26 +143,30 @@ func chmodBits(name string, bits uint32) error {
 // to preserve ownership is silent, as for a non-root GNU cp.
 func preserveMeta(dst string, fi fs.FileInfo, owner bool) error {
 	bits := unixMode(fi.Mode())
-	if owner {
-		if uid, gid := cmd.Owner(fi); uid >= 0 {
-			self, _ := selfIDs()
-			switch {
-			case self == 0:
-				cmd.Chown(absName(dst), uid, gid)
-			case uint32(uid) != self:
-				// Someone else's set-id program must not become the
-				// copier's: GNU cp drops the bits when it cannot
-				// keep the owner.
-				bits &^= 0o6000
-				fallthrough
-			default:
-				if ownGroups()[uint32(gid)] {
-					cmd.Chown(absName(dst), -1, gid)
-				}
-			}
-		}
+	if owner && !preserveOwner(dst, fi) {
+		// Someone else's set-id program must not become the copier's:
+		// GNU cp drops the bits when it cannot keep the owner.
+		bits &^= 0o6000
 	}
 	return chmodBits(dst, bits)
+}
+
+// preserveOwner gives dst the owner and group of fi as far as the running
+// user may (root: both; others: their own groups only) and reports
+// whether the owner is the source's.
+func preserveOwner(dst string, fi fs.FileInfo) bool {
+	uid, gid := cmd.Owner(fi)
+	if uid < 0 {
+		return true
+	}
+	self, _ := selfIDs()
+	if self == 0 {
+		return cmd.Chown(absName(dst), uid, gid) == nil
+	}
+	if ownGroups()[uint32(gid)] {
+		cmd.Chown(absName(dst), -1, gid)
+	}
+	return uint32(uid) == self
 }
 
 // ownGroups caches userGroups for commands that copy many files.

@@ -223,12 +223,13 @@ func TestCpModes(t *testing.T) {
 	mustWrite(t, dir+"/s", "x", 0o755, time.Time{})
 	os.Chmod(dir+"/s", fileMode(0o4775))
 	mustWrite(t, dir+"/old", "y", 0o600, time.Time{})
-	for _, c := range [][]string{{"cp", "s", "plain"}, {"cp", "-p", "s", "kept"}, {"cp", "s", "old"}} {
+	for _, c := range [][]string{{"cp", "s", "plain"}, {"cp", "-p", "s", "kept"}, {"cp", "s", "old"},
+		{"cp", "--preserve=mode", "s", "pmode"}, {"cp", "-a", "--no-preserve=mode", "s", "nomode"}} {
 		if _, errs, st := run(t, dir, "", c...); st != 0 || errs != "" {
 			t.Fatalf("%v: %d %q", c, st, errs)
 		}
 	}
-	for name, want := range map[string]uint32{"plain": 0o755, "kept": 0o4775, "old": 0o600} {
+	for name, want := range map[string]uint32{"plain": 0o755, "kept": 0o4775, "old": 0o600, "pmode": 0o4775, "nomode": 0o755} {
 		if got := modeOf(t, dir+"/"+name); got != want {
 			t.Errorf("%s: mode %04o, want %04o", name, got, want)
 		}
