@@ -140,9 +140,9 @@ func (d *duState) walk(path string, depth int, top bool) int64 {
 	var fi fs.FileInfo
 	var err error
 	if d.deref {
-		fi, err = metaStat(path)
+		fi, err = os.Stat(path)
 	} else {
-		fi, err = metaLstat(path)
+		fi, err = os.Lstat(path)
 	}
 	if err != nil {
 		d.out.Flush()
@@ -308,7 +308,7 @@ func dfMain(e *cmd.Env) int {
 		return st
 	}
 	for _, f := range files {
-		if _, err := metaStat(f); err != nil {
+		if _, err := os.Stat(f); err != nil {
 			e.Errorf("%s: %s", quoteIf(f), strerror(err))
 			return 1
 		}

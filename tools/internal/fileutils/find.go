@@ -102,6 +102,10 @@ type finder struct {
 	names              idNames
 	batches            []*execBatch
 	in                 *bufio.Reader
+	// needMeta: a predicate or action shows or tests permission bits or
+	// owners, so the walk asks the sandbox host for them (cmd.Lstat)
+	// instead of taking WASI's stat alone.
+	needMeta bool
 }
 
 // errFind is a parse error already worded for the user.
@@ -199,13 +203,17 @@ func (f *finder) errorf(format string, a ...any) {
 func (f *finder) walk(path, start string, depth int, expr findNode) {
 	var fi fs.FileInfo
 	var err error
+	stat, lstat := os.Stat, os.Lstat
+	if f.needMeta {
+		stat, lstat = metaStat, metaLstat
+	}
 	if f.follow || depth == 0 && f.followArgs {
-		fi, err = metaStat(path)
+		fi, err = stat(path)
 		if err != nil {
-			fi, err = metaLstat(path)
+			fi, err = lstat(path)
 		}
 	} else {
-		fi, err = metaLstat(path)
+		fi, err = lstat(path)
 	}
 	if err != nil {
 		f.errorf("%s: %s", quote(path), strerror(err))
@@ -575,6 +583,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 		}
 		return findFunc(func(*findFile) bool { return false }), nil
 	case "-perm":
+		f.needMeta = true
 		a, err := f.arg(t)
 		if err != nil {
 			return nil, err
@@ -599,6 +608,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 			return m == want
 		}), nil
 	case "-user", "-group", "-uid", "-gid":
+		f.needMeta = true
 		a, err := f.arg(t)
 		if err != nil {
 			return nil, err
@@ -632,6 +642,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 			return f.names.group(ff.stat().gid) == a || strconv.FormatUint(uint64(ff.stat().gid), 10) == a
 		}), nil
 	case "-nouser", "-nogroup":
+		f.needMeta = true
 		return findFunc(func(ff *findFile) bool {
 			if t == "-nouser" {
 				_, err := strconv.Atoi(f.names.user(ff.stat().uid))
@@ -667,6 +678,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 		}
 		return findFunc(func(ff *findFile) bool { return sameFile(ref, ff.fi) }), nil
 	case "-readable", "-writable", "-executable":
+		f.needMeta = true
 		want := map[string]uint32{"-readable": 4, "-writable": 2, "-executable": 1}[t]
 		return findFunc(func(ff *findFile) bool {
 			fi := ff.fi
@@ -687,6 +699,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 		f.hasAction = true
 		return findFunc(f.print("\x00")), nil
 	case "-printf":
+		f.needMeta = true
 		f.hasAction = true
 		a, err := f.arg(t)
 		if err != nil {
@@ -698,6 +711,7 @@ func (f *finder) parsePrimary() (findNode, error) {
 			return true
 		}), nil
 	case "-ls":
+		f.needMeta = true
 		f.hasAction = true
 		return findFunc(f.ls), nil
 	case "-fprint", "-fprint0", "-fprintf", "-fls":

@@ -245,15 +245,21 @@ func lsMain(e *cmd.Env) int {
 func (l *lsState) stat(path, name string, top bool) (*lsEnt, error) {
 	var fi fs.FileInfo
 	var err error
+	// Only -l and -F show permission bits or owners (the * of an
+	// executable): other listings skip the host's metadata call.
+	stat, lstat := os.Stat, os.Lstat
+	if l.long || l.classify == 1 {
+		stat, lstat = metaStat, metaLstat
+	}
 	if l.deref || (top && l.derefArgs) {
-		fi, err = metaStat(path)
+		fi, err = stat(path)
 		if err != nil {
-			if lfi, lerr := metaLstat(path); lerr == nil && !l.deref {
+			if lfi, lerr := lstat(path); lerr == nil && !l.deref {
 				fi, err = lfi, nil
 			}
 		}
 	} else {
-		fi, err = metaLstat(path)
+		fi, err = lstat(path)
 	}
 	if err != nil {
 		return nil, err
@@ -261,7 +267,7 @@ func (l *lsState) stat(path, name string, top bool) (*lsEnt, error) {
 	ent := &lsEnt{name: name, path: path, fi: fi, sx: sysStat(fi)}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		ent.target, _ = os.Readlink(path)
-		ent.tfi, _ = metaStat(path)
+		ent.tfi, _ = stat(path)
 	}
 	return ent, nil
 }
