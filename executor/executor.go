@@ -291,7 +291,14 @@ func (e *Executor) Commands() []string {
 func (e *Executor) Install(fsys vfs.FS, dirs ...string) error {
 	for _, dir := range dirs {
 		for _, c := range e.Commands() {
-			if err := vfs.WriteExecutable(fsys, path.Join(dir, c), []byte(EntryPrefix+c+"\n")); err != nil {
+			p := path.Join(dir, c)
+			if err := vfs.WriteExecutable(fsys, p, []byte(EntryPrefix+c+"\n")); err != nil {
+				return fmt.Errorf("executor: install: %w", err)
+			}
+			// Commands belong to root, as on a real system: the
+			// sandbox user cannot chmod or chown them (the tools
+			// check ownership).
+			if err := fsys.Chown(p, 0, 0); err != nil {
 				return fmt.Errorf("executor: install: %w", err)
 			}
 		}
