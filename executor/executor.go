@@ -400,6 +400,11 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 			FS: job.FS, Args: argv, Env: env,
 			Stdin: job.Stdin, Stdout: job.Stdout, Stderr: job.Stderr,
 			Walltime: src.Walltime, Nanotime: src.Nanotime, Rand: src.Rand, Sleep: src.Sleep,
+			// `ln -s /abs/target link` is everyday shell use; the target
+			// resolves inside the VFS, never on the host. (WASI itself
+			// forbids absolute targets; the conformance suite checks that
+			// with the option off.)
+			AbsoluteSymlinks: true,
 		})
 		if err != nil {
 			return Result{ExitCode: ExitCannotExecute, Err: fmt.Errorf("%w: %v", ErrBadJob, err)}

@@ -75,6 +75,8 @@ func (s *Shell) sanitize(node syntax.Node) error {
 				case "PPID":
 					n.Param = &syntax.Lit{ValuePos: n.Param.ValuePos, ValueEnd: n.Param.ValueEnd, Value: ppidName}
 					n.Short = false
+				default:
+					positionalAbove9(n)
 				}
 			}
 		case *syntax.WhileClause:
@@ -305,4 +307,27 @@ func (s *Shell) sanitizeSource(src, name string, frame bool) (string, error) {
 		return "", err
 	}
 	return sb.String(), nil
+}
+
+// positionalAbove9 rewrites ${10}, ${11}... (a plain expansion of a
+// positional parameter past 9) as ${@:N:1}: interp v3.14.1 expands them to
+// nothing, bash to the Nth argument.
+func positionalAbove9(n *syntax.ParamExp) {
+	v := n.Param.Value
+	if len(v) < 2 || n.Short || n.Excl || n.Length || n.Width || n.Index != nil || n.Slice != nil || n.Repl != nil || n.Names != 0 || n.Exp != nil {
+		return
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return
+		}
+	}
+	if v[0] == '0' {
+		return
+	}
+	lit := func(s string) *syntax.Word {
+		return &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{ValuePos: n.Param.ValuePos, ValueEnd: n.Param.ValueEnd, Value: s}}}
+	}
+	n.Param = &syntax.Lit{ValuePos: n.Param.ValuePos, ValueEnd: n.Param.ValueEnd, Value: "@"}
+	n.Slice = &syntax.Slice{Offset: lit(v), Length: lit("1")}
 }
