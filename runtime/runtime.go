@@ -163,6 +163,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		if dir == "" {
 			if base, err := os.UserCacheDir(); err == nil {
 				dir = filepath.Join(base, "wasmbox", "compile")
+			} else {
+				dir = privateTempCache()
 			}
 		}
 		if dir != "" {
@@ -476,3 +478,22 @@ func asLogWriter(w io.Writer) logging.Writer {
 type stringWriter struct{ io.Writer }
 
 func (s stringWriter) WriteString(str string) (int, error) { return s.Write([]byte(str)) }
+
+// privateTempCache is the compilation cache directory when the user has no
+// cache directory (no $HOME, as under some service managers): a directory
+// of the temp dir private to this user. Compiled code is executed, so a
+// directory another user could write to is never used; "" means no disk
+// cache.
+func privateTempCache() string {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("wasmbox-%d", os.Getuid()), "compile")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ""
+	}
+	for d := dir; d != filepath.Dir(os.TempDir()) && d != os.TempDir(); d = filepath.Dir(d) {
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || !ownedByMe(fi) {
+			return ""
+		}
+	}
+	return dir
+}

@@ -357,3 +357,37 @@ func TestOwnWASIState(t *testing.T) {
 		t.Errorf("stdout = %q", stdout.String())
 	}
 }
+
+func TestPrivateTempCacheWithoutHome(t *testing.T) {
+	t.Setenv("HOME", "")
+	t.Setenv("XDG_CACHE_HOME", "")
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	newDefault := func() {
+		rt, err := runtime.New(context.Background(), runtime.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt.Close(context.Background())
+	}
+	newDefault()
+	dir := filepath.Join(tmp, fmt.Sprintf("wasmbox-%d", os.Getuid()), "compile")
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("cache dir %s: %v %v", dir, fi, err)
+	}
+	// A directory others can write to is never used.
+	bad := t.TempDir()
+	t.Setenv("TMPDIR", bad)
+	if err := os.MkdirAll(filepath.Join(bad, fmt.Sprintf("wasmbox-%d", os.Getuid())), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(bad, fmt.Sprintf("wasmbox-%d", os.Getuid())), 0o777)
+	newDefault()
+	if _, err := os.ReadDir(filepath.Join(bad, fmt.Sprintf("wasmbox-%d", os.Getuid()), "compile")); err == nil {
+		entries, _ := os.ReadDir(filepath.Join(bad, fmt.Sprintf("wasmbox-%d", os.Getuid()), "compile"))
+		if len(entries) > 0 {
+			t.Fatalf("used a world-writable cache directory: %v", entries)
+		}
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package runtime
+
+import "io/fs"
+
+func ownedByMe(fs.FileInfo) bool { return false }
