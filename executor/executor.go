@@ -248,10 +248,18 @@ func (e *Executor) RegisterTools() error {
 
 // Precompile compiles every registered module now instead of on first use.
 func (e *Executor) Precompile(ctx context.Context) error {
+	return e.PrecompileModules(ctx)
+}
+
+// PrecompileModules compiles the named registered modules now (every one
+// when no name is given); the others are compiled on first use.
+func (e *Executor) PrecompileModules(ctx context.Context, names ...string) error {
 	e.mu.RLock()
 	regs := make([]*registered, 0, len(e.modules))
-	for _, r := range e.modules {
-		regs = append(regs, r)
+	for name, r := range e.modules {
+		if len(names) == 0 || slices.Contains(names, name) {
+			regs = append(regs, r)
+		}
 	}
 	e.mu.RUnlock()
 	for _, r := range regs {
@@ -264,7 +272,10 @@ func (e *Executor) Precompile(ctx context.Context) error {
 
 func (e *Executor) compiled(ctx context.Context, r *registered) (*runtime.Module, error) {
 	r.once.Do(func() {
-		r.mod, r.err = e.rt.Compile(ctx, r.name, r.wasm)
+		// Not cancellable (wazero compiles to the end), and the result
+		// is kept for every later job: the first job's context must not
+		// decide it.
+		r.mod, r.err = e.rt.Compile(context.WithoutCancel(ctx), r.name, r.wasm)
 		if r.err == nil {
 			e.rt.Pin(r.mod)
 		}

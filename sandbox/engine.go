@@ -19,7 +19,9 @@ type Engine struct {
 }
 
 // NewEngine returns an engine over a new runtime configured by cfg, with
-// the embedded tools registered and compiled.
+// the embedded tools registered and the coreutils module compiled (jq and
+// awk compile on first use; the on-disk cache makes that fast after the
+// first time).
 func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 	rt, err := runtime.New(ctx, cfg)
 	if err != nil {
@@ -30,7 +32,9 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	if err := ex.Precompile(ctx); err != nil {
+	// The coreutils module serves almost every script: compile (or load)
+	// it now; jq and awk are compiled on first use.
+	if err := ex.PrecompileModules(ctx, "coreutils"); err != nil {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: compiling the tools: %w", err)
 	}
