@@ -92,6 +92,10 @@ type Result struct {
 	// Truncated is set when output went past a limit and was dropped.
 	Truncated bool
 	Duration  time.Duration
+	// Exited reports that the script ended with the exit builtin (the
+	// shell state persists all the same; an interactive front end ends
+	// its session).
+	Exited bool
 }
 
 // ResultJSON is the JSON form of a Result that `wasmbox run --json` and the
@@ -333,7 +337,7 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	defer s.sh.SetStdio(nil, io.Discard, io.Discard)
 	code, err := s.sh.Run(ctx, script)
 	st := s.sh.Stats()
-	res := Result{ExitCode: code, Truncated: st.StdoutTruncated || st.StderrTruncated}
+	res := Result{ExitCode: code, Truncated: st.StdoutTruncated || st.StderrTruncated, Exited: st.Exited}
 	switch {
 	case err == nil:
 		res.ErrorClass = rs.classFor(code)

@@ -16,6 +16,7 @@ import (
 // counters behind Limits, the capped output streams, and the goroutines
 // and temporary files to clean up at the end.
 type runState struct {
+	exited bool // the script ran the exit builtin
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	lim    Limits

@@ -188,6 +188,9 @@ type Stats struct {
 	StderrBytes     int64
 	StdoutTruncated bool // output was lost to MaxOutputBytes
 	StderrTruncated bool
+	// Exited reports that the script ended with the exit builtin (an
+	// interactive front end then ends the session).
+	Exited bool
 }
 
 // Shell is a bash interpreter bound to a VFS and an Executor.
@@ -352,6 +355,7 @@ func (s *Shell) Run(ctx context.Context, script string) (int, error) {
 		StderrBytes:     rs.stderr.n,
 		StdoutTruncated: rs.stdout.truncated,
 		StderrTruncated: rs.stderr.truncated,
+		Exited:          rs.exited,
 	}
 	return code, err
 }
@@ -379,6 +383,7 @@ func (s *Shell) runTop(rs *runState, script string) (int, error) {
 	defer closeStdin()
 	interp.StdIO(stdin, rs.stdout, rs.stderr)(s.runner)
 	err = s.runNode(rs.ctx, s.runner, file)
+	rs.exited = s.runner.Exited()
 	interp.StdIO(nil, io.Discard, io.Discard)(s.runner)
 	code, err := s.exitOf(rs, err)
 	// The EXIT trap fires at the end of every Run (each Run is a script);

@@ -87,7 +87,7 @@ func TestRunJSON(t *testing.T) {
 }
 
 func TestShellCommand(t *testing.T) {
-	in := "x=1\ncd /tmp\nif true; then\necho $x\nfi\npwd\nf() {\n  echo in f\n}\nf\nexit 5\n"
+	in := "x=1\ncd /tmp\nif true; then\necho $x\nfi\npwd\nf() {\n  echo in f\n}\nf\nexit 5\necho after exit\n"
 	stdout, stderr, code := runMain(t, in, "shell")
 	if stdout != "1\n/tmp\nin f\n" || code != 5 {
 		t.Fatalf("got %q %q %d", stdout, stderr, code)

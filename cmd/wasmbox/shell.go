@@ -81,7 +81,7 @@ func replLoop(ctx context.Context, sb *sandbox.Sandbox, in io.Reader, stdout, st
 			return 1
 		}
 		last = res.ExitCode
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || res.Exited {
 			break
 		}
 	}
