@@ -143,9 +143,10 @@ func headMain(e *cmd.Env) int {
 			status = 1
 			continue
 		}
-		if err := headCopy(t, r, cnt, delim); err != nil {
+		tr := &readTracker{r: r}
+		if err := headCopy(t, tr, cnt, delim); err != nil {
 			t.out.Flush()
-			e.Errorf("error reading %s: %s", quote(name), strerror(err))
+			reportCopyError(e, tr, name, err)
 			status = 1
 		}
 		closeFn()
@@ -336,9 +337,10 @@ func tailMain(e *cmd.Env) int {
 			status = 1
 			continue
 		}
-		if err := tailCopy(t, r, cnt, delim); err != nil {
+		tr := &readTracker{r: r}
+		if err := tailCopy(t, tr, cnt, delim); err != nil {
 			t.out.Flush()
-			e.Errorf("error reading %s: %s", quote(name), strerror(err))
+			reportCopyError(e, tr, name, err)
 			status = 1
 		}
 		closeFn()
@@ -423,4 +425,29 @@ func tailCopy(t *tool, r io.Reader, c headTailCount, delim byte) error {
 		}
 		return nil
 	}
+}
+
+// readTracker remembers the error of its reader, so that a failed copy can
+// say whether reading or writing failed (io.Copy returns either).
+type readTracker struct {
+	r   io.Reader
+	err error
+}
+
+func (t *readTracker) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF {
+		t.err = err
+	}
+	return n, err
+}
+
+// reportCopyError prints GNU's message for a failed copy of name: "error
+// reading 'f'" or "error writing 'standard output'".
+func reportCopyError(e *cmd.Env, tr *readTracker, name string, err error) {
+	if tr.err != nil && errors.Is(err, tr.err) {
+		e.Errorf("error reading %s: %s", quote(name), strerror(err))
+		return
+	}
+	e.Errorf("error writing 'standard output': %s", strerror(err))
 }
