@@ -68,7 +68,7 @@ func runGolden(t *testing.T, command, file string) {
 	}
 	host := getHost(t) // compiles the module on first use, outside the case's deadline
 	root, caseDir := newRoot(t)
-	if err := c.writeFiles(caseDir); err != nil {
+	if err := c.WriteFiles(caseDir); err != nil {
 		t.Fatal(err)
 	}
 	stdin, _ := c.Get("stdin")

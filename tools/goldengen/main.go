@@ -143,7 +143,7 @@ func regenerate(c *goldenCase, command string) error {
 		return err
 	}
 	defer os.RemoveAll(caseDir)
-	if err := c.writeFiles(caseDir); err != nil {
+	if err := c.WriteFiles(caseDir); err != nil {
 		return err
 	}
 	tool := command

@@ -35,7 +35,7 @@ type runResult struct {
 // runNative runs one case in-process in a fresh directory.
 func runNative(t *testing.T, name string, c *goldenCase) runResult {
 	dir := t.TempDir()
-	if err := c.writeFiles(dir); err != nil {
+	if err := c.WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
 	args, err := c.Args()
@@ -61,7 +61,7 @@ func runNative(t *testing.T, name string, c *goldenCase) runResult {
 // runHost runs the case with the host's tool.
 func runHost(t *testing.T, name string, c *goldenCase) runResult {
 	dir := t.TempDir()
-	if err := c.writeFiles(dir); err != nil {
+	if err := c.WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
 	args, _ := c.Args()
