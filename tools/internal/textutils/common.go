@@ -4,9 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/wasmbox/wasmbox/tools/internal/textio"
 	"io"
-	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -221,81 +220,13 @@ func (t *tool) usageHint() {
 	fmt.Fprintf(t.e.Stderr, "Try '%s --help' for more information.\n", t.e.Name())
 }
 
-// strerror renders an error the way C's strerror does (GNU tools print
-// "No such file or directory", not Go's lowercase text).
-func strerror(err error) string {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		if s, ok := errnoText[errno]; ok {
-			return s
-		}
-		s := errno.Error()
-		if s != "" {
-			return strings.ToUpper(s[:1]) + s[1:]
-		}
-	}
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "No such file or directory"
-	case errors.Is(err, fs.ErrPermission):
-		return "Permission denied"
-	case errors.Is(err, fs.ErrExist):
-		return "File exists"
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return strerror(pe.Err)
-	}
-	return err.Error()
-}
+// strerror, openInput and readAllInput are textio's (shared with the jq
+// and awk modules).
+func strerror(err error) string { return textio.Strerror(err) }
 
-var errnoText = map[syscall.Errno]string{
-	syscall.ENOENT:       "No such file or directory",
-	syscall.EACCES:       "Permission denied",
-	syscall.EPERM:        "Operation not permitted",
-	syscall.EISDIR:       "Is a directory",
-	syscall.ENOTDIR:      "Not a directory",
-	syscall.EEXIST:       "File exists",
-	syscall.ENOSPC:       "No space left on device",
-	syscall.EROFS:        "Read-only file system",
-	syscall.ELOOP:        "Too many levels of symbolic links",
-	syscall.ENAMETOOLONG: "File name too long",
-	syscall.EINVAL:       "Invalid argument",
-	syscall.EBADF:        "Bad file descriptor",
-	syscall.EPIPE:        "Broken pipe",
-	syscall.EIO:          "Input/output error",
-	syscall.ENOMEM:       "Cannot allocate memory",
-	syscall.EMFILE:       "Too many open files",
-	syscall.ENOTEMPTY:    "Directory not empty",
-	syscall.EFBIG:        "File too large",
-}
+func openInput(e *cmd.Env, name string) (io.Reader, func(), error) { return textio.OpenInput(e, name) }
 
-// openInput opens name for reading; "-" is standard input. The returned
-// closer is a no-op for stdin. A directory yields an EISDIR error.
-func openInput(e *cmd.Env, name string) (io.Reader, func(), error) {
-	if name == "-" {
-		return e.Stdin, func() {}, nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		f.Close()
-		return nil, nil, &fs.PathError{Op: "read", Path: name, Err: syscall.EISDIR}
-	}
-	return f, func() { f.Close() }, nil
-}
-
-// readAllInput reads a whole input ("-" is stdin).
-func readAllInput(e *cmd.Env, name string) ([]byte, error) {
-	r, closeFn, err := openInput(e, name)
-	if err != nil {
-		return nil, err
-	}
-	defer closeFn()
-	return io.ReadAll(r)
-}
+func readAllInput(e *cmd.Env, name string) ([]byte, error) { return textio.ReadAllInput(e, name) }
 
 // quote renders a file name the way GNU quotes it in diagnostics ('name').
 func quote(s string) string {
