@@ -27,7 +27,7 @@ type runState struct {
 
 	stdout, stderr *capWriter
 
-	wg       sync.WaitGroup // goroutines the shell started for this Run
+	wg       goGroup // goroutines the shell started for this Run
 	mu       sync.Mutex
 	tmpFiles []string
 }
@@ -189,4 +189,52 @@ func isHookTrace(p []byte) bool {
 		return false
 	}
 	return bytes.Equal(line, []byte(" "+checkCmd)) || bytes.HasPrefix(line, []byte(" "+guardCmd+" "))
+}
+
+// goGroup counts the goroutines a Run started. Unlike a sync.WaitGroup it
+// may gain members while someone waits for it to drain: a background job
+// of a finishing Run can still open a file (and start a copier) after
+// finishRun began to wait.
+type goGroup struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0, if someone waits
+}
+
+// Add adds d (which may be negative) to the count.
+func (g *goGroup) Add(d int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n += d
+	if g.n <= 0 && g.zero != nil {
+		close(g.zero)
+		g.zero = nil
+	}
+}
+
+// Done is Add(-1).
+func (g *goGroup) Done() { g.Add(-1) }
+
+// Go runs f in a new goroutine counted by g.
+func (g *goGroup) Go(f func()) {
+	g.Add(1)
+	go func() {
+		defer g.Done()
+		f()
+	}()
+}
+
+// Idle returns a channel closed once the count is zero.
+func (g *goGroup) Idle() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n <= 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if g.zero == nil {
+		g.zero = make(chan struct{})
+	}
+	return g.zero
 }

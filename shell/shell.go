@@ -513,10 +513,8 @@ func (s *Shell) exitOf(rs *runState, err error) (int, error) {
 // files of process substitutions.
 func (s *Shell) finishRun(rs *runState) {
 	rs.cancel(nil)
-	done := make(chan struct{})
-	go func() { rs.wg.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-rs.wg.Idle():
 	case <-time.After(2 * time.Second):
 	}
 	rs.mu.Lock()
