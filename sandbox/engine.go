@@ -7,6 +7,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/vfs"
 )
 
 // Engine is the WebAssembly side shared by sandboxes: a wazero runtime with
@@ -16,6 +17,10 @@ import (
 type Engine struct {
 	rt   *runtime.Runtime
 	exec *executor.Executor
+	// bin holds the command entries, built once and mounted read-only at
+	// /bin and /usr/bin of every sandbox (root-owned, as on a real system:
+	// the sandbox user cannot change them).
+	bin vfs.FS
 }
 
 // NewEngine returns an engine over a new runtime configured by cfg, with
@@ -38,7 +43,12 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: compiling the tools: %w", err)
 	}
-	return &Engine{rt: rt, exec: ex}, nil
+	bin := vfs.NewMemFS(vfs.WithOwner(0, 0))
+	if err := ex.Install(bin, "/"); err != nil {
+		rt.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return &Engine{rt: rt, exec: ex, bin: vfs.ReadOnlyView(bin)}, nil
 }
 
 // Executor returns the executor the engine runs commands with.

@@ -172,8 +172,10 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	if err := eng.exec.Install(v, "/bin", "/usr/bin"); err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
+	for _, dir := range []string{"/bin", "/usr/bin"} {
+		if err := v.Mount(dir, eng.bin); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
 	}
 	hosts := &hostMounts{}
 	hosts.refs.Store(1)
