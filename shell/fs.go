@@ -83,7 +83,7 @@ func (s *Shell) openHandler(ctx context.Context, p string, flag int, perm os.Fil
 	}
 	f, err := s.cfg.FS.OpenFile(abs, flag, perm)
 	if err != nil {
-		return nil, pathError("open", p, err)
+		return nil, openError(p, err)
 	}
 	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 		return f, nil
@@ -108,6 +108,20 @@ func (s *Shell) openHandler(ctx context.Context, p string, flag int, perm os.Fil
 	})
 	return pr, nil
 }
+
+// openError is what a failed redirection prints, in bash's words
+// ("bash: out/x: No such file or directory", the path as written). It stays
+// an *os.PathError, which the interpreter prints before it carries on,
+// wrapping the errno for errors.Is.
+func openError(p string, err error) error {
+	return &os.PathError{Op: "bash:", Path: p, Err: bashErrno{vfs.Errno(err)}}
+}
+
+// bashErrno is an errno that prints like C's strerror.
+type bashErrno struct{ syscall.Errno }
+
+func (e bashErrno) Error() string { return errText(e.Errno) }
+func (e bashErrno) Unwrap() error { return e.Errno }
 
 // pathError makes err an *os.PathError for the user's path: the
 // interpreter prints those and sets status 1; any other error type would

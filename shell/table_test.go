@@ -18,6 +18,7 @@ type scriptCase struct {
 // commands cat, seq, wc, sort, head come from the test executor).
 var bashCases = []scriptCase{
 	{"echo", `echo hello world`, "hello world\n", 0, ""},
+	{"redirect errors", `cat < /nonexistent; echo x > /nodir/y; echo $?`, "1\n", 0, "bash: /nonexistent: No such file or directory\nbash: /nodir/y: No such file or directory\n"},
 	{"positional past 9", `set -- a b c d e f g h i j k; echo "${10} ${11} [${12}] ${1}"; f() { echo "${10}"; }; f 1 2 3 4 5 6 7 8 9 ten`, "j k [] a\nten\n", 0, ""},
 	{"echo -n", `echo -n a; echo b`, "ab\n", 0, ""},
 	{"echo -ne", `echo -ne 'a\tb\n'`, "a\tb\n", 0, ""},
