@@ -77,81 +77,13 @@ func headMain(e *cmd.Env) int {
 	if !ok {
 		return st
 	}
-	cnt := headTailCount{n: 10}
-	headers := 0 // 0 auto, 1 always, -1 never
-	delim := byte('\n')
-	for _, o := range opts {
-		switch o.name {
-		case "bytes", "lines":
-			v := o.val
-			c := headTailCount{bytes: o.name == "bytes"}
-			if strings.HasPrefix(v, "-") {
-				c.allBut = true
-				v = v[1:]
-			} else if strings.HasPrefix(v, "+") {
-				v = v[1:]
-			}
-			n, good := parseSize(v)
-			if !good {
-				what := "lines"
-				if c.bytes {
-					what = "bytes"
-				}
-				if sizeOverflow(v) {
-					e.Errorf("invalid number of %s: %s: Value too large for defined data type", what, quote(o.val))
-					return 1
-				}
-				e.Errorf("invalid number of %s: %s", what, quote(o.val))
-				return 1
-			}
-			c.n = n
-			cnt = c
-		case "quiet", "silent":
-			headers = -1
-		case "verbose":
-			headers = 1
-		case "zero-terminated":
-			delim = 0
+	return headTailFiles(t, opts, files, func(c *headTailCount, v string) string {
+		if strings.HasPrefix(v, "-") {
+			c.allBut = true
+			return v[1:]
 		}
-	}
-	files = inputs(files)
-	show := headers == 1 || (headers == 0 && len(files) > 1)
-	status := 0
-	first := true
-	for _, name := range files {
-		r, closeFn, err := openInput(e, name)
-		disp := name
-		if name == "-" {
-			disp = "standard input"
-		}
-		if err != nil && !isDirErr(err) {
-			t.out.Flush()
-			e.Errorf("cannot open %s for reading: %s", quote(name), strerror(err))
-			status = 1
-			continue
-		}
-		if show {
-			if !first {
-				t.out.WriteByte('\n')
-			}
-			fmt.Fprintf(t.out, "==> %s <==\n", disp)
-		}
-		first = false
-		if err != nil {
-			t.out.Flush()
-			e.Errorf("error reading %s: %s", quote(name), strerror(err))
-			status = 1
-			continue
-		}
-		tr := &readTracker{r: r}
-		if err := headCopy(t, tr, cnt, delim); err != nil {
-			t.out.Flush()
-			reportCopyError(e, tr, name, err)
-			status = 1
-		}
-		closeFn()
-	}
-	return t.flush(status)
+		return strings.TrimPrefix(v, "+")
+	}, headCopy)
 }
 
 func isDirErr(err error) bool { return errors.Is(err, syscall.EISDIR) }
@@ -271,20 +203,30 @@ func tailMain(e *cmd.Env) int {
 	if !ok {
 		return st
 	}
+	return headTailFiles(t, opts, files, func(c *headTailCount, v string) string {
+		if strings.HasPrefix(v, "+") {
+			c.fromTop = true
+			return v[1:]
+		}
+		return strings.TrimPrefix(v, "-")
+	}, tailCopy)
+}
+
+// headTailFiles does what head and tail share once their options are
+// parsed: the count (-n/-c, whose sign sign interprets), headers (-q -v),
+// -z, and the loop over the files with GNU's headers and messages, copying
+// each with copyFn.
+func headTailFiles(t *tool, opts []opt, files []string, sign func(c *headTailCount, v string) string,
+	copyFn func(t *tool, r io.Reader, c headTailCount, delim byte) error) int {
+	e := t.e
 	cnt := headTailCount{n: 10}
-	headers := 0
+	headers := 0 // 0 auto, 1 always, -1 never
 	delim := byte('\n')
 	for _, o := range opts {
 		switch o.name {
 		case "bytes", "lines":
-			v := o.val
 			c := headTailCount{bytes: o.name == "bytes"}
-			if strings.HasPrefix(v, "+") {
-				c.fromTop = true
-				v = v[1:]
-			} else if strings.HasPrefix(v, "-") {
-				v = v[1:]
-			}
+			v := sign(&c, o.val)
 			n, good := parseSize(v)
 			if !good {
 				what := "lines"
@@ -338,7 +280,7 @@ func tailMain(e *cmd.Env) int {
 			continue
 		}
 		tr := &readTracker{r: r}
-		if err := tailCopy(t, tr, cnt, delim); err != nil {
+		if err := copyFn(t, tr, cnt, delim); err != nil {
 			t.out.Flush()
 			reportCopyError(e, tr, name, err)
 			status = 1
