@@ -3,11 +3,9 @@ package wasi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi/wasitest"
 )
 
 // testsuiteFloor is the number of wasi-testsuite cases that must pass over
@@ -58,77 +57,6 @@ func mustHostDir(t testing.TB, mode vfs.MountMode) vfs.FS {
 	return fsys
 }
 
-// testsuiteDir finds the prebuilt WebAssembly wasi-testsuite:
-// $WASI_TESTSUITE_DIR, else ../../shared/wasi-testsuite from the repository
-// root (this package is one level below it).
-func testsuiteDir() string {
-	if d := os.Getenv("WASI_TESTSUITE_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "shared", "wasi-testsuite")
-}
-
-type suiteCase struct {
-	Args     []string          `json:"args"`
-	Env      map[string]string `json:"env"`
-	Root     string            `json:"root"`
-	ExitCode uint32            `json:"exit_code"`
-	Stdout   *string           `json:"stdout"`
-}
-
-// copyTree copies the host directory src into fsys at "/", adding owner
-// write permission (the shared suite data is read-only on the host, the
-// tests write into their root).
-func copyTree(fsys vfs.FS, src string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		dst := "/" + filepath.ToSlash(rel)
-		if rel == "." {
-			return nil
-		}
-		if strings.HasSuffix(d.Name(), ".cleanup") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return fsys.Mkdir(dst, info.Mode().Perm()|0o700)
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return fsys.SymlinkIfPossible(target, dst)
-		default:
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			f, err := fsys.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm()|0o600)
-			if err != nil {
-				return err
-			}
-			if _, err := f.Write(data); err != nil {
-				f.Close()
-				return err
-			}
-			return f.Close()
-		}
-	})
-}
-
 type suiteResult struct {
 	name  string
 	ok    bool
@@ -140,7 +68,7 @@ type suiteResult struct {
 // against a fresh in-memory copy of its root, and fails if fewer than
 // testsuiteFloor pass.
 func TestWASITestsuite(t *testing.T) {
-	dir := testsuiteDir()
+	dir := wasitest.Dir(1)
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("wasi-testsuite not found at %s (set WASI_TESTSUITE_DIR): %v", dir, err)
 	}
@@ -216,14 +144,12 @@ func runSuite(ctx context.Context, t *testing.T, r wazero.Runtime, cases []strin
 }
 
 func runSuiteCase(ctx context.Context, t *testing.T, r wazero.Runtime, wasmPath string, compiled wazero.CompiledModule, fsys vfs.FS) error {
-	var tc suiteCase
-	if js, err := os.ReadFile(strings.TrimSuffix(wasmPath, ".wasm") + ".json"); err == nil {
-		if err := json.Unmarshal(js, &tc); err != nil {
-			return fmt.Errorf("bad json: %w", err)
-		}
+	tc, err := wasitest.LoadCase(wasmPath)
+	if err != nil {
+		return fmt.Errorf("bad json: %w", err)
 	}
 	if tc.Root != "" {
-		if err := copyTree(fsys, filepath.Join(filepath.Dir(wasmPath), tc.Root)); err != nil {
+		if err := wasitest.CopyTree(fsys, filepath.Join(filepath.Dir(wasmPath), tc.Root)); err != nil {
 			return fmt.Errorf("load root: %w", err)
 		}
 	}

@@ -3,10 +3,8 @@ package preview1_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,81 +18,13 @@ import (
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
+	"github.com/wasmbox/wasmbox/wasi/wasitest"
 )
 
 // testsuiteFloor is how many of the 72 wasi-testsuite cases must pass with
 // this package's module over MemFS. Raise it when the module gets better;
 // never lower it to make a run pass.
 const testsuiteFloor = 72
-
-// testsuiteDir finds the prebuilt WebAssembly wasi-testsuite:
-// $WASI_TESTSUITE_DIR, else ../../../shared/wasi-testsuite.
-func testsuiteDir() string {
-	if d := os.Getenv("WASI_TESTSUITE_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "..", "shared", "wasi-testsuite")
-}
-
-type suiteCase struct {
-	Args     []string          `json:"args"`
-	Env      map[string]string `json:"env"`
-	Root     string            `json:"root"`
-	ExitCode uint32            `json:"exit_code"`
-	Stdout   *string           `json:"stdout"`
-}
-
-// copyTree copies the host directory src into fsys at "/" (skipping
-// *.cleanup leftovers), adding owner write permission.
-func copyTree(fsys vfs.FS, src string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return nil
-		}
-		dst := "/" + filepath.ToSlash(rel)
-		if strings.HasSuffix(d.Name(), ".cleanup") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return fsys.Mkdir(dst, info.Mode().Perm()|0o700)
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return fsys.SymlinkIfPossible(target, dst)
-		default:
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			f, err := fsys.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm()|0o600)
-			if err != nil {
-				return err
-			}
-			if _, err := f.Write(data); err != nil {
-				f.Close()
-				return err
-			}
-			return f.Close()
-		}
-	})
-}
 
 // newRuntime returns a runtime with this package's module, close on
 // context done, and the on-disk compilation cache the wasi tests share.
@@ -144,7 +74,7 @@ func run(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, 
 // this package's module, each against a fresh in-memory copy of its root,
 // and fails below testsuiteFloor.
 func TestWASITestsuite(t *testing.T) {
-	dir := testsuiteDir()
+	dir := wasitest.Dir(2)
 	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("wasi-testsuite not found at %s (set WASI_TESTSUITE_DIR): %v", dir, err)
 	}
@@ -179,18 +109,16 @@ func TestWASITestsuite(t *testing.T) {
 }
 
 func runSuiteCase(ctx context.Context, r wazero.Runtime, wasmPath string) error {
-	var tc suiteCase
-	if js, err := os.ReadFile(strings.TrimSuffix(wasmPath, ".wasm") + ".json"); err == nil {
-		if err := json.Unmarshal(js, &tc); err != nil {
-			return fmt.Errorf("bad json: %w", err)
-		}
+	tc, err := wasitest.LoadCase(wasmPath)
+	if err != nil {
+		return fmt.Errorf("bad json: %w", err)
 	}
 	// A case without a root gets no preopen at all (c/sock_shutdown-
 	// invalid_fd expects descriptor 3 to be closed).
 	var fsys vfs.FS
 	if tc.Root != "" {
 		fsys = vfs.NewMemFS()
-		if err := copyTree(fsys, filepath.Join(filepath.Dir(wasmPath), tc.Root)); err != nil {
+		if err := wasitest.CopyTree(fsys, filepath.Join(filepath.Dir(wasmPath), tc.Root)); err != nil {
 			return fmt.Errorf("load root: %w", err)
 		}
 	}

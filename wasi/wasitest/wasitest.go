@@ -1,0 +1,106 @@
+// Package wasitest holds what the tests of the WASI implementations share
+// to run the WebAssembly wasi-testsuite (prebuilt data in
+// ../shared/wasi-testsuite; see its README): where the suite is, the
+// expectations of a case, and loading a case's root into a vfs.FS.
+package wasitest
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wasmbox/wasmbox/vfs"
+)
+
+// Dir returns the suite directory: $WASI_TESTSUITE_DIR, else
+// shared/wasi-testsuite beside the repository, reached from a package
+// that is depth folders below the repository root.
+func Dir(depth int) string {
+	if d := os.Getenv("WASI_TESTSUITE_DIR"); d != "" {
+		return d
+	}
+	parts := make([]string, 0, depth+3)
+	for i := 0; i <= depth; i++ {
+		parts = append(parts, "..")
+	}
+	return filepath.Join(append(parts, "shared", "wasi-testsuite")...)
+}
+
+// Case is the expectations of one test (NAME.json beside NAME.wasm);
+// missing fields take the suite's defaults.
+type Case struct {
+	Args     []string          `json:"args"`
+	Env      map[string]string `json:"env"`
+	Root     string            `json:"root"`
+	ExitCode uint32            `json:"exit_code"`
+	Stdout   *string           `json:"stdout"`
+}
+
+// LoadCase reads the expectations of the test wasmPath (none: defaults).
+func LoadCase(wasmPath string) (Case, error) {
+	var c Case
+	js, err := os.ReadFile(strings.TrimSuffix(wasmPath, ".wasm") + ".json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	return c, json.Unmarshal(js, &c)
+}
+
+// CopyTree copies the host directory src into fsys at "/", skipping
+// *.cleanup leftovers and adding owner write permission (the shared suite
+// data is read-only on the host; the tests write into their root).
+func CopyTree(fsys vfs.FS, src string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		dst := "/" + filepath.ToSlash(rel)
+		if strings.HasSuffix(d.Name(), ".cleanup") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return fsys.Mkdir(dst, info.Mode().Perm()|0o700)
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return fsys.SymlinkIfPossible(target, dst)
+		default:
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			f, err := fsys.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm()|0o600)
+			if err != nil {
+				return err
+			}
+			if _, err := f.Write(data); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		}
+	})
+}
