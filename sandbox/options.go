@@ -58,32 +58,23 @@ var DefaultLimits = Limits{
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.ScriptBytes > 0 {
-		d.ScriptBytes = l.ScriptBytes
+	return Limits{
+		ScriptBytes:        orDefault(l.ScriptBytes, d.ScriptBytes),
+		OutputBytes:        orDefault(l.OutputBytes, d.OutputBytes),
+		Timeout:            orDefault(l.Timeout, d.Timeout),
+		VFSBytes:           orDefault(l.VFSBytes, d.VFSBytes),
+		Files:              orDefault(l.Files, d.Files),
+		MemoryPerCommand:   orDefault(l.MemoryPerCommand, d.MemoryPerCommand),
+		ConcurrentCommands: orDefault(l.ConcurrentCommands, d.ConcurrentCommands),
+		NestingDepth:       orDefault(l.NestingDepth, d.NestingDepth),
+		SpawnDepth:         orDefault(l.SpawnDepth, d.SpawnDepth),
 	}
-	if l.OutputBytes > 0 {
-		d.OutputBytes = l.OutputBytes
-	}
-	if l.Timeout > 0 {
-		d.Timeout = l.Timeout
-	}
-	if l.VFSBytes > 0 {
-		d.VFSBytes = l.VFSBytes
-	}
-	if l.Files > 0 {
-		d.Files = l.Files
-	}
-	if l.MemoryPerCommand > 0 {
-		d.MemoryPerCommand = l.MemoryPerCommand
-	}
-	if l.ConcurrentCommands > 0 {
-		d.ConcurrentCommands = l.ConcurrentCommands
-	}
-	if l.NestingDepth > 0 {
-		d.NestingDepth = l.NestingDepth
-	}
-	if l.SpawnDepth > 0 {
-		d.SpawnDepth = l.SpawnDepth
+}
+
+// orDefault is v when positive, else d.
+func orDefault[T int | int64 | uint64 | time.Duration](v, d T) T {
+	if v > 0 {
+		return v
 	}
 	return d
 }
