@@ -3,7 +3,9 @@
 # build.
 GO      ?= go
 OUT     ?= wasm
-LDFLAGS := -s -w -buildid=
+# -checklinkname=0: tools/internal/cmd sets package syscall's working
+# directory (see reactor_wasip1.go).
+LDFLAGS := -s -w -buildid= -checklinkname=0
 # The tool modules: tools/NAME builds wasm/NAME.wasm. coreutils is the
 # multi-call module of most commands; the heavy commands (gojq, GoAWK) have
 # modules of their own so that the others do not carry or initialise them.
@@ -28,7 +30,7 @@ wasm:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	$(GO) build -o $$tmp/wasmopt ./tools/wasmopt; \
 	for m in $(MODULES); do \
-		GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $$tmp/$$m.raw.wasm ./tools/$$m; \
+		GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -ldflags='$(LDFLAGS)' -o $$tmp/$$m.raw.wasm ./tools/$$m; \
 		$$tmp/wasmopt -min-pages $(MIN_PAGES) -o $(OUT)/$$m.wasm $$tmp/$$m.raw.wasm; \
 		$(GO) build -trimpath -tags wasmbox_index -o $$tmp/$$m.index ./tools/$$m; \
 		$$tmp/$$m.index >> $$tmp/commands.txt; \

@@ -12,6 +12,8 @@ import (
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
 )
 
+func init() { cmd.SetProgram("awk") }
+
 func main() {
 	os.Exit(cmd.Multicall("awk", cmd.OSEnv()))
 }

@@ -20,6 +20,8 @@ import (
 	_ "github.com/wasmbox/wasmbox/tools/internal/textutils"
 )
 
+func init() { cmd.SetProgram("coreutils") }
+
 func main() {
 	os.Exit(cmd.Multicall("coreutils", cmd.OSEnv()))
 }

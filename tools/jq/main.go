@@ -12,6 +12,8 @@ import (
 	_ "github.com/wasmbox/wasmbox/tools/internal/jqcmd"
 )
 
+func init() { cmd.SetProgram("jq") }
+
 func main() {
 	os.Exit(cmd.Multicall("jq", cmd.OSEnv()))
 }

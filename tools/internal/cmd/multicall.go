@@ -5,6 +5,13 @@ import (
 	"io"
 )
 
+// program is the module's name, set by the main package (SetProgram).
+var program string
+
+// SetProgram names the module ("coreutils", "jq", "awk") for the reactor
+// entry point wasmbox_run, which runs Multicall(program, ...).
+func SetProgram(name string) { program = name }
+
 // Multicall is the main of a multi-call tool program named program (the
 // module's name: "coreutils", "jq", "awk"): it runs the registered command
 // named by the base name of argv[0] and returns its exit status.
