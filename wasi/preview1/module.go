@@ -207,7 +207,7 @@ func (s *State) now(id uint32) (int64, Errno) {
 	case clockRealtime:
 		return s.cfg.Walltime().UnixNano(), 0
 	case clockMonotonic, clockProcess, clockThread:
-		return s.cfg.Nanotime(), 0
+		return s.nanotime(), 0
 	}
 	return 0, ErrnoInval
 }

@@ -49,7 +49,7 @@ func pollOneoff(ctx context.Context, s *State, mem api.Memory, p []uint64) Errno
 		stdinWait   bool
 		stdinPoller experimentalsys.Pollable
 	)
-	now := s.cfg.Nanotime()
+	now := s.nanotime()
 	for i := uint32(0); i < n; i++ {
 		sub := subs[i*subscriptionSize:]
 		switch sub[8] {
@@ -85,7 +85,7 @@ func pollOneoff(ctx context.Context, s *State, mem api.Memory, p []uint64) Errno
 			}
 			stdinReady = ready || xe != 0
 		}
-		now = s.cfg.Nanotime()
+		now = s.nanotime()
 		if cnt := s.events(subs, evs, n, now, stdinReady); cnt > 0 {
 			return putU32(mem, result, cnt)
 		}
@@ -110,7 +110,7 @@ func pollOneoff(ctx context.Context, s *State, mem api.Memory, p []uint64) Errno
 			if err := s.cfg.Sleep(ctx, wait); err != nil {
 				exitOnCtxErr(ctx, err)
 			}
-			if s.cfg.Nanotime() < deadline {
+			if s.nanotime() < deadline {
 				// A clock that does not advance by itself
 				// (deterministic): the sleep stands for the wait.
 				return putU32(mem, result, s.events(subs, evs, n, deadline, stdinReady))

@@ -72,7 +72,18 @@ type State struct {
 	args  []string
 	env   []string
 	start time.Time
+	// monoShift is added to every monotonic reading (ShiftMonotonic).
+	monoShift int64
 }
+
+// ShiftMonotonic adds ns to every reading of the monotonic clock from now
+// on. A guest started from a snapshot of another instance's memory (see
+// runtime) keeps that instance's idea of the monotonic time; shifting the
+// clock past the snapshot's last reading keeps it from running backwards.
+func (s *State) ShiftMonotonic(ns int64) { s.monoShift += ns }
+
+// nanotime reads the monotonic clock.
+func (s *State) nanotime() int64 { return s.cfg.Nanotime() + s.monoShift }
 
 type entryKind uint8
 
