@@ -17,6 +17,9 @@ type limitAllocator struct {
 	peak    atomic.Uint64
 	live    *atomic.Int64 // the runtime's count of live memories
 	created atomic.Bool
+	// image, when set, is the snapshot the memory starts from.
+	image    *image
+	imageErr error
 }
 
 func (a *limitAllocator) Allocate(capacity, max uint64) experimental.LinearMemory {
@@ -28,6 +31,15 @@ func (a *limitAllocator) Allocate(capacity, max uint64) experimental.LinearMemor
 	return &limitedMemory{a: a, capHint: capacity, max: max}
 }
 
+// reserve is how far the memory may grow: its limit, or its declared
+// maximum when smaller.
+func (m *limitedMemory) reserve() uint64 {
+	if m.max > 0 {
+		return min(m.a.limit, m.max)
+	}
+	return m.a.limit
+}
+
 type limitedMemory struct {
 	a       *limitAllocator
 	buf     []byte
@@ -36,6 +48,7 @@ type limitedMemory struct {
 	freed   bool
 	charged uint64 // bytes taken from the budget
 	started bool   // the initial allocation happened
+	mapped  *mappedMemory
 }
 
 // Reallocate grows the memory to size bytes. Growth past the limit
@@ -58,8 +71,18 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 		}
 		m.charged += size - cur
 	}
+	if !m.started && m.a.image != nil {
+		m.startFromImage(size)
+	}
 	m.started = true
-	if size <= uint64(cap(m.buf)) {
+	if m.mapped != nil {
+		b := m.mapped.bytes(size)
+		if b == nil {
+			m.a.hit.Store(true)
+			return nil
+		}
+		m.buf = b
+	} else if size <= uint64(cap(m.buf)) {
 		m.buf = m.buf[:size]
 	} else {
 		c := max(size, uint64(cap(m.buf))*2, m.capHint)
@@ -80,9 +103,33 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 	return m.buf
 }
 
+// startFromImage backs the memory with the snapshot image: mapped when the
+// system allows, else a copy in a buffer large enough for the whole image
+// (the guest grows to the image's size at once). A failure is kept in the
+// allocator (imageErr) for the run to report: the initial allocation
+// itself cannot fail.
+func (m *limitedMemory) startFromImage(size uint64) {
+	im := m.a.image
+	mm, err := im.mapMemory(m.reserve())
+	if err == nil {
+		m.mapped = mm
+		return
+	}
+	c := min(max(size, im.size, m.capHint), max(m.reserve(), im.size))
+	buf := make([]byte, c)
+	if err := im.copyTo(buf); err != nil {
+		m.a.imageErr = err
+	}
+	m.buf = buf[:0]
+}
+
 func (m *limitedMemory) Free() {
 	if !m.freed {
 		m.freed = true
+		if m.mapped != nil {
+			m.mapped.free()
+			m.mapped = nil
+		}
 		m.buf = nil
 		m.a.live.Add(-1)
 		if m.a.budget != nil {

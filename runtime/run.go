@@ -81,7 +81,17 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	if limit == 0 {
 		limit = r.memLimit
 	}
+	var snap *snapshot
+	if m.reactor != nil {
+		var err error
+		if snap, err = r.snapshotOf(ctx, m); err != nil {
+			return st, err
+		}
+	}
 	need := uint64(m.minPages) * 65536
+	if snap != nil {
+		need = max(need, uint64(snap.pages)*65536)
+	}
 	if need > limit {
 		st.LimitHit = true
 		return st, fmt.Errorf("%s: %w: the module needs %s of initial memory, the limit is %s",
@@ -103,6 +113,9 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	defer m.release(ctx)
 
 	alloc := &limitAllocator{limit: limit, budget: opts.Budget, live: &r.liveMem}
+	if snap != nil {
+		alloc.image = snap.img
+	}
 	var closed atomic.Bool
 	r.live.Add(1)
 	notify := experimental.CloseNotifyFunc(func(context.Context, uint32) {
@@ -120,7 +133,13 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		ictx = preview1.WithState(ictx, opts.WASI)
 	}
 
-	mod, err := r.rt.InstantiateModule(ictx, m.compiled, mc.WithName(""))
+	var mod api.Module
+	var err error
+	if m.reactor != nil {
+		mod, err = r.runReactor(ictx, m, mc, snap, alloc, opts.WASI)
+	} else {
+		mod, err = r.rt.InstantiateModule(ictx, m.compiled, mc.WithName(""))
+	}
 	if mod != nil {
 		if mod.IsClosed() && ctx.Err() != nil {
 			releaseClosed(ictx, mod)

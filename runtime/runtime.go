@@ -39,7 +39,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/wasmbox/wasmbox/wasi/preview1"
 	"io"
 	"os"
 	"path/filepath"
@@ -54,6 +53,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/logging"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/wasmbox/wasmbox/internal/wasmbin"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
 
 // DefaultMemoryLimit is the memory limit of a command when neither Config
@@ -98,6 +99,11 @@ type Config struct {
 	// or wazero's built-in one. HostLogging implies wazero's (its logger
 	// only decodes its own WASI functions).
 	WASI WASIImpl
+	// NoSnapshots makes every run of a reactor module (see SnapshotABI)
+	// initialize its own instance instead of starting from the module's
+	// snapshot: for comparing the two, and for hosts that refuse the
+	// snapshot's memory mappings (they fall back to copying anyway).
+	NoSnapshots bool
 }
 
 // WASIImpl names an implementation of wasi_snapshot_preview1.
@@ -130,6 +136,7 @@ type Runtime struct {
 	lru         *list.List // of *Module, unpinned only, most recent first
 	compileLock map[[32]byte]*sync.Mutex
 	ownWASI     bool
+	noSnapshot  bool
 }
 
 // OwnWASI reports whether the runtime uses wasmbox's WASI module: a run
@@ -147,6 +154,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		modules:     map[[32]byte]*Module{},
 		lru:         list.New(),
 		compileLock: map[[32]byte]*sync.Mutex{},
+		noSnapshot:  cfg.NoSnapshots,
 	}
 	if r.workers <= 0 {
 		r.workers = min(goruntime.NumCPU(), 4)
@@ -290,6 +298,7 @@ type Module struct {
 	size     int
 	compiled wazero.CompiledModule
 	minPages uint32
+	reactor  *reactor // for a wasmbox reactor module (see SnapshotABI)
 	pinned   bool
 	elem     *list.Element
 
@@ -324,8 +333,16 @@ func (m *Module) release(ctx context.Context) {
 	closeNow := m.evicted && m.running == 0
 	m.mu.Unlock()
 	if closeNow {
-		_ = m.compiled.Close(context.WithoutCancel(ctx))
+		m.closeCompiled(ctx)
 	}
+}
+
+// closeCompiled releases the compiled code and the snapshot.
+func (m *Module) closeCompiled(ctx context.Context) {
+	if m.reactor != nil {
+		m.reactor.close()
+	}
+	_ = m.compiled.Close(context.WithoutCancel(ctx))
 }
 
 var wasmMagic = []byte{0, 'a', 's', 'm'}
@@ -374,8 +391,16 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	var rc *reactor
+	binary := wasm
+	if prep, ok, err := wasmbin.PrepareReactor(wasm); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	} else if ok {
+		rc = &reactor{segments: prep.Segments, globals: prep.Globals}
+		binary = prep.Binary
+	}
 	cctx := experimental.WithCompilationWorkers(r.hostCtx(ctx), r.workers)
-	compiled, err := r.rt.CompileModule(cctx, wasm)
+	compiled, err := r.rt.CompileModule(cctx, binary)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -383,7 +408,7 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 		_ = compiled.Close(ctx)
 		return nil, err
 	}
-	m := &Module{name: name, key: key, size: len(wasm), compiled: compiled, minPages: minPages}
+	m := &Module{name: name, key: key, size: len(wasm), compiled: compiled, minPages: minPages, reactor: rc}
 	r.mu.Lock()
 	r.modules[key] = m
 	m.elem = r.lru.PushFront(m)
@@ -401,7 +426,7 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 		closeNow := old.running == 0
 		old.mu.Unlock()
 		if closeNow {
-			_ = old.compiled.Close(context.WithoutCancel(ctx))
+			old.closeCompiled(ctx)
 		}
 	}
 	return m, nil

@@ -1,0 +1,293 @@
+// Package wasmbin reads and rewrites the parts of a WebAssembly binary that
+// wasmbox changes after the Go linker or before compiling: sections, data
+// segments, globals, exports and the memory's limits. It decodes no code.
+//
+// Every function takes the binary as untrusted input: a malformed one gives
+// an error wrapping ErrMalformed, never a panic.
+package wasmbin
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
+
+// ErrMalformed reports a module that is not a well-formed wasm binary.
+var ErrMalformed = errors.New("malformed wasm module")
+
+// Section ids.
+const (
+	SecCustom    = 0
+	SecType      = 1
+	SecImport    = 2
+	SecFunction  = 3
+	SecTable     = 4
+	SecMemory    = 5
+	SecGlobal    = 6
+	SecExport    = 7
+	SecStart     = 8
+	SecElement   = 9
+	SecCode      = 10
+	SecData      = 11
+	SecDataCount = 12
+)
+
+// Export kinds.
+const (
+	KindFunc   = 0
+	KindTable  = 1
+	KindMemory = 2
+	KindGlobal = 3
+)
+
+const (
+	opI32Const = 0x41
+	opI64Const = 0x42
+	opF32Const = 0x43
+	opF64Const = 0x44
+	opGlobal   = 0x23
+	opRefNull  = 0xd0
+	opRefFunc  = 0xd2
+	opEnd      = 0x0b
+)
+
+var header = []byte("\x00asm\x01\x00\x00\x00")
+
+// Section is one section of a module: its id and body (without the id and
+// size bytes).
+type Section struct {
+	ID   byte
+	Body []byte
+}
+
+// Sections splits a binary into its sections. The bodies alias b.
+func Sections(b []byte) ([]Section, error) {
+	if len(b) < 8 || !bytes.Equal(b[:8], header) {
+		return nil, fmt.Errorf("%w: bad header", ErrMalformed)
+	}
+	var secs []Section
+	for p := 8; p < len(b); {
+		id := b[p]
+		size, n, err := Uleb(b[p+1:])
+		if err != nil {
+			return nil, fmt.Errorf("%w: section at %d: %v", ErrMalformed, p, err)
+		}
+		from := p + 1 + n
+		if uint64(from)+uint64(size) > uint64(len(b)) {
+			return nil, fmt.Errorf("%w: section %d at %d overruns the file", ErrMalformed, id, p)
+		}
+		secs = append(secs, Section{ID: id, Body: b[from : from+int(size)]})
+		p = from + int(size)
+	}
+	return secs, nil
+}
+
+// Encode joins sections into a binary.
+func Encode(secs []Section) []byte {
+	n := len(header)
+	for _, s := range secs {
+		n += 6 + len(s.Body)
+	}
+	out := append(make([]byte, 0, n), header...)
+	for _, s := range secs {
+		out = AppendSection(out, s.ID, s.Body)
+	}
+	return out
+}
+
+// AppendSection appends a section with id and body to out.
+func AppendSection(out []byte, id byte, body []byte) []byte {
+	out = append(out, id)
+	out = AppendUleb(out, uint32(len(body)))
+	return append(out, body...)
+}
+
+// Find returns the index of the first section with id, or -1.
+func Find(secs []Section, id byte) int {
+	for i, s := range secs {
+		if s.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// reader walks a section body.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
+	}
+}
+
+func (r *reader) u32() uint32 {
+	if r.err != nil {
+		return 0
+	}
+	v, n, err := Uleb(r.b)
+	if err != nil {
+		r.fail("%v", err)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) byte1() byte {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) == 0 {
+		r.fail("truncated section")
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) bytes(n uint32) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if uint64(n) > uint64(len(r.b)) {
+		r.fail("%d bytes past the end of the section", n)
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+// count reads a vector length, checking it against the bytes left (every
+// element takes at least one byte), so that a hostile count cannot make a
+// caller allocate more than the input's size.
+func (r *reader) count() uint32 {
+	n := r.u32()
+	if uint64(n) > uint64(len(r.b)) {
+		r.fail("%d elements in %d bytes", n, len(r.b))
+		return 0
+	}
+	return n
+}
+
+func (r *reader) name() string { return string(r.bytes(r.u32())) }
+
+// limits skips memory or table limits and returns the minimum.
+func (r *reader) limits() (min uint32, flags byte) {
+	flags = r.byte1()
+	min = r.u32()
+	if flags&1 != 0 {
+		r.u32()
+	}
+	return min, flags
+}
+
+// constExpr reads a constant expression up to and including its end and
+// returns it whole.
+func (r *reader) constExpr() []byte {
+	start := r.b
+	for r.err == nil {
+		op := r.byte1()
+		switch op {
+		case opEnd:
+			return start[:len(start)-len(r.b)]
+		case opI32Const, opGlobal, opRefFunc:
+			r.u32v()
+		case opI64Const:
+			r.u64v()
+		case opF32Const:
+			r.bytes(4)
+		case opF64Const:
+			r.bytes(8)
+		case opRefNull:
+			r.byte1()
+		default:
+			r.fail("opcode %#x in a constant expression", op)
+		}
+	}
+	return nil
+}
+
+// u32v and u64v skip a LEB128 number of up to 5 or 10 bytes, signed or not.
+func (r *reader) u32v() { r.skipLeb(5) }
+func (r *reader) u64v() { r.skipLeb(10) }
+
+func (r *reader) skipLeb(max int) {
+	for i := 0; i < max; i++ {
+		if r.byte1()&0x80 == 0 {
+			return
+		}
+	}
+	r.fail("LEB128 too long")
+}
+
+// Uleb decodes an unsigned 32-bit LEB128 number and its length.
+func Uleb(b []byte) (uint32, int, error) {
+	var v uint64
+	for i := 0; i < 5; i++ {
+		if i >= len(b) {
+			return 0, 0, errors.New("truncated LEB128")
+		}
+		v |= uint64(b[i]&0x7f) << (7 * i)
+		if b[i]&0x80 == 0 {
+			if v > 0xffffffff {
+				return 0, 0, errors.New("LEB128 overflows u32")
+			}
+			return uint32(v), i + 1, nil
+		}
+	}
+	return 0, 0, errors.New("LEB128 too long")
+}
+
+// Sleb decodes a signed 32-bit LEB128 number and its length.
+func Sleb(b []byte) (int32, int, error) {
+	var v int64
+	var shift uint
+	for i := 0; i < 5; i++ {
+		if i >= len(b) {
+			return 0, 0, errors.New("truncated LEB128")
+		}
+		v |= int64(b[i]&0x7f) << shift
+		shift += 7
+		if b[i]&0x80 == 0 {
+			if shift < 64 && b[i]&0x40 != 0 {
+				v |= -1 << shift
+			}
+			if v < -1<<31 || v > 1<<31-1 {
+				return 0, 0, errors.New("LEB128 overflows i32")
+			}
+			return int32(v), i + 1, nil
+		}
+	}
+	return 0, 0, errors.New("LEB128 too long")
+}
+
+// AppendUleb appends v as unsigned LEB128.
+func AppendUleb(b []byte, v uint32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v != 0 {
+			b = append(b, c|0x80)
+			continue
+		}
+		return append(b, c)
+	}
+}
+
+// AppendSleb appends v as signed LEB128.
+func AppendSleb(b []byte, v int32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}

@@ -1,0 +1,228 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmbox/wasmbox/internal/wasmbin"
+	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
+)
+
+// Reactor modules and snapshots.
+//
+// A module that exports _initialize and wasmbox_run (see
+// [wasmbin.PrepareReactor]; the tool modules of wasm/ are built so) is a
+// wasmbox reactor: _initialize runs the Go runtime's start and every
+// package's init once, and wasmbox_run runs one command, reading its
+// arguments, environment and working directory from WASI. A Go wasip1
+// program keeps nothing on the wasm stack between calls to its exports, so
+// the state after _initialize is its linear memory plus its mutable
+// globals.
+//
+// The runtime takes that state once per module — a snapshot — and starts
+// every run of the module from it: it instantiates the module (compiled
+// without its data section, so instantiation writes no memory), maps the
+// snapshot's memory copy-on-write (Linux; elsewhere it copies it), restores
+// the globals and calls wasmbox_run. A command then pays for what it does,
+// not for the runtime's start.
+//
+// The snapshot is taken in a fixed world, so that it is the same in every
+// process: an empty filesystem preopened as "/" (as every run's), no
+// arguments or environment, a clock standing at the Unix epoch and a
+// deterministic random source. What the Go runtime derives from them — its
+// hash seeds, the state of its internal random generator — is therefore the
+// same in every run: a run's randomness comes from random_get calls made
+// while it runs (crypto/rand). The monotonic clock of a run is shifted past
+// the snapshot's last reading so that the guest never sees it go back.
+
+// SnapshotABI documents the exports of a wasmbox reactor module.
+const SnapshotABI = `A wasmbox reactor module exports:
+  _initialize: () -> ()      initialize the program, then return
+  wasmbox_run: () -> (i32)   run one command; the result is its exit status
+                             (proc_exit ends it as usual)
+wasmbox_run reads argv, the environment and $PWD from WASI on every call.`
+
+// reactor is what the runtime keeps of a reactor module.
+type reactor struct {
+	segments []wasmbin.Segment
+	globals  []string
+
+	mu   sync.Mutex
+	snap *snapshot
+	// failed is why no snapshot can be taken; runs then initialize
+	// every instance themselves.
+	failed error
+}
+
+// snapshot is a module's state after _initialize.
+type snapshot struct {
+	img      *image
+	pages    uint32
+	globals  []uint64
+	nanotime int64
+}
+
+// image is the linear memory of a snapshot.
+type image struct {
+	size uint64
+	fd   int    // a memfd instances map (Linux), or -1
+	data []byte // the bytes, when fd is -1
+}
+
+func (im *image) fallback(mem []byte) *image {
+	im.data = append([]byte(nil), mem...)
+	return im
+}
+
+func (rc *reactor) close() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.snap != nil {
+		rc.snap.img.close()
+		rc.snap = nil
+	}
+	rc.failed = errors.New("module released")
+}
+
+// snapshotOf returns m's snapshot, taking it on first use. It is nil (and
+// runs initialize every instance) when snapshots are off or impossible.
+func (r *Runtime) snapshotOf(ctx context.Context, m *Module) (*snapshot, error) {
+	rc := m.reactor
+	if r.noSnapshot || !r.ownWASI {
+		return nil, nil
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.snap != nil || rc.failed != nil {
+		return rc.snap, nil
+	}
+	snap, err := r.takeSnapshot(ctx, m)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			// The run's context ended first: the next run tries again.
+			return nil, exitErrorFor(cerr)
+		}
+		rc.failed = err
+		return nil, nil
+	}
+	rc.snap = snap
+	return snap, nil
+}
+
+// takeSnapshot initializes an instance of m in the fixed world and keeps
+// its memory and globals.
+func (r *Runtime) takeSnapshot(ctx context.Context, m *Module) (*snapshot, error) {
+	var clock int64
+	st, err := preview1.NewState(preview1.Config{
+		FS:       vfs.NewMemFS(),
+		Walltime: func() time.Time { return time.Unix(0, 0) },
+		Nanotime: func() int64 { clock += int64(time.Microsecond); return clock },
+		Rand:     rand.NewChaCha8([32]byte{'w', 'a', 's', 'm', 'b', 'o', 'x'}),
+		Sleep:    func(context.Context, time.Duration) error { return nil },
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	alloc := &limitAllocator{limit: r.memLimit, live: &r.liveMem}
+	ictx := experimental.WithMemoryAllocator(ctx, alloc)
+	ictx = preview1.WithState(ictx, st)
+	mod, err := r.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if mod != nil {
+		defer mod.Close(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := initialize(ictx, mod, m.reactor); err != nil {
+		return nil, fmt.Errorf("%s: snapshot: %w", m.name, err)
+	}
+	snap := &snapshot{pages: mod.Memory().Size() / 65536, nanotime: clock + int64(time.Microsecond)}
+	for _, name := range m.reactor.globals {
+		g := mod.ExportedGlobal(name)
+		if g == nil {
+			return nil, fmt.Errorf("%s: snapshot: global %s is not exported", m.name, name)
+		}
+		snap.globals = append(snap.globals, g.Get())
+	}
+	mem, _ := mod.Memory().Read(0, mod.Memory().Size())
+	if snap.img, err = newImage(mem); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// initialize starts a fresh instance of a reactor: the data section the
+// compiled module lacks, then _initialize.
+func initialize(ctx context.Context, mod api.Module, rc *reactor) error {
+	for _, s := range rc.segments {
+		if !mod.Memory().Write(s.Offset, s.Data) {
+			return fmt.Errorf("data segment at %d does not fit in memory", s.Offset)
+		}
+	}
+	_, err := mod.ExportedFunction(wasmbin.ExportInitialize).Call(ctx)
+	return err
+}
+
+// restore makes a fresh instance of a reactor the snapshot's: its memory
+// is the snapshot's already (the allocator mapped it); grow it to the
+// snapshot's size and set the globals.
+func restore(mod api.Module, rc *reactor, snap *snapshot) error {
+	mem := mod.Memory()
+	if cur := mem.Size() / 65536; snap.pages > cur {
+		if _, ok := mem.Grow(snap.pages - cur); !ok {
+			return fmt.Errorf("%w: the snapshot needs %s of memory", ErrMemoryLimit, FormatBytes(uint64(snap.pages)*65536))
+		}
+	}
+	for i, name := range rc.globals {
+		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
+		if !ok {
+			return fmt.Errorf("global %s is not a mutable export", name)
+		}
+		g.Set(snap.globals[i])
+	}
+	return nil
+}
+
+// runReactor runs one command of a reactor module: from the snapshot when
+// there is one, else after initializing the instance.
+func (r *Runtime) runReactor(ctx context.Context, m *Module, mc wazero.ModuleConfig, snap *snapshot, alloc *limitAllocator, st *preview1.State) (api.Module, error) {
+	mod, err := r.rt.InstantiateModule(ctx, m.compiled, mc.WithName("").WithStartFunctions())
+	if err != nil {
+		return mod, err
+	}
+	if snap != nil {
+		if alloc.imageErr != nil {
+			return mod, fmt.Errorf("%s: %w", m.name, alloc.imageErr)
+		}
+		if err := restore(mod, m.reactor, snap); err != nil {
+			return mod, err
+		}
+		if st != nil {
+			st.ShiftMonotonic(snap.nanotime)
+		}
+	} else if err := initialize(ctx, mod, m.reactor); err != nil {
+		return mod, err
+	}
+	res, err := mod.ExportedFunction(wasmbin.ExportRun).Call(ctx)
+	if err != nil {
+		var ee *sys.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 0 {
+			return mod, nil
+		}
+		return mod, err
+	}
+	if code := uint32(res[0]); code != 0 {
+		return mod, sys.NewExitError(code)
+	}
+	return mod, nil
+}
