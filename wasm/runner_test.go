@@ -3,47 +3,48 @@ package wasm
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
+
+	wbruntime "github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
 
-// This file is a small stand-alone host for the tool modules, used by the
-// golden tests and benchmarks of this package until the project's runtime,
-// executor and vfs take over: wazero with the compiler, a compilation
-// cache on disk, WASI, a host directory as the guest's "/", each command
-// run by the module the index names for it, and the wasmbox.spawn host
-// function implemented by instantiating a module again.
+// This file is the host the golden tests and benchmarks of this package
+// run the tool modules on: the project's runtime (compiled once, started
+// from the modules' snapshots, wasmbox's own WASI) over a vfs namespace
+// like a sandbox's: the guest's "/" is an in-memory filesystem whose files
+// belong to the sandbox user 1000:1000, filled from a host directory
+// before the command and written back to it after, and /bin and /usr/bin
+// hold an entry per command. Commands started through wasmbox.spawn run
+// in the same namespace, with the caller's stdio.
 
 var (
 	buildFlag  = flag.Bool("build", false, "build the tool modules from tools/ for this run instead of using the committed modules")
 	moduleFlag = flag.String("module", "", "use these wasm files (with the committed command index) instead of the committed modules, e.g. to benchmark an unmerged build: FILE (for coreutils) or MODULE=FILE, comma-separated")
+	noSnapFlag = flag.Bool("nosnapshot", false, "initialize every instance instead of starting it from the module's snapshot")
 )
 
 // testHost is a runtime with the tool modules compiled once.
 type testHost struct {
-	rt       wazero.Runtime
-	mods     map[string]wazero.CompiledModule // by module name
-	moduleOf map[string]string                // command name -> module name
-	binDir   string                           // holds an empty executable file per command, mounted at /bin and /usr/bin
+	rt       *wbruntime.Runtime
+	mods     map[string]*wbruntime.Module // by module name
+	moduleOf map[string]string            // command name -> module name
+	bin      vfs.FS                       // an empty executable file per command, mounted at /bin and /usr/bin
 }
 
 var (
@@ -64,34 +65,11 @@ func getHost(tb testing.TB) *testHost {
 
 func newTestHost() (*testHost, error) {
 	ctx := context.Background()
-	cfg := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true)
-	if dir, err := os.UserCacheDir(); err == nil {
-		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(dir, "wasmbox", "wazero")); err == nil {
-			cfg = cfg.WithCompilationCache(cache)
-		}
-	}
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		return nil, err
-	}
-	h := &testHost{rt: rt}
-	_, err := rt.NewHostModuleBuilder("wasmbox").
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(h.spawn), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
-		Export("spawn").
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(h.metaStat), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
-		Export("stat").
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(h.metaChmod), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
-		Export("chmod").
-		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(h.metaChown), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
-		Export("chown").
-		Instantiate(ctx)
+	rt, err := wbruntime.New(ctx, wbruntime.Config{NoSnapshots: *noSnapFlag})
 	if err != nil {
 		return nil, err
 	}
+	h := &testHost{rt: rt}
 	bins, cmds := map[string][]byte{}, Commands()
 	for _, m := range Modules() {
 		bins[m], _ = Module(m)
@@ -115,25 +93,27 @@ func newTestHost() (*testHost, error) {
 			}
 		}
 	}
-	h.mods = map[string]wazero.CompiledModule{}
+	h.mods = map[string]*wbruntime.Module{}
 	for name, bin := range bins {
-		if h.mods[name], err = rt.CompileModule(ctx, bin); err != nil {
+		if h.mods[name], err = rt.Compile(ctx, name, bin); err != nil {
 			return nil, fmt.Errorf("module %s: %w", name, err)
 		}
+		rt.Pin(h.mods[name])
 	}
-	if h.binDir, err = os.MkdirTemp("", "wasmbox-bin-"); err != nil {
-		return nil, err
-	}
+	bin := vfs.NewMemFS()
 	h.moduleOf = map[string]string{}
 	for _, c := range cmds {
 		if h.mods[c.Module] == nil {
 			return nil, fmt.Errorf("command %s: no module %q", c.Name, c.Module)
 		}
 		h.moduleOf[c.Name] = c.Module
-		if err := os.WriteFile(filepath.Join(h.binDir, c.Name), nil, 0o755); err != nil {
+		f, err := bin.OpenFile("/"+c.Name, os.O_CREATE|os.O_WRONLY, 0o755)
+		if err != nil {
 			return nil, err
 		}
+		f.Close()
 	}
+	h.bin = vfs.ReadOnlyView(bin)
 	return h, nil
 }
 
@@ -150,7 +130,7 @@ func buildFromSource() (map[string][]byte, []Command, error) {
 	var index []byte
 	for _, m := range Modules() {
 		wasmOut, nativeOut := filepath.Join(dir, m+".wasm"), filepath.Join(dir, m)
-		build := exec.Command("go", "build", "-o", wasmOut, "../tools/"+m)
+		build := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags=-checklinkname=0", "-o", wasmOut, "../tools/"+m)
 		build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 		if out, err := build.CombinedOutput(); err != nil {
 			return nil, nil, fmt.Errorf("go build %s (wasip1): %v\n%s", m, err, out)
@@ -173,62 +153,82 @@ func buildFromSource() (map[string][]byte, []Command, error) {
 // module returns the compiled module that runs argv0 (by its base name);
 // a name missing from the index runs coreutils, which reports "command
 // not found" with status 127.
-func (h *testHost) module(argv0 string) wazero.CompiledModule {
+func (h *testHost) module(argv0 string) *wbruntime.Module {
 	if m, ok := h.moduleOf[path.Base(argv0)]; ok {
 		return h.mods[m]
 	}
 	return h.mods[CoreutilsModule]
 }
 
-// guest is what one running command was started with; spawn reads the
-// caller's from the context to start a child like it.
+// guest is what one running command was started with; spawned children
+// start like their parent, in the same namespace.
 type guest struct {
 	argv           []string
 	env            []string
 	cwd            string
-	root           string // host directory mounted at the guest's "/"
+	root           string // host directory copied into the guest's "/"
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	fs             vfs.FS // the namespace; nil: made from root, and written back to it after the run
 }
 
-type guestKey struct{}
-
-// run instantiates the module for g and returns its exit status.
-func (h *testHost) run(ctx context.Context, g *guest) (int, error) {
-	cfg := wazero.NewModuleConfig().
-		WithName("").
-		WithArgs(g.argv...).
-		WithStdin(g.stdin).WithStdout(g.stdout).WithStderr(g.stderr).
-		WithSysWalltime().WithSysNanotime().
-		WithNanosleep(func(ns int64) { // a sleeping guest still dies with its context
-			t := time.NewTimer(time.Duration(ns))
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			}
-		}).
-		WithRandSource(rand.Reader).
-		WithFSConfig(wazero.NewFSConfig().
-			WithDirMount(g.root, "/").
-			WithReadOnlyDirMount(h.binDir, "/bin").
-			WithReadOnlyDirMount(h.binDir, "/usr/bin"))
-	for _, kv := range g.env {
-		k, v, _ := strings.Cut(kv, "=")
-		if k == "PWD" {
-			continue
-		}
-		cfg = cfg.WithEnv(k, v)
+// namespace returns a sandbox-like namespace holding a copy of the host
+// directory root.
+func (h *testHost) namespace(root string) (*vfs.VFS, error) {
+	mem := vfs.NewMemFS(vfs.WithOwner(1000, 1000))
+	if err := copyIn(mem, root); err != nil {
+		return nil, err
 	}
-	cfg = cfg.WithEnv("PWD", g.cwd)
+	ns := vfs.New(mem)
+	for _, dir := range []string{"/bin", "/usr/bin"} {
+		if err := mem.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := ns.Mount(dir, h.bin); err != nil {
+			return nil, err
+		}
+	}
+	return ns, nil
+}
+
+// run runs g to its end and returns its exit status.
+func (h *testHost) run(ctx context.Context, g *guest) (int, error) {
+	if g.fs == nil {
+		ns, err := h.namespace(g.root)
+		if err != nil {
+			return 0, err
+		}
+		child := *g
+		child.fs = ns
+		status, err := h.run(ctx, &child)
+		if err == nil {
+			err = copyOut(ns, g.root)
+		}
+		return status, err
+	}
+	env := []string{"PWD=" + g.cwd}
+	for _, kv := range g.env {
+		if !strings.HasPrefix(kv, "PWD=") {
+			env = append(env, kv)
+		}
+	}
+	st, err := preview1.NewState(preview1.Config{
+		FS: g.fs, Args: g.argv, Env: env,
+		Stdin: g.stdin, Stdout: g.stdout, Stderr: g.stderr,
+		AbsoluteSymlinks: true,
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
 	var argv0 string
 	if len(g.argv) > 0 {
 		argv0 = g.argv[0]
 	}
-	m, err := h.rt.InstantiateModule(context.WithValue(ctx, guestKey{}, g), h.module(argv0), cfg)
-	if m != nil {
-		m.Close(ctx)
-	}
+	spawner := wbruntime.SpawnFunc(func(ctx context.Context, req wbruntime.SpawnRequest) (uint32, error) {
+		return h.spawn(ctx, g, req)
+	})
+	err = h.rt.Run(ctx, h.module(argv0), wazero.NewModuleConfig(), wbruntime.RunOptions{WASI: st, FS: g.fs, Spawner: spawner})
 	var exit *sys.ExitError
 	switch {
 	case err == nil:
@@ -239,208 +239,130 @@ func (h *testHost) run(ctx context.Context, g *guest) (int, error) {
 	return 0, err
 }
 
-// WASI errno values of the spawn ABI.
-const (
-	errnoFault = 21
-	errnoInval = 28
-	errnoNoent = 44
-)
-
-// spawn implements wasmbox.spawn (see the package doc).
-func (h *testHost) spawn(ctx context.Context, mod api.Module, stack []uint64) {
-	reqPtr, reqLen, statusPtr := uint32(stack[0]), uint32(stack[1]), uint32(stack[2])
-	stack[0] = h.spawnErrno(ctx, mod, reqPtr, reqLen, statusPtr)
-}
-
-func (h *testHost) spawnErrno(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr uint32) uint64 {
-	parent, _ := ctx.Value(guestKey{}).(*guest)
-	raw, ok := mod.Memory().Read(reqPtr, reqLen)
-	if !ok || parent == nil {
-		return errnoFault
-	}
-	var req struct {
-		Argv      []string  `json:"argv"`
-		Env       *[]string `json:"env"`
-		Dir       string    `json:"dir"`
-		Stdin     string    `json:"stdin"`
-		TimeoutMS int64     `json:"timeout_ms"`
-	}
-	if err := json.Unmarshal(raw, &req); err != nil || len(req.Argv) == 0 || req.TimeoutMS < 0 ||
-		(req.Stdin != "" && req.Stdin != "inherit" && req.Stdin != "null") ||
-		(req.Dir != "" && !path.IsAbs(req.Dir)) {
-		return errnoInval
-	}
+// spawn runs a child of parent (wasmbox.spawn).
+func (h *testHost) spawn(ctx context.Context, parent *guest, req wbruntime.SpawnRequest) (uint32, error) {
 	if _, ok := h.moduleOf[path.Base(req.Argv[0])]; !ok {
-		return errnoNoent
-	}
-	if _, ok := mod.Memory().ReadUint32Le(statusPtr); !ok {
-		return errnoFault
+		return 0, wbruntime.ErrSpawnNotFound
 	}
 	child := *parent
 	child.argv = req.Argv
-	if req.Env != nil {
-		child.env = *req.Env
+	if !req.InheritEnv {
+		child.env = req.Env
 	}
 	if req.Dir != "" {
 		child.cwd = req.Dir
 	}
-	if req.Stdin == "null" {
+	if req.StdinNull {
 		child.stdin = bytes.NewReader(nil)
 	}
 	cctx := ctx
-	if req.TimeoutMS > 0 {
+	if req.Timeout > 0 {
 		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
+		cctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
 	status, err := h.run(cctx, &child)
 	switch {
-	case req.TimeoutMS > 0 && cctx.Err() != nil && ctx.Err() == nil:
-		status = 124
+	case req.Timeout > 0 && cctx.Err() != nil && ctx.Err() == nil:
+		return 124, nil
 	case err != nil:
-		status = 126
+		return 126, nil
 	}
-	mod.Memory().WriteUint32Le(statusPtr, uint32(status))
-	return 0
+	return uint32(status), nil
 }
 
-// The wasmbox.stat/chmod/chown calls (runtime.MetaABI) over the host
-// directories the test host mounts: modes come from the host files, every
-// file belongs to the sandbox user 1000:1000.
-
-// hostPath maps an absolute guest path onto the host directory that holds it.
-func (h *testHost) hostPath(ctx context.Context, mod api.Module, ptr, n uint32) (string, uint64) {
-	g, _ := ctx.Value(guestKey{}).(*guest)
-	raw, ok := mod.Memory().Read(ptr, n)
-	if !ok {
-		return "", errnoFault
-	}
-	p := string(raw)
-	if g == nil || !path.IsAbs(p) || n > 4096 {
-		return "", errnoInval
-	}
-	p = path.Clean(p)
-	for _, m := range []string{"/bin", "/usr/bin"} {
-		if rest, ok := strings.CutPrefix(p, m); ok && (rest == "" || rest[0] == '/') {
-			return filepath.Join(h.binDir, rest), 0
+// copyIn copies the host directory src into fsys at "/".
+func copyIn(fsys vfs.FS, src string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-	}
-	return filepath.Join(g.root, p), 0
+		rel, err := filepath.Rel(src, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		dst := "/" + filepath.ToSlash(rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return fsys.Mkdir(dst, info.Mode().Perm())
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return fsys.SymlinkIfPossible(target, dst)
+		default:
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return writeFile(fsys, dst, data, info.Mode().Perm())
+		}
+	})
 }
 
-// hostErrno maps a host error to a WASI errno.
-func hostErrno(err error) uint64 {
-	switch {
-	case errors.Is(err, syscall.ENOENT):
-		return errnoNoent
-	case errors.Is(err, syscall.ENOTDIR):
-		return 54
-	case errors.Is(err, syscall.ELOOP):
-		return 32
-	case errors.Is(err, syscall.EACCES):
-		return 2
-	case errors.Is(err, syscall.EPERM):
-		return 63
-	case errors.Is(err, syscall.EROFS):
-		return 69
-	}
-	return 29
-}
-
-func (h *testHost) metaStat(ctx context.Context, mod api.Module, stack []uint64) {
-	p, errno := h.hostPath(ctx, mod, uint32(stack[0]), uint32(stack[1]))
-	if errno != 0 {
-		stack[0] = errno
-		return
-	}
-	stat := os.Lstat
-	if uint32(stack[2]) != 0 {
-		stat = os.Stat
-	}
-	fi, err := stat(p)
+func writeFile(fsys vfs.FS, name string, data []byte, perm fs.FileMode) error {
+	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
 	if err != nil {
-		stack[0] = hostErrno(err)
-		return
+		return err
 	}
-	bits := uint32(fi.Mode().Perm())
-	if fi.Mode()&os.ModeSetuid != 0 {
-		bits |= 0o4000
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
 	}
-	if fi.Mode()&os.ModeSetgid != 0 {
-		bits |= 0o2000
+	if err := f.Close(); err != nil {
+		return err
 	}
-	if fi.Mode()&os.ModeSticky != 0 {
-		bits |= 0o1000
-	}
-	nlink := uint32(1)
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		nlink = uint32(st.Nlink)
-	}
-	var out [16]byte
-	binary.LittleEndian.PutUint32(out[0:], bits)
-	binary.LittleEndian.PutUint32(out[4:], 1000)
-	binary.LittleEndian.PutUint32(out[8:], 1000)
-	binary.LittleEndian.PutUint32(out[12:], nlink)
-	if !mod.Memory().Write(uint32(stack[3]), out[:]) {
-		stack[0] = errnoFault
-		return
-	}
-	stack[0] = 0
+	return fsys.Chmod(name, perm)
 }
 
-func (h *testHost) metaChmod(ctx context.Context, mod api.Module, stack []uint64) {
-	p, errno := h.hostPath(ctx, mod, uint32(stack[0]), uint32(stack[1]))
-	if errno != 0 {
-		stack[0] = errno
-		return
+// copyOut makes the host directory dst hold what the guest's "/" holds
+// (except /bin and /usr/bin), for the tests that read what a command
+// wrote.
+func copyOut(ns *vfs.VFS, dst string) error {
+	old, err := os.ReadDir(dst)
+	if err != nil {
+		return err
 	}
-	if strings.HasPrefix(p, h.binDir) {
-		stack[0] = 69 // EROFS: /bin and /usr/bin are read-only mounts
-		return
-	}
-	if uint32(stack[3]) == 0 {
-		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-			stack[0] = 63 // Linux cannot chmod a symlink itself
-			return
+	for _, e := range old {
+		if err := os.RemoveAll(filepath.Join(dst, e.Name())); err != nil {
+			return err
 		}
 	}
-	bits := uint32(stack[2])
-	mode := os.FileMode(bits & 0o777)
-	if bits&0o4000 != 0 {
-		mode |= os.ModeSetuid
-	}
-	if bits&0o2000 != 0 {
-		mode |= os.ModeSetgid
-	}
-	if bits&0o1000 != 0 {
-		mode |= os.ModeSticky
-	}
-	if err := os.Chmod(p, mode); err != nil {
-		stack[0] = hostErrno(err)
-		return
-	}
-	stack[0] = 0
-}
-
-func (h *testHost) metaChown(ctx context.Context, mod api.Module, stack []uint64) {
-	p, errno := h.hostPath(ctx, mod, uint32(stack[0]), uint32(stack[1]))
-	if errno != 0 {
-		stack[0] = errno
-		return
-	}
-	if _, err := os.Lstat(p); err != nil {
-		stack[0] = hostErrno(err)
-		return
-	}
-	// One user lives in the sandbox: giving a file to it is a no-op,
-	// giving it to anyone else is not permitted.
-	for _, id := range []uint32{uint32(stack[2]), uint32(stack[3])} {
-		if id != 0xffffffff && id != 1000 {
-			stack[0] = 63
-			return
+	return fs.WalkDir(vfs.IOFS(ns), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
 		}
-	}
-	stack[0] = 0
+		if p == "bin" || p == "usr/bin" {
+			return fs.SkipDir
+		}
+		host := filepath.Join(dst, filepath.FromSlash(p))
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.Mkdir(host, info.Mode().Perm()|0o700)
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := ns.ReadlinkIfPossible("/" + p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, host)
+		case d.Type().IsRegular():
+			data, err := fs.ReadFile(vfs.IOFS(ns), p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(host, data, info.Mode().Perm()|0o600)
+		}
+		return nil // devices, fifos: not written back
+	})
 }
 
 // goldenEnv is the environment every golden case runs with (goldengen
