@@ -10,25 +10,38 @@ type Segment struct {
 
 // DataSegments parses a data section body. ok is false (and the error nil)
 // when some segment is not an active segment of memory 0 with a constant
-// i32 offset: passive, another memory, or an offset read from a global.
+// i32 offset: passive, with an explicit memory index, or with an offset
+// that is not a lone i32.const (read from a global, or an extended
+// constant expression). A segment's offset is the i32 read as unsigned, as
+// wasm does. The data of the segments alias body.
 func DataSegments(body []byte) (segs []Segment, ok bool, err error) {
 	r := &reader{b: body}
 	n := r.count()
 	segs = make([]Segment, 0, n)
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		if flags := r.u32(); flags != 0 {
-			return nil, r.err == nil, r.err
+			return nil, false, nil // passive, or an explicit memory index
 		}
-		if len(r.b) == 0 || r.b[0] != opI32Const {
-			return nil, r.err == nil, r.err
+		if r.err == nil && len(r.b) == 0 {
+			r.fail("segment %d: truncated", i)
+		}
+		if r.err != nil {
+			break
+		}
+		if r.b[0] != opI32Const {
+			return nil, false, nil // global.get or another expression
 		}
 		off, k, err := Sleb(r.b[1:])
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: segment %d offset: %v", ErrMalformed, i, err)
 		}
 		r.b = r.b[1+k:]
-		if len(r.b) == 0 || r.b[0] != opEnd {
-			return nil, true, nil // a longer constant expression
+		if len(r.b) == 0 {
+			r.fail("segment %d: truncated", i)
+			break
+		}
+		if r.b[0] != opEnd {
+			return nil, false, nil // a longer constant expression
 		}
 		r.b = r.b[1:]
 		data := r.bytes(r.u32())
@@ -41,6 +54,20 @@ func DataSegments(body []byte) (segs []Segment, ok bool, err error) {
 		return nil, false, r.err
 	}
 	return segs, true, nil
+}
+
+// AppendDataSection appends the body of a data section holding segs, each
+// an active segment of memory 0 at a constant offset, to b.
+func AppendDataSection(b []byte, segs []Segment) []byte {
+	b = AppendUleb(b, uint32(len(segs)))
+	for _, s := range segs {
+		b = append(b, 0, opI32Const)
+		b = AppendSleb(b, int32(s.Offset))
+		b = append(b, opEnd)
+		b = AppendUleb(b, uint32(len(s.Data)))
+		b = append(b, s.Data...)
+	}
+	return b
 }
 
 // Export is an entry of the export section.
@@ -77,11 +104,10 @@ type Global struct {
 	Mutable bool
 }
 
-// importedGlobals counts the globals an import section body imports.
-func importedGlobals(body []byte) (uint32, error) {
+// imports counts the globals and memories an import section body imports.
+func imports(body []byte) (globals, memories uint32, err error) {
 	r := &reader{b: body}
 	n := r.count()
-	var globals uint32
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		r.name()
 		r.name()
@@ -93,6 +119,7 @@ func importedGlobals(body []byte) (uint32, error) {
 			r.limits()
 		case KindMemory:
 			r.limits()
+			memories++
 		case KindGlobal:
 			r.byte1()
 			r.byte1()
@@ -101,18 +128,21 @@ func importedGlobals(body []byte) (uint32, error) {
 			r.fail("import kind %d", kind)
 		}
 	}
-	return globals, r.err
+	return globals, memories, r.err
+}
+
+func importCounts(secs []Section) (globals, memories uint32, err error) {
+	if i := Find(secs, SecImport); i >= 0 {
+		return imports(secs[i].Body)
+	}
+	return 0, 0, nil
 }
 
 // Globals returns the globals the module defines (not the imported ones).
 func Globals(secs []Section) ([]Global, error) {
-	var base uint32
-	if i := Find(secs, SecImport); i >= 0 {
-		n, err := importedGlobals(secs[i].Body)
-		if err != nil {
-			return nil, err
-		}
-		base = n
+	base, _, err := importCounts(secs)
+	if err != nil {
+		return nil, err
 	}
 	i := Find(secs, SecGlobal)
 	if i < 0 {
@@ -122,35 +152,77 @@ func Globals(secs []Section) ([]Global, error) {
 	n := r.count()
 	out := make([]Global, 0, n)
 	for k := uint32(0); k < n && r.err == nil; k++ {
-		g := Global{Index: base + k, Type: r.byte1(), Mutable: r.byte1() == 1}
+		g := Global{Index: base + k, Type: r.byte1()}
+		switch mut := r.byte1(); mut {
+		case 0:
+		case 1:
+			g.Mutable = true
+		default:
+			r.fail("global %d: mutability %#x", g.Index, mut)
+		}
 		r.constExpr()
 		out = append(out, g)
 	}
-	return out, r.err
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after the last global", len(r.b))
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return out, nil
+}
+
+// Memories returns the limits of the memories the module defines (not the
+// imported ones), in index order after the imported ones.
+func Memories(secs []Section) ([]Limits, error) {
+	i := Find(secs, SecMemory)
+	if i < 0 {
+		return nil, nil
+	}
+	r := &reader{b: secs[i].Body}
+	n := r.count()
+	out := make([]Limits, 0, n)
+	for k := uint32(0); k < n && r.err == nil; k++ {
+		out = append(out, r.limits())
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after the last memory", len(r.b))
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return out, nil
 }
 
 // MinMemory returns the initial size in pages of the module's one memory;
-// ok is false for a module with no memory of its own, several, or a
-// shared or 64-bit one.
+// ok is false for a module with no memory of its own, an imported one,
+// several, or a shared or 64-bit one.
 func MinMemory(secs []Section) (pages uint32, ok bool, err error) {
-	i := Find(secs, SecMemory)
-	if i < 0 {
+	mems, err := Memories(secs)
+	if err != nil || len(mems) != 1 {
+		return 0, false, err
+	}
+	_, imported, err := importCounts(secs)
+	if err != nil || imported != 0 {
+		return 0, false, err
+	}
+	m := mems[0]
+	if m.Shared || m.Is64 {
 		return 0, false, nil
 	}
-	r := &reader{b: secs[i].Body}
-	if r.count() != 1 {
-		return 0, false, r.err
-	}
-	min, flags := r.limits()
-	if r.err != nil {
-		return 0, false, r.err
-	}
-	return min, flags <= 1, nil
+	return uint32(m.Min), true, nil
 }
 
 // SetMinMemory returns the module with the initial size of its memory
 // raised to at least pages (never past its maximum). A module whose memory
-// MinMemory does not report is returned unchanged.
+// MinMemory does not report is returned unchanged. The new memory section
+// keeps the encoding of the maximum; secs itself is not modified.
+//
+// A Go program grows its memory during runtime initialization; a runtime
+// such as wazero grows a memory by reallocating and copying it. Declaring
+// the size the program reaches anyway as the initial size makes every
+// instantiation allocate once instead. The Go runtime finds its heap
+// through memory.size, so extra initial pages are simply used first.
 func SetMinMemory(secs []Section, pages uint32) ([]Section, error) {
 	cur, ok, err := MinMemory(secs)
 	if err != nil || !ok || cur >= pages {
@@ -161,11 +233,10 @@ func SetMinMemory(secs []Section, pages uint32) ([]Section, error) {
 	r.count()
 	flags := r.byte1()
 	r.u32()
+	rest := r.b // the maximum, if any, kept as encoded
 	newMin := pages
-	var maxPages uint32
 	if flags&1 != 0 {
-		maxPages = r.u32()
-		newMin = min(newMin, maxPages)
+		newMin = min(newMin, r.u32())
 	}
 	if r.err != nil {
 		return nil, r.err
@@ -173,9 +244,7 @@ func SetMinMemory(secs []Section, pages uint32) ([]Section, error) {
 	body := AppendUleb(nil, 1)
 	body = append(body, flags)
 	body = AppendUleb(body, newMin)
-	if flags&1 != 0 {
-		body = AppendUleb(body, maxPages)
-	}
+	body = append(body, rest...)
 	out := append([]Section(nil), secs...)
 	out[i] = Section{ID: SecMemory, Body: body}
 	return out, nil

@@ -3,6 +3,7 @@ package wasmbin
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // The exports of a wasmbox reactor module (see PrepareReactor).
@@ -40,10 +41,13 @@ type Reactor struct {
 // rewritten module lets the host read and restore both.
 //
 // ok is false, and the module needs no error, when it is not such a
-// module: it lacks ExportInitialize or ExportRun as functions, has no
-// memory of its own, has a data count section (code may then address
-// segments), or a segment that is not an active one of memory 0 at a
-// constant offset. A malformed module is an error.
+// module: it lacks ExportInitialize or ExportRun as functions, has a start
+// function (it would run before the host writes the segments), has no
+// memory of its own (see MinMemory), has a data count section (code may
+// then address segments), a segment that is not an active one of memory 0
+// at a constant offset, or already exports a name that starts with
+// GlobalExportPrefix. A malformed module, or one whose segments do not fit
+// in its initial memory, is an error.
 func PrepareReactor(b []byte) (r *Reactor, ok bool, err error) {
 	secs, err := Sections(b)
 	if err != nil {
@@ -59,11 +63,15 @@ func PrepareReactor(b []byte) (r *Reactor, ok bool, err error) {
 	}
 	have := map[string]bool{}
 	for _, e := range exports {
+		if strings.HasPrefix(e.Name, GlobalExportPrefix) {
+			return nil, false, nil
+		}
 		if e.Kind == KindFunc {
 			have[e.Name] = true
 		}
 	}
-	if !have[ExportInitialize] || !have[ExportRun] || Find(secs, SecDataCount) >= 0 {
+	if !have[ExportInitialize] || !have[ExportRun] ||
+		Find(secs, SecDataCount) >= 0 || Find(secs, SecStart) >= 0 {
 		return nil, false, nil
 	}
 	minPages, memOK, err := MinMemory(secs)

@@ -49,6 +49,17 @@ const (
 	opRefNull  = 0xd0
 	opRefFunc  = 0xd2
 	opEnd      = 0x0b
+
+	// extended constant expressions
+	opI32Add = 0x6a
+	opI32Sub = 0x6b
+	opI32Mul = 0x6c
+	opI64Add = 0x7c
+	opI64Sub = 0x7d
+	opI64Mul = 0x7e
+
+	opVecPrefix  = 0xfd
+	vecV128Const = 12
 )
 
 var header = []byte("\x00asm\x01\x00\x00\x00")
@@ -58,9 +69,20 @@ var header = []byte("\x00asm\x01\x00\x00\x00")
 type Section struct {
 	ID   byte
 	Body []byte
+
+	// sizeLen is how many bytes the size of the section took in the binary
+	// Sections read it from (0 for a section built by hand). The Go linker
+	// pads every section size to 5 bytes; Encode keeps that width, so that
+	// Encode(Sections(b)) is b again.
+	sizeLen int
 }
 
 // Sections splits a binary into its sections. The bodies alias b.
+//
+// Encode(Sections(b)) gives back b byte for byte: Sections remembers how
+// wide each size was encoded, and Encode keeps that width as long as the
+// (possibly replaced) body's size fits in it. A Section built as a
+// literal gets the shortest encoding.
 func Sections(b []byte) ([]Section, error) {
 	if len(b) < 8 || !bytes.Equal(b[:8], header) {
 		return nil, fmt.Errorf("%w: bad header", ErrMalformed)
@@ -76,7 +98,7 @@ func Sections(b []byte) ([]Section, error) {
 		if uint64(from)+uint64(size) > uint64(len(b)) {
 			return nil, fmt.Errorf("%w: section %d at %d overruns the file", ErrMalformed, id, p)
 		}
-		secs = append(secs, Section{ID: id, Body: b[from : from+int(size)]})
+		secs = append(secs, Section{ID: id, Body: b[from : from+int(size)], sizeLen: n})
 		p = from + int(size)
 	}
 	return secs, nil
@@ -90,7 +112,9 @@ func Encode(secs []Section) []byte {
 	}
 	out := append(make([]byte, 0, n), header...)
 	for _, s := range secs {
-		out = AppendSection(out, s.ID, s.Body)
+		out = append(out, s.ID)
+		out = appendUlebWidth(out, uint32(len(s.Body)), s.sizeLen)
+		out = append(out, s.Body...)
 	}
 	return out
 }
@@ -177,14 +201,54 @@ func (r *reader) count() uint32 {
 
 func (r *reader) name() string { return string(r.bytes(r.u32())) }
 
-// limits skips memory or table limits and returns the minimum.
-func (r *reader) limits() (min uint32, flags byte) {
-	flags = r.byte1()
-	min = r.u32()
-	if flags&1 != 0 {
-		r.u32()
+// Limits are the limits of a memory, in 64 KiB pages, or of a table.
+type Limits struct {
+	Min, Max uint64
+	HasMax   bool
+	Shared   bool // a shared memory (threads)
+	Is64     bool // a 64-bit memory (memory64): Min and Max may pass 2^32
+}
+
+// limits reads memory or table limits.
+func (r *reader) limits() Limits {
+	flags := r.byte1()
+	if flags > 7 {
+		r.fail("limits flags %#x", flags)
+		return Limits{}
 	}
-	return min, flags
+	l := Limits{HasMax: flags&1 != 0, Shared: flags&2 != 0, Is64: flags&4 != 0}
+	num := func() uint64 {
+		if l.Is64 {
+			return r.u64()
+		}
+		return uint64(r.u32())
+	}
+	l.Min = num()
+	if l.HasMax {
+		l.Max = num()
+	}
+	return l
+}
+
+// u64 reads an unsigned 64-bit LEB128 number.
+func (r *reader) u64() uint64 {
+	var v uint64
+	for i := 0; i < 10; i++ {
+		c := r.byte1()
+		if r.err != nil {
+			return 0
+		}
+		if i == 9 && c > 1 {
+			r.fail("LEB128 overflows u64")
+			return 0
+		}
+		v |= uint64(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+	r.fail("LEB128 too long")
+	return 0
 }
 
 // constExpr reads a constant expression up to and including its end and
@@ -206,6 +270,13 @@ func (r *reader) constExpr() []byte {
 			r.bytes(8)
 		case opRefNull:
 			r.byte1()
+		case opI32Add, opI32Sub, opI32Mul, opI64Add, opI64Sub, opI64Mul:
+			// extended constant expressions
+		case opVecPrefix:
+			if sub := r.u32(); sub != vecV128Const {
+				r.fail("vector opcode %#x in a constant expression", sub)
+			}
+			r.bytes(16)
 		default:
 			r.fail("opcode %#x in a constant expression", op)
 		}
@@ -273,6 +344,21 @@ func AppendUleb(b []byte, v uint32) []byte {
 		c := byte(v & 0x7f)
 		v >>= 7
 		if v != 0 {
+			b = append(b, c|0x80)
+			continue
+		}
+		return append(b, c)
+	}
+}
+
+// appendUlebWidth appends v as unsigned LEB128 of at least width bytes
+// (at most 5), padded with continuation bytes, which the format allows.
+func appendUlebWidth(b []byte, v uint32, width int) []byte {
+	width = min(width, 5)
+	for i := 1; ; i++ {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v != 0 || i < width {
 			b = append(b, c|0x80)
 			continue
 		}

@@ -10,11 +10,14 @@
 //
 // Usage:
 //
-//	wasmopt [-gap BYTES] [-min-pages N] -o OUT.wasm IN.wasm
+//	wasmopt [-gap BYTES] [-min-pages N] [-v] -o OUT.wasm IN.wasm
 //
 // With -min-pages it also raises the initial size of memory 0 (see
-// SetMinMemory), so that instantiation need not grow (copy) the memory
-// while the Go runtime initializes.
+// [wasmbin.SetMinMemory]), so that instantiation need not grow (copy) the
+// memory while the Go runtime initializes.
+//
+// The work is done by [wasmbin.MergeDataSegments] and
+// [wasmbin.SetMinMemory]; this command only reads and writes the files.
 //
 // Only active segments for memory 0 with a constant i32 offset are merged;
 // a module with any other kind of segment (passive, another memory, a
@@ -27,6 +30,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/wasmbox/wasmbox/internal/wasmbin"
 )
 
 func main() {
@@ -37,7 +42,7 @@ func doMain(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("wasmopt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "", "output `file` (required)")
-	gap := fs.Int("gap", DefaultGap, "join segments separated by at most this many zero `bytes`")
+	gap := fs.Int("gap", wasmbin.DefaultGap, "join segments separated by at most this many zero `bytes`")
 	verbose := fs.Bool("v", false, "print segment counts and sizes")
 	minPages := fs.Uint("min-pages", 0, "raise the initial memory to at least this many 64 KiB `pages`")
 	if err := fs.Parse(args); err != nil {
@@ -52,16 +57,10 @@ func doMain(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "wasmopt:", err)
 		return 1
 	}
-	res, st, err := MergeDataSegments(in, *gap)
+	res, st, err := optimize(in, *gap, uint32(min(*minPages, 65536)))
 	if err != nil {
 		fmt.Fprintf(stderr, "wasmopt: %s: %v\n", fs.Arg(0), err)
 		return 1
-	}
-	if *minPages > 0 {
-		if res, err = SetMinMemory(res, uint32(min(*minPages, 65536))); err != nil {
-			fmt.Fprintf(stderr, "wasmopt: %s: %v\n", fs.Arg(0), err)
-			return 1
-		}
 	}
 	if *verbose {
 		fmt.Fprintf(stderr, "wasmopt: %d -> %d data segments, %d -> %d bytes\n", st.SegmentsIn, st.SegmentsOut, len(in), len(res))
@@ -71,4 +70,21 @@ func doMain(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// optimize merges the data segments of mod and, if minPages is not 0,
+// raises its initial memory to at least minPages.
+func optimize(mod []byte, gap int, minPages uint32) ([]byte, wasmbin.MergeStats, error) {
+	res, st, err := wasmbin.MergeDataSegments(mod, gap)
+	if err != nil || minPages == 0 {
+		return res, st, err
+	}
+	secs, err := wasmbin.Sections(res)
+	if err != nil {
+		return nil, st, err
+	}
+	if secs, err = wasmbin.SetMinMemory(secs, minPages); err != nil {
+		return nil, st, err
+	}
+	return wasmbin.Encode(secs), st, nil
 }
