@@ -307,6 +307,11 @@ func TestSnapshotNoLeakBetweenRuns(t *testing.T) {
 		{cmd{args: []string{"cat", "a.txt"}, env: []string{"PWD=/data/sub"}}, "alpha\n", 0, false},
 		{cmd{args: []string{"cat", "a.txt"}}, "", 0, true},
 		{cmd{args: []string{"ls"}}, "data\n", 0, false},
+		// Flags parsed into package state by one run are not the next's.
+		{cmd{args: []string{"sort", "-r"}, stdin: "a\nc\nb\n"}, "c\nb\na\n", 0, false},
+		{cmd{args: []string{"sort"}, stdin: "a\nc\nb\n"}, "a\nb\nc\n", 0, false},
+		{cmd{args: []string{"grep", "-v", "-i", "A"}, stdin: "a\nb\n"}, "b\n", 0, false},
+		{cmd{args: []string{"grep", "A"}, stdin: "a\nA\n"}, "A\n", 0, false},
 	}
 	for i, s := range steps {
 		s.c.files = map[string]string{"/data/sub/a.txt": "alpha\n"}
@@ -392,6 +397,76 @@ func TestSnapshotClock(t *testing.T) {
 	defer cancel()
 	if err := h.rt.Run(ctx, h.mods[wasm.CoreutilsModule], wazero.NewModuleConfig(), runtime.RunOptions{WASI: st}); err != nil {
 		t.Errorf("sleep on a clock starting at zero: %v", err)
+	}
+}
+
+// TestSnapshotFirstRunDeadline ends the first run of a module while its
+// snapshot is being taken: that run reports its deadline, and the next one
+// takes the snapshot and runs.
+func TestSnapshotFirstRunDeadline(t *testing.T) {
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.Config{CacheDir: sharedCacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	bin, _ := wasm.Module(wasm.CoreutilsModule)
+	m, err := rt.Compile(ctx, wasm.CoreutilsModule, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &toolHost{rt: rt, mods: map[string]*runtime.Module{wasm.CoreutilsModule: m}}
+	var memfds0 int
+	if goruntime.GOOS == "linux" {
+		_, memfds0 = openFDs(t)
+	}
+	dctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	if _, err := h.run(dctx, cmd{args: []string{"echo", "first"}}, runtime.RunOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("first run with a 1ms deadline: %v", err)
+	}
+	for _, word := range []string{"second", "third"} {
+		r, err := h.run(ctx, cmd{args: []string{"echo", word}}, runtime.RunOptions{})
+		if err != nil || r.stdout != word+"\n" {
+			t.Errorf("run after the deadline: %+v %v", r, err)
+		}
+	}
+	if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
+		t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
+	}
+	if goruntime.GOOS == "linux" {
+		if _, n := openFDs(t); n-memfds0 != 1 {
+			t.Errorf("%d snapshot memfds for one module, want 1", n-memfds0)
+		}
+	}
+}
+
+// With a default memory limit below what the module's initialization
+// needs, no snapshot can be taken: runs are refused under that limit and
+// still run under a larger one of their own.
+func TestSnapshotSmallDefaultLimit(t *testing.T) {
+	t.Skip("BUG: takeSnapshot (snapshot.go) instantiates under Config.MemoryLimit without checking the module's initial memory against it: wazero panics (slice bounds out of range) when the allocator refuses the initial allocation")
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.Config{CacheDir: sharedCacheDir, MemoryLimit: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	bin, _ := wasm.Module(wasm.CoreutilsModule)
+	m, err := rt.Compile(ctx, wasm.CoreutilsModule, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &toolHost{rt: rt, mods: map[string]*runtime.Module{wasm.CoreutilsModule: m}}
+	if r, err := h.run(ctx, cmd{args: []string{"echo", "x"}}, runtime.RunOptions{}); !errors.Is(err, runtime.ErrMemoryLimit) || r.stdout != "" {
+		t.Errorf("echo under 2MiB: %+v %v", r, err)
+	}
+	r, err := h.run(ctx, cmd{args: []string{"echo", "y"}}, runtime.RunOptions{MemoryLimit: 64 << 20})
+	if err != nil || r.stdout != "y\n" {
+		t.Errorf("echo under 64MiB: %+v %v", r, err)
+	}
+	if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
+		t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
 	}
 }
 
