@@ -1,0 +1,389 @@
+package wasmbin
+
+import "fmt"
+
+// Fuel is how many loop iterations an instrumented guest runs between two
+// calls to the host (see InstrumentLoops).
+const Fuel = 1 << 16
+
+// The import InstrumentLoops calls. WASI's sched_yield takes nothing and
+// returns an errno; every Go wasip1 program imports it.
+const (
+	yieldModule = "wasi_snapshot_preview1"
+	yieldName   = "sched_yield"
+)
+
+// InstrumentLoops returns the module with fuel metering at the head of
+// every loop: a new mutable i32 global, the fuel, and after every loop
+// instruction
+//
+//	global.get $fuel
+//	i32.const 1
+//	i32.sub
+//	global.set $fuel
+//	global.get $fuel
+//	i32.eqz
+//	if
+//	  call $sched_yield   ;; the host: ends the guest if its context is done
+//	  drop
+//	  i32.const Fuel
+//	  global.set $fuel
+//	end
+//
+// so that a guest calls the host at least every Fuel loop iterations. Code
+// without loops ends by itself (a call chain is bounded by the stack), so a
+// guest can run only so long without a host call. There the host can end
+// it (wasmbox's sched_yield does when the call's context is done), and the
+// Go scheduler can preempt the goroutine that runs it: compiled guest code
+// is not preemptible, and a garbage collection of the host waits for every
+// goroutine to reach a preemption point.
+//
+// wazero's own way (RuntimeConfig.WithCloseOnContextDone) leaves the
+// compiled code at every loop header for Go, to check whether the module
+// was closed; loop-heavy code (a Go program branches to its function's loop
+// at every jump) runs several times slower. Decrementing a counter costs
+// almost nothing.
+//
+// ok is false, and the error nil, for a module this does not apply to: it
+// does not import wasi_snapshot_preview1.sched_yield as () -> i32, or its
+// code uses an instruction this decoder does not know (exception handling,
+// a prefix it does not decode). Run such a module with wazero's check. A
+// malformed module is an error.
+func InstrumentLoops(b []byte) (out []byte, ok bool, err error) {
+	secs, err := Sections(b)
+	if err != nil {
+		return nil, false, err
+	}
+	yield, found, err := yieldImport(secs)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	globals, err := Globals(secs)
+	if err != nil {
+		return nil, false, err
+	}
+	imported, _, err := importCounts(secs)
+	if err != nil {
+		return nil, false, err
+	}
+	fuel := imported + uint32(len(globals))
+	ci := Find(secs, SecCode)
+	var code []byte
+	if ci >= 0 {
+		var known bool
+		code, known, err = instrumentCode(secs[ci].Body, meter(fuel, yield))
+		if err != nil || !known {
+			return nil, false, err
+		}
+	}
+
+	// The fuel global, after the module's own.
+	gbody := AppendUleb(nil, uint32(len(globals)+1))
+	if gi := Find(secs, SecGlobal); gi >= 0 {
+		r := &reader{b: secs[gi].Body}
+		r.count()
+		gbody = append(gbody, r.b...)
+	}
+	gbody = append(gbody, 0x7f, 1, opI32Const)
+	gbody = AppendSleb(gbody, Fuel)
+	gbody = append(gbody, opEnd)
+	secs = replaceSection(secs, SecGlobal, gbody)
+	if ci >= 0 {
+		secs = replaceSection(secs, SecCode, code)
+	}
+	return Encode(secs), true, nil
+}
+
+// meter is the code InstrumentLoops puts after every loop instruction.
+func meter(fuel, yield uint32) []byte {
+	m := []byte{opGlobal}
+	m = AppendUleb(m, fuel)
+	m = append(m, opI32Const, 1, 0x6b /* i32.sub */, 0x24 /* global.set */)
+	m = AppendUleb(m, fuel)
+	m = append(m, opGlobal)
+	m = AppendUleb(m, fuel)
+	m = append(m, 0x45 /* i32.eqz */, 0x04, 0x40 /* if */, 0x10 /* call */)
+	m = AppendUleb(m, yield)
+	m = append(m, 0x1a /* drop */, opI32Const)
+	m = AppendSleb(m, Fuel)
+	m = append(m, 0x24 /* global.set */)
+	m = AppendUleb(m, fuel)
+	return append(m, opEnd)
+}
+
+// yieldImport finds the function index of the sched_yield import, with
+// the type () -> i32.
+func yieldImport(secs []Section) (idx uint32, found bool, err error) {
+	ii := Find(secs, SecImport)
+	if ii < 0 {
+		return 0, false, nil
+	}
+	r := &reader{b: secs[ii].Body}
+	n := r.count()
+	var funcs uint32
+	typeIdx := int64(-1)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		mod, name := r.name(), r.name()
+		switch kind := r.byte1(); kind {
+		case KindFunc:
+			t := r.u32()
+			if mod == yieldModule && name == yieldName && typeIdx < 0 {
+				idx, typeIdx = funcs, int64(t)
+			}
+			funcs++
+		case KindTable:
+			r.byte1()
+			r.limits()
+		case KindMemory:
+			r.limits()
+		case KindGlobal:
+			r.byte1()
+			r.byte1()
+		default:
+			r.fail("import kind %d", kind)
+		}
+	}
+	if r.err != nil || typeIdx < 0 {
+		return 0, false, r.err
+	}
+	ti := Find(secs, SecType)
+	if ti < 0 {
+		return 0, false, fmt.Errorf("%w: an import refers to a missing type section", ErrMalformed)
+	}
+	tr := &reader{b: secs[ti].Body}
+	nt := tr.count()
+	for i := uint32(0); i < nt && tr.err == nil; i++ {
+		if tr.byte1() != 0x60 {
+			return 0, false, nil // not a plain function type (GC proposal)
+		}
+		params := tr.bytes(tr.count())
+		results := tr.bytes(tr.count())
+		if int64(i) == typeIdx {
+			return idx, tr.err == nil && len(params) == 0 && len(results) == 1 && results[0] == 0x7f, tr.err
+		}
+	}
+	if tr.err != nil {
+		return 0, false, tr.err
+	}
+	return 0, false, fmt.Errorf("%w: import of type %d past the type section", ErrMalformed, typeIdx)
+}
+
+// sectionOrder is the position of each known section id in a module.
+var sectionOrder = map[byte]int{
+	SecType: 1, SecImport: 2, SecFunction: 3, SecTable: 4, SecMemory: 5, 13 /* tag */ : 6,
+	SecGlobal: 7, SecExport: 8, SecStart: 9, SecElement: 10, SecDataCount: 11, SecCode: 12, SecData: 13,
+}
+
+// replaceSection sets the body of the section id, adding the section at
+// its place in the order when the module has none.
+func replaceSection(secs []Section, id byte, body []byte) []Section {
+	out := append([]Section(nil), secs...)
+	if i := Find(out, id); i >= 0 {
+		out[i] = Section{ID: id, Body: body, sizeLen: out[i].sizeLen}
+		return out
+	}
+	at := len(out)
+	for i, s := range out {
+		if o, known := sectionOrder[s.ID]; known && s.ID != SecCustom && o > sectionOrder[id] {
+			at = i
+			break
+		}
+	}
+	return append(out[:at], append([]Section{{ID: id, Body: body}}, out[at:]...)...)
+}
+
+// instrumentCode rewrites a code section body, inserting check after every
+// loop's block type.
+func instrumentCode(body []byte, check []byte) (out []byte, known bool, err error) {
+	r := &reader{b: body}
+	n := r.count()
+	out = AppendUleb(make([]byte, 0, len(body)+len(body)/8), n)
+	var fn []byte
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		size := r.u32()
+		fbody := r.bytes(size)
+		if r.err != nil {
+			break
+		}
+		fn, known, err = instrumentFunc(fn[:0], fbody, check)
+		if err != nil {
+			return nil, false, fmt.Errorf("function body %d: %w", i, err)
+		}
+		if !known {
+			return nil, false, nil
+		}
+		out = AppendUleb(out, uint32(len(fn)))
+		out = append(out, fn...)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after the last function body", len(r.b))
+	}
+	if r.err != nil {
+		return nil, false, r.err
+	}
+	return out, true, nil
+}
+
+// instrumentFunc copies one function body (locals, then code) to out with
+// the check after every loop.
+func instrumentFunc(out, body, check []byte) ([]byte, bool, error) {
+	r := &reader{b: body}
+	for n, i := r.count(), uint32(0); i < n && r.err == nil; i++ {
+		r.u32()   // count
+		r.byte1() // type
+	}
+	if r.err != nil {
+		return nil, false, r.err
+	}
+	out = append(out, body[:len(body)-len(r.b)]...)
+	for len(r.b) > 0 && r.err == nil {
+		start := r.b
+		op := r.byte1()
+		known := skipImmediates(r, op)
+		if r.err != nil {
+			break
+		}
+		if !known {
+			return nil, false, nil
+		}
+		out = append(out, start[:len(start)-len(r.b)]...)
+		if op == 0x03 { // loop
+			out = append(out, check...)
+		}
+	}
+	return out, true, r.err
+}
+
+// skipImmediates reads the immediates of the instruction op. It returns
+// false for an instruction it does not know.
+func skipImmediates(r *reader, op byte) bool {
+	switch {
+	case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
+		r.blockType()
+	case op == 0x0c || op == 0x0d: // br, br_if
+		r.u32()
+	case op == 0x0e: // br_table
+		for n, i := r.count(), uint32(0); i < n && r.err == nil; i++ {
+			r.u32()
+		}
+		r.u32()
+	case op == 0x10 || op == 0x12: // call, return_call
+		r.u32()
+	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
+		r.u32()
+		r.u32()
+	case op == 0x1c: // select t*
+		for n, i := r.count(), uint32(0); i < n && r.err == nil; i++ {
+			r.byte1()
+		}
+	case op >= 0x20 && op <= 0x26: // local.*, global.*, table.get/set
+		r.u32()
+	case op >= 0x28 && op <= 0x3e: // loads and stores
+		r.memarg()
+	case op == 0x3f || op == 0x40: // memory.size, memory.grow
+		r.u32()
+	case op == opI32Const:
+		r.u32v()
+	case op == opI64Const:
+		r.u64v()
+	case op == opF32Const:
+		r.bytes(4)
+	case op == opF64Const:
+		r.bytes(8)
+	case op == opRefNull:
+		r.byte1()
+	case op == opRefFunc:
+		r.u32()
+	case op == 0xfc:
+		return r.prefixFC()
+	case op == 0xfd:
+		return r.prefixFD()
+	case op == 0xfe:
+		return r.prefixFE()
+	case op == 0x00 || op == 0x01 || op == 0x05 || op == 0x0b || op == 0x0f || op == 0x1a || op == 0x1b:
+		// unreachable, nop, else, end, return, drop, select
+	case op >= 0x45 && op <= 0xc4: // numeric instructions
+	case op == 0xd1: // ref.is_null
+	default:
+		return false // exception handling, GC and other proposals
+	}
+	return true
+}
+
+func (r *reader) blockType() {
+	if len(r.b) == 0 {
+		r.fail("truncated block type")
+		return
+	}
+	switch c := r.b[0]; {
+	case c == 0x40 || (c >= 0x6f && c <= 0x7f): // empty or a value type
+		r.b = r.b[1:]
+	default: // a type index, as a signed 33-bit LEB128
+		r.skipLeb(5)
+	}
+}
+
+func (r *reader) memarg() {
+	align := r.u32()
+	if align&0x40 != 0 { // multi-memory: a memory index follows
+		r.u32()
+	}
+	r.u64v() // offset (memory64 allows 64 bits)
+}
+
+// prefixFC: saturating truncation, bulk memory and table instructions.
+func (r *reader) prefixFC() bool {
+	switch sub := r.u32(); {
+	case sub <= 7: // trunc_sat
+	case sub == 8: // memory.init data mem
+		r.u32()
+		r.u32()
+	case sub == 9: // data.drop
+		r.u32()
+	case sub == 10: // memory.copy mem mem
+		r.u32()
+		r.u32()
+	case sub == 11: // memory.fill mem
+		r.u32()
+	case sub == 12 || sub == 14: // table.init elem table, table.copy t t
+		r.u32()
+		r.u32()
+	case sub == 13 || sub == 15 || sub == 16 || sub == 17: // elem.drop, table.grow/size/fill
+		r.u32()
+	default:
+		return false
+	}
+	return true
+}
+
+// prefixFD: fixed-width SIMD.
+func (r *reader) prefixFD() bool {
+	switch sub := r.u32(); {
+	case sub <= 11 || sub == 92 || sub == 93: // v128 loads and stores
+		r.memarg()
+	case sub == 12 || sub == 13: // v128.const, i8x16.shuffle
+		r.bytes(16)
+	case sub >= 21 && sub <= 34: // extract/replace lane
+		r.byte1()
+	case sub >= 84 && sub <= 91: // load/store lane
+		r.memarg()
+		r.byte1()
+	case sub <= 275: // every other SIMD instruction has no immediate
+	default:
+		return false
+	}
+	return true
+}
+
+// prefixFE: threads (atomic memory accesses, wait/notify, fence).
+func (r *reader) prefixFE() bool {
+	switch sub := r.u32(); {
+	case sub == 3: // atomic.fence
+		r.byte1()
+	case sub <= 2 || (sub >= 0x10 && sub <= 0x4e): // wait/notify and atomic accesses
+		r.memarg()
+	default:
+		return false
+	}
+	return true
+}
