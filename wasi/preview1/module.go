@@ -231,7 +231,12 @@ func randomGet(_ context.Context, s *State, mem api.Memory, p []uint64) Errno {
 	return 0
 }
 
-func schedYield(context.Context, *State, api.Memory, []uint64) Errno {
+// schedYield yields the processor, and ends the guest when the call's
+// context is done: the runtime makes guests call it every so many loop
+// iterations (see internal/wasmbin.InstrumentLoops), which is how a guest
+// that never calls the host otherwise is stopped.
+func schedYield(ctx context.Context, _ *State, _ api.Memory, _ []uint64) Errno {
+	exitIfDone(ctx)
 	yield()
 	return 0
 }
