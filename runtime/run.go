@@ -133,15 +133,12 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		ictx = preview1.WithState(ictx, opts.WASI)
 	}
 
-	var mod api.Module
-	var err error
-	if m.reactor != nil {
-		mod, err = r.runReactor(ictx, m, mc, snap, alloc, opts.WASI)
-	} else {
-		mod, err = r.rt.InstantiateModule(ictx, m.compiled, mc.WithName(""))
-	}
+	mod, err := r.execute(ictx, m, mc, snap, alloc, opts.WASI)
 	if mod != nil {
-		if mod.IsClosed() && ctx.Err() != nil {
+		// Only wazero's context watcher (the checked runtime) closes a
+		// module without releasing it; a closed module of the other
+		// runtime would run the function releaseClosed calls.
+		if m.rt == r.rt && mod.IsClosed() && ctx.Err() != nil {
 			releaseClosed(ictx, mod)
 		}
 		_ = mod.Close(context.WithoutCancel(ctx))

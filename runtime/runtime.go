@@ -104,6 +104,17 @@ type Config struct {
 	// snapshot: for comparing the two, and for hosts that refuse the
 	// snapshot's memory mappings (they fall back to copying anyway).
 	NoSnapshots bool
+	// WazeroKillCheck stops guests the way wazero does
+	// (WithCloseOnContextDone: compiled code checks at every loop header
+	// whether the module was closed) instead of through the fuel wasmbox
+	// adds to the module's loops (see wasmbin.InstrumentLoops), which
+	// makes the guest call the host, where it can be ended, every
+	// wasmbin.Fuel iterations. Fuel is the default: it costs a decrement
+	// per loop iteration where wazero's check exits to Go, which makes
+	// loop-heavy guests several times slower. Modules the instrumentation
+	// does not apply to use wazero's check anyway, and so does every
+	// module with wazero's WASI (its sched_yield ignores the context).
+	WazeroKillCheck bool
 }
 
 // WASIImpl names an implementation of wasi_snapshot_preview1.
@@ -121,7 +132,9 @@ const (
 // Runtime compiles and runs modules. It is safe for concurrent use.
 type Runtime struct {
 	rt          wazero.Runtime
-	cache       wazero.CompilationCache
+	fast        wazero.Runtime // metered modules (wasmbin.InstrumentLoops)
+	caches      []wazero.CompilationCache
+	wazeroCheck bool
 	workers     int
 	memLimit    uint64
 	maxCached   int
@@ -155,6 +168,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		lru:         list.New(),
 		compileLock: map[[32]byte]*sync.Mutex{},
 		noSnapshot:  cfg.NoSnapshots,
+		wazeroCheck: cfg.WazeroKillCheck,
 	}
 	if r.workers <= 0 {
 		r.workers = min(goruntime.NumCPU(), 4)
@@ -165,7 +179,14 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if r.maxCached <= 0 {
 		r.maxCached = DefaultMaxCachedModules
 	}
-	rc := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true)
+	// Two wazero runtimes: modules whose loops InstrumentLoops could meter
+	// run without wazero's termination check (they call sched_yield, which
+	// ends them when their context is done, every Fuel loop iterations);
+	// the others run with it (WithCloseOnContextDone). Each has its own
+	// compilation cache: wazero keys cached code by module alone, not by
+	// that setting.
+	checked := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true)
+	loops := wazero.NewRuntimeConfigCompiler()
 	if !cfg.DisableCache {
 		dir := cfg.CacheDir
 		if dir == "" {
@@ -180,8 +201,13 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 			if err != nil {
 				return nil, fmt.Errorf("runtime: compilation cache %s: %w", dir, err)
 			}
-			r.cache = c
-			rc = rc.WithCompilationCache(c)
+			lc, err := wazero.NewCompilationCacheWithDir(filepath.Join(dir, "loops"))
+			if err != nil {
+				return nil, fmt.Errorf("runtime: compilation cache %s: %w", dir, err)
+			}
+			r.caches = []wazero.CompilationCache{c, lc}
+			checked = checked.WithCompilationCache(c)
+			loops = loops.WithCompilationCache(lc)
 		}
 	}
 	if cfg.HostLogging != nil {
@@ -191,45 +217,56 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 		r.listener = logging.NewHostLoggingListenerFactory(asLogWriter(cfg.HostLogging), scopes)
 	}
-	r.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-
-	hostCtx := r.hostCtx(ctx)
-	var wasiFuncs map[string]api.FunctionDefinition
 	// wazero's host logging decodes the parameters of its own WASI
 	// functions only: with HostLogging, wazero's module is used.
 	r.ownWASI = cfg.WASI == WASIWasmbox && cfg.HostLogging == nil
+	if !r.ownWASI {
+		r.wazeroCheck = true
+	}
+	r.rt = wazero.NewRuntimeWithConfig(ctx, checked)
+	r.fast = wazero.NewRuntimeWithConfig(ctx, loops)
+	for _, rt := range []wazero.Runtime{r.rt, r.fast} {
+		if err := r.instantiateHosts(ctx, rt); err != nil {
+			r.rt.Close(ctx)
+			r.fast.Close(ctx)
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// instantiateHosts instantiates the host modules (WASI and wasmbox) in rt
+// and records the functions they provide.
+func (r *Runtime) instantiateHosts(ctx context.Context, rt wazero.Runtime) error {
+	hostCtx := r.hostCtx(ctx)
+	var wasiFuncs map[string]api.FunctionDefinition
 	if r.ownWASI {
-		if _, err := preview1.Instantiate(hostCtx, r.rt); err != nil {
-			r.rt.Close(ctx)
-			return nil, fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
+		if _, err := preview1.Instantiate(hostCtx, rt); err != nil {
+			return fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
 		}
-		wasiFuncs = r.rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
+		wasiFuncs = rt.Module(wasi_snapshot_preview1.ModuleName).ExportedFunctionDefinitions()
 	} else {
-		wasiMod, err := wasi_snapshot_preview1.NewBuilder(r.rt).Compile(hostCtx)
+		wasiMod, err := wasi_snapshot_preview1.NewBuilder(rt).Compile(hostCtx)
 		if err != nil {
-			r.rt.Close(ctx)
-			return nil, fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
+			return fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
 		}
-		if _, err := r.rt.InstantiateModule(hostCtx, wasiMod, wazero.NewModuleConfig()); err != nil {
-			r.rt.Close(ctx)
-			return nil, fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
+		if _, err := rt.InstantiateModule(hostCtx, wasiMod, wazero.NewModuleConfig()); err != nil {
+			return fmt.Errorf("runtime: wasi_snapshot_preview1: %w", err)
 		}
 		wasiFuncs = wasiMod.ExportedFunctions()
 	}
-	boxMod, err := newSpawnModule(r.rt).Compile(hostCtx)
+	boxMod, err := newSpawnModule(rt).Compile(hostCtx)
 	if err != nil {
-		r.rt.Close(ctx)
-		return nil, fmt.Errorf("runtime: wasmbox host module: %w", err)
+		return fmt.Errorf("runtime: wasmbox host module: %w", err)
 	}
-	if _, err := r.rt.InstantiateModule(hostCtx, boxMod, wazero.NewModuleConfig()); err != nil {
-		r.rt.Close(ctx)
-		return nil, fmt.Errorf("runtime: wasmbox host module: %w", err)
+	if _, err := rt.InstantiateModule(hostCtx, boxMod, wazero.NewModuleConfig()); err != nil {
+		return fmt.Errorf("runtime: wasmbox host module: %w", err)
 	}
 	r.provided = map[string]map[string]api.FunctionDefinition{
 		wasi_snapshot_preview1.ModuleName: wasiFuncs,
 		SpawnModuleName:                   boxMod.ExportedFunctions(),
 	}
-	return r, nil
+	return nil
 }
 
 // hostCtx is ctx with the host-logging listener factory of the runtime,
@@ -247,8 +284,18 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() {
 		ctx = context.WithoutCancel(ctx)
 		r.closeErr = r.rt.Close(ctx)
-		if r.cache != nil {
-			if err := r.cache.Close(ctx); r.closeErr == nil {
+		r.mu.Lock()
+		for _, m := range r.modules {
+			if m.reactor != nil {
+				m.reactor.close() // running instances keep their mappings
+			}
+		}
+		r.mu.Unlock()
+		if err := r.fast.Close(ctx); r.closeErr == nil {
+			r.closeErr = err
+		}
+		for _, c := range r.caches {
+			if err := c.Close(ctx); r.closeErr == nil {
 				r.closeErr = err
 			}
 		}
@@ -298,7 +345,8 @@ type Module struct {
 	size     int
 	compiled wazero.CompiledModule
 	minPages uint32
-	reactor  *reactor // for a wasmbox reactor module (see SnapshotABI)
+	reactor  *reactor       // for a wasmbox reactor module (see SnapshotABI)
+	rt       wazero.Runtime // r.rt, or r.fast for a metered module
 	pinned   bool
 	elem     *list.Element
 
@@ -391,16 +439,21 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	// A binary these rewrites cannot parse is compiled as it is, so that
+	// wazero's decoder says what is wrong with it.
+	binary, target := wasm, r.rt
+	if !r.wazeroCheck {
+		if out, ok, err := wasmbin.InstrumentLoops(binary); err == nil && ok {
+			binary, target = out, r.fast
+		}
+	}
 	var rc *reactor
-	binary := wasm
-	if prep, ok, err := wasmbin.PrepareReactor(wasm); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	} else if ok {
+	if prep, ok, err := wasmbin.PrepareReactor(binary); err == nil && ok {
 		rc = &reactor{segments: prep.Segments, globals: prep.Globals}
 		binary = prep.Binary
 	}
 	cctx := experimental.WithCompilationWorkers(r.hostCtx(ctx), r.workers)
-	compiled, err := r.rt.CompileModule(cctx, binary)
+	compiled, err := target.CompileModule(cctx, binary)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -408,7 +461,8 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 		_ = compiled.Close(ctx)
 		return nil, err
 	}
-	m := &Module{name: name, key: key, size: len(wasm), compiled: compiled, minPages: minPages, reactor: rc}
+	m := &Module{name: name, key: key, size: len(wasm), compiled: compiled, minPages: minPages,
+		reactor: rc, rt: target}
 	r.mu.Lock()
 	r.modules[key] = m
 	m.elem = r.lru.PushFront(m)

@@ -133,10 +133,18 @@ func (r *Runtime) takeSnapshot(ctx context.Context, m *Module) (*snapshot, error
 		return nil, err
 	}
 	defer st.Close()
-	alloc := &limitAllocator{limit: r.memLimit, live: &r.liveMem}
+	// The snapshot is taken under the larger of the runtime's limit and
+	// the default, so that a runtime with a small default limit still has
+	// one for the runs that set a larger limit; every run checks its own
+	// limit against the snapshot's size.
+	limit := max(r.memLimit, DefaultMemoryLimit)
+	if need := uint64(m.minPages) * 65536; need > limit {
+		return nil, fmt.Errorf("%s: %w: the module needs %s of initial memory", m.name, ErrMemoryLimit, FormatBytes(need))
+	}
+	alloc := &limitAllocator{limit: limit, live: &r.liveMem}
 	ictx := experimental.WithMemoryAllocator(ctx, alloc)
 	ictx = preview1.WithState(ictx, st)
-	mod, err := r.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := m.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if mod != nil {
 		defer mod.Close(context.WithoutCancel(ctx))
 	}
@@ -193,10 +201,14 @@ func restore(mod api.Module, rc *reactor, snap *snapshot) error {
 	return nil
 }
 
-// runReactor runs one command of a reactor module: from the snapshot when
-// there is one, else after initializing the instance.
-func (r *Runtime) runReactor(ctx context.Context, m *Module, mc wazero.ModuleConfig, snap *snapshot, alloc *limitAllocator, st *preview1.State) (api.Module, error) {
-	mod, err := r.rt.InstantiateModule(ctx, m.compiled, mc.WithName("").WithStartFunctions())
+// execute instantiates m and runs it to its end: a command module's
+// _start, or one command of a reactor (from the snapshot when there is
+// one, else after initializing the instance).
+func (r *Runtime) execute(ctx context.Context, m *Module, mc wazero.ModuleConfig, snap *snapshot, alloc *limitAllocator, st *preview1.State) (api.Module, error) {
+	if m.reactor == nil {
+		return m.rt.InstantiateModule(ctx, m.compiled, mc.WithName(""))
+	}
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled, mc.WithName("").WithStartFunctions())
 	if err != nil {
 		return mod, err
 	}

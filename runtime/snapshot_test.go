@@ -445,7 +445,6 @@ func TestSnapshotFirstRunDeadline(t *testing.T) {
 // needs, no snapshot can be taken: runs are refused under that limit and
 // still run under a larger one of their own.
 func TestSnapshotSmallDefaultLimit(t *testing.T) {
-	t.Skip("BUG: takeSnapshot (snapshot.go) instantiates under Config.MemoryLimit without checking the module's initial memory against it: wazero panics (slice bounds out of range) when the allocator refuses the initial allocation")
 	ctx := context.Background()
 	rt, err := runtime.New(ctx, runtime.Config{CacheDir: sharedCacheDir, MemoryLimit: 2 << 20})
 	if err != nil {
@@ -765,7 +764,6 @@ func TestSnapshotRelease(t *testing.T) {
 // TestSnapshotReleaseOnClose checks that Runtime.Close releases the
 // snapshots of the modules still compiled.
 func TestSnapshotReleaseOnClose(t *testing.T) {
-	t.Skip("BUG: Runtime.Close (runtime.go) closes the wazero runtime but not the modules' reactors: the memfd of every snapshot still cached stays open")
 	if goruntime.GOOS != "linux" {
 		t.Skip("memfd snapshots are Linux only")
 	}
