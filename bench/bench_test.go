@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/wasmbox/wasmbox/internal/wasmbin"
 	"math"
 	"os"
 	"strings"
@@ -112,9 +113,13 @@ FAILED: kill: boom
 func TestLoopModuleMatchesGo(t *testing.T) {
 	ctx := context.Background()
 	want := lcg(12345)
-	for _, armed := range []bool{true, false} {
-		if _, err := timeLoopGuest(ctx, armed, 12345, want, 1); err != nil {
-			t.Errorf("armed=%v: %v", armed, err)
+	// 3*Fuel iterations and more: the metered loop calls sched_yield
+	// three times and must still compute the same value.
+	n := uint32(3*wasmbin.Fuel + 12345)
+	want = lcg(n)
+	for _, k := range []killCheck{checkWazero, checkFuel, checkNone} {
+		if _, err := timeLoopGuest(ctx, k, n, want, 1); err != nil {
+			t.Errorf("%v: %v", k, err)
 		}
 	}
 }

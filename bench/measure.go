@@ -23,6 +23,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/wasmbox/wasmbox/internal/wasmbin"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/runtime/runtimetest"
 	"github.com/wasmbox/wasmbox/sandbox"
@@ -45,26 +46,34 @@ func (e *Env) newSandbox(ctx context.Context) (*sandbox.Sandbox, error) {
 func measureKill(ctx context.Context, e *Env) ([]Row, error) {
 	n := e.reps(3, 20)
 	rt := e.Engine.Runtime()
-	spin, err := rt.Compile(ctx, "bench-spin", runtimetest.Spin())
-	if err != nil {
-		return nil, err
-	}
 	var rows []Row
-	var guest []float64
-	for i := 0; i < n; i++ {
-		lat, err := killAfter(ctx, func(ctx context.Context) error {
-			err := rt.Run(ctx, spin, wazero.NewModuleConfig(), runtime.RunOptions{})
-			if !errors.Is(err, context.DeadlineExceeded) {
-				return fmt.Errorf("spin guest ended with %v, want a deadline", err)
-			}
-			return nil
-		})
+	for _, g := range []struct {
+		name, note string
+		wasm       []byte
+	}{
+		{"spin-loop guest (no host calls), wazero's check", "runtime.Run of a hand-assembled `loop br 0` without imports: WithCloseOnContextDone", runtimetest.Spin()},
+		{"spin-loop guest (no host calls), fuel", "the same loop in a module importing sched_yield: metered (every Go guest is)", runtimetest.SpinMetered()},
+	} {
+		spin, err := rt.Compile(ctx, "bench-"+g.name, g.wasm)
 		if err != nil {
-			return rows, err
+			return nil, err
 		}
-		guest = append(guest, lat)
+		var guest []float64
+		for i := 0; i < n; i++ {
+			lat, err := killAfter(ctx, func(ctx context.Context) error {
+				err := rt.Run(ctx, spin, wazero.NewModuleConfig(), runtime.RunOptions{})
+				if !errors.Is(err, context.DeadlineExceeded) {
+					return fmt.Errorf("spin guest ended with %v, want a deadline", err)
+				}
+				return nil
+			})
+			if err != nil {
+				return rows, err
+			}
+			guest = append(guest, lat)
+		}
+		rows = append(rows, row(g.name, Duration, guest, nil, g.note))
 	}
-	rows = append(rows, row("spin-loop guest (no host calls)", Duration, guest, nil, "runtime.Run of a hand-assembled `loop br 0`"))
 
 	sb, err := e.newSandbox(ctx)
 	if err != nil {
@@ -629,8 +638,51 @@ func measureStartup(ctx context.Context, e *Env) ([]Row, error) {
 	return rows, nil
 }
 
-// measureCompute runs the same LCG loop as a wasm guest with the kill check
-// armed (WithCloseOnContextDone(true)), without it, and as Go.
+// killCheck is how a compute row stops its guest.
+type killCheck int
+
+const (
+	checkWazero killCheck = iota // WithCloseOnContextDone: an exit to Go at every loop header
+	checkFuel                    // wasmbin.InstrumentLoops: a decrement per iteration (the default)
+	checkNone                    // nothing: the guest cannot be stopped
+)
+
+func (k killCheck) String() string {
+	return [...]string{"kill check armed (WithCloseOnContextDone)", "fuel metering (the default)", "no kill check"}[k]
+}
+
+// runtimeFor is a plain wazero runtime for k, with WASI (whose sched_yield
+// the metered code calls) instantiated.
+func runtimeFor(ctx context.Context, k killCheck, cache wazero.CompilationCache) (wazero.Runtime, error) {
+	rc := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(k == checkWazero)
+	if cache != nil {
+		rc = rc.WithCompilationCache(cache)
+	}
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, err
+	}
+	return r, nil
+}
+
+// meter returns wasm with its loops metered when k is checkFuel.
+func meter(k killCheck, wasm []byte) ([]byte, error) {
+	if k != checkFuel {
+		return wasm, nil
+	}
+	out, ok, err := wasmbin.InstrumentLoops(wasm)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errors.New("module cannot be metered")
+	}
+	return out, nil
+}
+
+// measureCompute runs the same LCG loop as a wasm guest with each kill
+// check, and as Go.
 func measureCompute(ctx context.Context, e *Env) ([]Row, error) {
 	n := e.reps(3, 7)
 	iters := uint32(e.reps(20_000_000, 50_000_000))
@@ -645,15 +697,12 @@ func measureCompute(ctx context.Context, e *Env) ([]Row, error) {
 		}
 	}
 	var rows []Row
-	for _, armed := range []bool{true, false} {
-		ds, err := timeLoopGuest(ctx, armed, iters, want, n)
+	for _, k := range []killCheck{checkWazero, checkFuel, checkNone} {
+		ds, err := timeLoopGuest(ctx, k, iters, want, n)
 		if err != nil {
 			return rows, err
 		}
-		name := "guest loop, kill check armed (WithCloseOnContextDone)"
-		if !armed {
-			name = "guest loop, no kill check"
-		}
+		name := "guest loop, " + k.String()
 		rows = append(rows, row(name, Duration, ds, nat, fmt.Sprintf("%d iterations of x=x*1664525+1013904223; native: the Go loop", iters)))
 	}
 	if e.Quick {
@@ -670,41 +719,44 @@ func measureCompute(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return rows, err
 	}
-	for _, armed := range []bool{true, false} {
-		ds, out, err := timeToolGuest(ctx, armed, []string{"wc", "-w"}, input, n)
+	for _, k := range []killCheck{checkWazero, checkFuel, checkNone} {
+		ds, out, err := timeToolGuest(ctx, k, []string{"wc", "-w"}, input, n)
 		if err != nil {
 			return rows, err
 		}
 		if !sameOutput(out, strings.ReplaceAll(nout, host, "")) {
 			return rows, fmt.Errorf("wc -w guest printed %q, GNU %q", out, nout)
 		}
-		name := "wc -w of 1 MB in raw wazero, kill check armed"
-		if !armed {
-			name = "wc -w of 1 MB in raw wazero, no kill check"
-		}
-		rows = append(rows, row(name, Duration, ds, nat, "the embedded coreutils module instantiated directly, stdin from memory; native: GNU wc"))
+		name := "wc -w of 1 MB in raw wazero, " + k.String()
+		rows = append(rows, row(name, Duration, ds, nat, "the embedded coreutils module, initialized and run in plain wazero (no snapshot), stdin from memory; native: GNU wc"))
 	}
 	return rows, nil
 }
 
 // timeToolGuest runs a command of the embedded coreutils module n times in
-// a plain wazero runtime with or without close-on-context-done, input on
-// stdin, and returns the durations and the first output. The compiled code
-// is cached under the user cache directory (wasmbox/bench-compile).
-func timeToolGuest(ctx context.Context, armed bool, argv []string, input []byte, n int) ([]float64, string, error) {
-	rc := wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(armed)
+// a plain wazero runtime with kill check k, input on stdin, and returns the
+// durations and the first output. Every run initializes its instance
+// (_initialize, then wasmbox_run): no snapshot, so that the row shows the
+// cost of the check alone. The compiled code is cached under the user
+// cache directory (wasmbox/bench-compile).
+func timeToolGuest(ctx context.Context, k killCheck, argv []string, input []byte, n int) ([]float64, string, error) {
+	var cache wazero.CompilationCache
 	if base, err := os.UserCacheDir(); err == nil {
-		if cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(base, "wasmbox", "bench-compile")); err == nil {
-			defer cache.Close(ctx)
-			rc = rc.WithCompilationCache(cache)
+		if c, err := wazero.NewCompilationCacheWithDir(filepath.Join(base, "wasmbox", "bench-compile", fmt.Sprint(int(k)))); err == nil {
+			defer c.Close(ctx)
+			cache = c
 		}
 	}
-	r := wazero.NewRuntimeWithConfig(ctx, rc)
-	defer r.Close(ctx)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+	r, err := runtimeFor(ctx, k, cache)
+	if err != nil {
 		return nil, "", err
 	}
-	cm, err := r.CompileModule(ctx, wasm.Coreutils())
+	defer r.Close(ctx)
+	bin, err := meter(k, wasm.Coreutils())
+	if err != nil {
+		return nil, "", err
+	}
+	cm, err := r.CompileModule(ctx, bin)
 	if err != nil {
 		return nil, "", err
 	}
@@ -729,9 +781,14 @@ func timeToolGuest(ctx context.Context, armed bool, argv []string, input []byte,
 	for i := 0; i < n; i++ {
 		var out, errOut bytes.Buffer
 		mc := wazero.NewModuleConfig().WithName("").WithArgs(argv...).
-			WithStdin(bytes.NewReader(input)).WithStdout(&out).WithStderr(&errOut)
+			WithStdin(bytes.NewReader(input)).WithStdout(&out).WithStderr(&errOut).
+			WithStartFunctions(wasmbin.ExportInitialize)
 		start := time.Now()
 		mod, err := r.InstantiateModule(ctx, cm, mc)
+		var res []uint64
+		if err == nil {
+			res, err = mod.ExportedFunction(wasmbin.ExportRun).Call(ctx)
+		}
 		d := time.Since(start)
 		if mod != nil {
 			mod.Close(ctx)
@@ -739,6 +796,9 @@ func timeToolGuest(ctx context.Context, armed bool, argv []string, input []byte,
 		var exit *sys.ExitError
 		if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 0) {
 			return nil, "", fmt.Errorf("%v: %w (stderr %q)", argv, err, errOut.String())
+		}
+		if err == nil && uint32(res[0]) != 0 {
+			return nil, "", fmt.Errorf("%v: exit status %d (stderr %q)", argv, uint32(res[0]), errOut.String())
 		}
 		if i == 0 {
 			first = out.String()
@@ -760,7 +820,7 @@ func lcg(n uint32) uint32 {
 }
 
 // loopModule returns a module exporting loop(n i32) i32, the wasm twin of
-// lcg.
+// lcg. It imports sched_yield, which the fuel metering calls.
 func loopModule() []byte {
 	const (
 		opLocalSet = 0x21
@@ -783,7 +843,7 @@ func loopModule() []byte {
 	body = append(body, opI32Sub, opLocalSet, 0x00)
 	body = append(body, runtimetest.OpBr, 0x00, runtimetest.OpEnd, runtimetest.OpEnd)
 	body = append(body, rt, 0x01)
-	return runtimetest.Module{Funcs: []runtimetest.Func{{
+	return runtimetest.Module{Imports: []runtimetest.Import{runtimetest.SchedYield}, Funcs: []runtimetest.Func{{
 		Type:   runtimetest.FuncType{Params: []byte{runtimetest.I32}, Results: []byte{runtimetest.I32}},
 		Locals: []byte{runtimetest.I32},
 		Body:   body,
@@ -791,12 +851,19 @@ func loopModule() []byte {
 	}}}.Encode()
 }
 
-// timeLoopGuest instantiates the loop module in a wazero runtime with or
-// without close-on-context-done and times n calls of loop(iters).
-func timeLoopGuest(ctx context.Context, armed bool, iters, want uint32, n int) ([]float64, error) {
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(armed))
+// timeLoopGuest instantiates the loop module in a wazero runtime with kill
+// check k and times n calls of loop(iters).
+func timeLoopGuest(ctx context.Context, k killCheck, iters, want uint32, n int) ([]float64, error) {
+	r, err := runtimeFor(ctx, k, nil)
+	if err != nil {
+		return nil, err
+	}
 	defer r.Close(ctx)
-	mod, err := r.Instantiate(ctx, loopModule())
+	bin, err := meter(k, loopModule())
+	if err != nil {
+		return nil, err
+	}
+	mod, err := r.Instantiate(ctx, bin)
 	if err != nil {
 		return nil, fmt.Errorf("loop module: %w", err)
 	}
@@ -859,18 +926,19 @@ func measureResponsiveness(ctx context.Context, e *Env) ([]Row, error) {
 	if herr != nil {
 		return nil, herr
 	}
-	note := fmt.Sprintf("while %d guests spin; native column: no guest running", spinners)
+	note := fmt.Sprintf("while %d metered guests spin; native column: no guest running", spinners)
 	return []Row{
 		row("1 ms timer lateness", Duration, busyTimer, idleTimer, note),
 		row("GET /health latency (loopback server.Server)", Duration, busyHealth, idleHealth, note+"; target p99 < 10 ms"),
 	}, nil
 }
 
-// spin starts k spin-loop guests; stop cancels them and checks they all
-// ended by the cancel.
+// spin starts k spin-loop guests, metered as Go guests are (they reach the
+// host every wasmbin.Fuel iterations); stop cancels them and checks they
+// all ended by the cancel.
 func (e *Env) spin(ctx context.Context, k int) (stop func() error, err error) {
 	rt := e.Engine.Runtime()
-	mod, err := rt.Compile(ctx, "bench-spin", runtimetest.Spin())
+	mod, err := rt.Compile(ctx, "bench-spin-metered", runtimetest.SpinMetered())
 	if err != nil {
 		return nil, err
 	}

@@ -233,6 +233,9 @@ func (m Module) Encode() []byte {
 
 var (
 	procExit = Import{Module: "wasi_snapshot_preview1", Name: "proc_exit", Type: FuncType{Params: []byte{I32}}}
+	// SchedYield is WASI's sched_yield, the import that makes the runtime
+	// meter a module's loops (see internal/wasmbin.InstrumentLoops).
+	SchedYield = Import{Module: "wasi_snapshot_preview1", Name: "sched_yield", Type: FuncType{Results: []byte{I32}}}
 	start    = FuncType{}
 )
 
@@ -246,6 +249,18 @@ func Trivial() []byte {
 func Spin() []byte {
 	body := []byte{OpLoop, OpBlockVoid, OpBr, 0x00, OpEnd}
 	return Module{HasMemory: true, MemoryMin: 1, Funcs: []Func{{Type: start, Export: "_start", Body: body}}}.Encode()
+}
+
+// SpinMetered is Spin in a module that imports sched_yield (and never calls
+// it): the runtime meters its loop with fuel instead of wazero's
+// per-iteration check, as it does for every Go guest.
+func SpinMetered() []byte {
+	body := []byte{OpLoop, OpBlockVoid, OpBr, 0x00, OpEnd}
+	return Module{
+		Imports:   []Import{SchedYield},
+		HasMemory: true, MemoryMin: 1,
+		Funcs: []Func{{Type: start, Export: "_start", Body: body}},
+	}.Encode()
 }
 
 // Exit returns a module whose _start calls proc_exit(code).
