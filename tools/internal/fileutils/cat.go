@@ -84,7 +84,11 @@ func catMain(e *cmd.Env) int {
 		}
 		var werr error
 		if plain {
-			err, werr = copyStream(out, r)
+			// As GNU cat: every block read is written at once, so that
+			// a cat reading a pipe passes on what arrives as it arrives.
+			if werr = out.Flush(); werr == nil {
+				err, werr = copyStream(e.Stdout, r)
+			}
 		} else {
 			err = c.copy(out, r)
 		}
@@ -110,6 +114,13 @@ func (c *catState) copy(out *bufio.Writer, r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var num [24]byte
 	for {
+		// Before a read that may block, write what is pending (GNU cat
+		// does the same when its input has nothing buffered).
+		if br.Buffered() == 0 {
+			if err := out.Flush(); err != nil {
+				return err
+			}
+		}
 		line, err := br.ReadSlice('\n')
 		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 			return err
