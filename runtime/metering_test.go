@@ -1,0 +1,235 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	goruntime "runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/runtime/runtimetest"
+	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
+	"github.com/wasmbox/wasmbox/wasm"
+)
+
+// These tests check what the fuel metering of the runtime (see
+// wasmbin.InstrumentLoops and Config.WazeroKillCheck) is for: compiled
+// guest code is not preemptible by the Go scheduler, so a guest that
+// computes without ever calling the host would hold its goroutine outside
+// any preemption point, and a garbage collection of the host, which stops
+// the world, would wait for it. Metered guests call sched_yield every
+// wasmbin.Fuel loop iterations, where Go can preempt them and where the
+// host ends them when their context is done. A failure of the GC checks
+// is as likely to show as a hang (the test binary's -timeout) as a slow
+// GC: a stop-the-world that cannot preempt the guest waits for it.
+
+// maxGCPause is how long one goruntime.GC() may take while a guest runs.
+const maxGCPause = 200 * time.Millisecond
+
+// countWriter discards what it is given and counts the bytes.
+type countWriter struct{ n atomic.Int64 }
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	w.n.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// TestMeterGC runs commands that compute forever (a tight awk loop that
+// never calls the host, yes, sha256sum of /dev/zero) and collects garbage
+// five times while they run: every collection returns within maxGCPause,
+// the guest goes on running meanwhile, a cancel ends it within a second,
+// and nothing of the run is left. With the fuel metering (the default)
+// and with wazero's own check, for comparison.
+func TestMeterGC(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		cfg  runtime.Config
+	}{
+		{"fuel", runtime.Config{}},
+		{"wazero-check", runtime.Config{WazeroKillCheck: true}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			rt := newRuntime(t, mode.cfg)
+			ctx := context.Background()
+			coreutils, _ := wasm.Module(wasm.CoreutilsModule)
+			awk, _ := wasm.Module(wasm.AWKModule)
+			mods := map[string]*runtime.Module{
+				wasm.CoreutilsModule: compile(t, rt, wasm.CoreutilsModule, coreutils),
+				wasm.AWKModule:       compile(t, rt, wasm.AWKModule, awk),
+			}
+			// A first run takes the module's snapshot, before the baselines.
+			for name, m := range mods {
+				args := []string{"true"}
+				if name == wasm.AWKModule {
+					args = []string{"awk", "BEGIN{}"}
+				}
+				if err := runArgs(ctx, t, rt, m, args, &countWriter{}); err != nil {
+					t.Fatalf("%q: %v", args, err)
+				}
+			}
+			defer runtimetest.CheckGoroutines(t)()
+			for _, tc := range []struct {
+				name   string
+				mod    string
+				args   []string
+				output bool // the command writes while it runs
+			}{
+				{"awk-loop", wasm.AWKModule, []string{"awk", "BEGIN { for (;;) x++ }"}, false},
+				{"yes", wasm.CoreutilsModule, []string{"yes"}, true},
+				{"sha256sum", wasm.CoreutilsModule, []string{"sha256sum", "/dev/zero"}, false},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					out := &countWriter{}
+					gcWhileRunning(t, func(ctx context.Context) error {
+						return runArgs(ctx, t, rt, mods[tc.mod], tc.args, out)
+					}, func() int64 { return out.n.Load() }, tc.output)
+				})
+			}
+			if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
+				t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
+			}
+		})
+	}
+}
+
+// TestMeterGCSpin is TestMeterGC with the hand-built spin loops of
+// runtimetest: SpinMetered (imports sched_yield, so the runtime meters
+// it) and Spin (imports nothing: it runs under wazero's check).
+func TestMeterGCSpin(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	metered := compile(t, rt, "spin-metered", runtimetest.SpinMetered())
+	plain := compile(t, rt, "spin", runtimetest.Spin())
+	defer runtimetest.CheckGoroutines(t)()
+	for _, tc := range []struct {
+		name string
+		mod  *runtime.Module
+	}{{"metered", metered}, {"unmetered", plain}} {
+		t.Run(tc.name, func(t *testing.T) {
+			gcWhileRunning(t, func(ctx context.Context) error {
+				return rt.Run(ctx, tc.mod, wazero.NewModuleConfig(), runtime.RunOptions{})
+			}, nil, false)
+		})
+	}
+	if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
+		t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
+	}
+}
+
+// TestMeterDeadline: a module that does not import sched_yield (so it
+// cannot be metered) and loops forever is still ended by a context
+// deadline, through wazero's check, and so is its metered twin.
+func TestMeterDeadline(t *testing.T) {
+	if imports := string(runtimetest.Spin()); strings.Contains(imports, "sched_yield") {
+		t.Fatal("runtimetest.Spin imports sched_yield: it would be metered")
+	}
+	for _, mode := range []struct {
+		name string
+		cfg  runtime.Config
+	}{
+		{"fuel", runtime.Config{}},
+		{"wazero-check", runtime.Config{WazeroKillCheck: true}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			rt := newRuntime(t, mode.cfg)
+			for _, tc := range []struct {
+				name string
+				bin  []byte
+			}{{"spin", runtimetest.Spin()}, {"spin-metered", runtimetest.SpinMetered()}} {
+				m := compile(t, rt, tc.name, tc.bin)
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				start := time.Now()
+				err := rt.Run(ctx, m, wazero.NewModuleConfig(), runtime.RunOptions{})
+				elapsed := time.Since(start)
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("%s: err = %v, want the deadline", tc.name, err)
+				}
+				if elapsed > time.Second {
+					t.Errorf("%s: ended %v after its start, deadline 100ms", tc.name, elapsed)
+				}
+			}
+			if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
+				t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
+			}
+		})
+	}
+}
+
+// runArgs runs args with m on a default filesystem (it has /dev/zero),
+// stdout to out.
+func runArgs(ctx context.Context, t *testing.T, rt *runtime.Runtime, m *runtime.Module, args []string, out *countWriter) error {
+	fsys, err := vfs.NewDefault()
+	if err != nil {
+		t.Error(err)
+		return err
+	}
+	var stderr strings.Builder
+	st, err := preview1.NewState(preview1.Config{FS: fsys, Args: args, Stdout: out, Stderr: &stderr})
+	if err != nil {
+		t.Error(err)
+		return err
+	}
+	defer st.Close()
+	return rt.Run(ctx, m, wazero.NewModuleConfig(), runtime.RunOptions{WASI: st, FS: fsys})
+}
+
+// gcWhileRunning starts run, lets it compute for 100ms, collects garbage
+// five times, checking each collection's time and that run goes on, then
+// cancels it: it must end within a second with a canceled error. With
+// progress set and growing, the guest must also make progress during the
+// collections.
+func gcWhileRunning(t *testing.T, run func(context.Context) error, progress func() int64, growing bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the guest ended before the collections: %v", err)
+	default:
+	}
+	var before int64
+	if progress != nil {
+		before = progress()
+	}
+	var worst time.Duration
+	for i := 0; i < 5; i++ {
+		start := time.Now()
+		goruntime.GC()
+		d := time.Since(start)
+		worst = max(worst, d)
+		if d > maxGCPause {
+			t.Errorf("GC %d took %v while the guest runs, want at most %v", i, d, maxGCPause)
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the guest ended during the collections: %v", err)
+	default:
+	}
+	if growing {
+		time.Sleep(20 * time.Millisecond)
+		if after := progress(); after <= before {
+			t.Errorf("the guest made no progress during the collections: %d bytes before, %d after", before, after)
+		}
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if !isCanceled(err) {
+			t.Errorf("err = %v, want context canceled", err)
+		}
+		t.Logf("slowest GC %v; the guest ended %v after the cancel", worst, time.Since(start))
+	case <-time.After(time.Second):
+		t.Fatal("the guest still runs a second after the cancel")
+	}
+}
