@@ -13,6 +13,9 @@ const (
 	yieldName   = "sched_yield"
 )
 
+// kindTag is the import kind of a tag (the exception handling proposal).
+const kindTag = 4
+
 // InstrumentLoops returns the module with fuel metering at the head of
 // every loop: a new mutable i32 global, the fuel, and after every loop
 // instruction
@@ -139,6 +142,10 @@ func yieldImport(secs []Section) (idx uint32, found bool, err error) {
 		case KindGlobal:
 			r.byte1()
 			r.byte1()
+		case kindTag:
+			// A tag (exception handling): a valid module this does not
+			// apply to, not a malformed one.
+			return 0, false, nil
 		default:
 			r.fail("import kind %d", kind)
 		}

@@ -519,6 +519,17 @@ func TestInstrumentLoopsNotApplicable(t *testing.T) {
 		{"sched_yield () -> i64", withImport(yieldModule, yieldName, []byte{0x60, 0, 1, tI64}, loopBody)},
 		{"sched_yield () -> (i32, i32)", withImport(yieldModule, yieldName, []byte{0x60, 0, 2, tI32, tI32}, loopBody)},
 		{"a GC type before", withImport(yieldModule, yieldName, []byte{0x5f, 0}, loopBody)},
+		// Exception handling: a tag import, before or after sched_yield.
+		{"tag import after", Encode([]Section{
+			sec(SecType, vec(yieldType, []byte{0x60, 0, 0})),
+			sec(SecImport, vec(cat(str(yieldModule), str(yieldName), []byte{KindFunc, 0}),
+				cat(str("env"), str("e"), []byte{4, 0, 1}))),
+		})},
+		{"tag import before", Encode([]Section{
+			sec(SecType, vec(yieldType, []byte{0x60, 0, 0})),
+			sec(SecImport, vec(cat(str("env"), str("e"), []byte{4, 0, 1}),
+				cat(str(yieldModule), str(yieldName), []byte{KindFunc, 0}))),
+		})},
 		{"try", withImport(yieldModule, yieldName, yieldType, body(loopOf(), op(0x06, 0x40), end, end))},
 		{"throw", withImport(yieldModule, yieldName, yieldType, body(op(0x08, 0)))},
 		{"try_table", withImport(yieldModule, yieldName, yieldType, body(op(0x1f, 0x40, 0), end))},
