@@ -11,6 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/wasmbox/wasmbox/internal/wasmbin"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/runtime/runtimetest"
 	"github.com/wasmbox/wasmbox/vfs"
@@ -59,6 +60,7 @@ func TestMeterGC(t *testing.T) {
 			ctx := context.Background()
 			coreutils, _ := wasm.Module(wasm.CoreutilsModule)
 			awk, _ := wasm.Module(wasm.AWKModule)
+			requireMeterable(t, coreutils, awk)
 			mods := map[string]*runtime.Module{
 				wasm.CoreutilsModule: compile(t, rt, wasm.CoreutilsModule, coreutils),
 				wasm.AWKModule:       compile(t, rt, wasm.AWKModule, awk),
@@ -103,6 +105,7 @@ func TestMeterGC(t *testing.T) {
 // it) and Spin (imports nothing: it runs under wazero's check).
 func TestMeterGCSpin(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{})
+	requireMeterable(t, runtimetest.SpinMetered())
 	metered := compile(t, rt, "spin-metered", runtimetest.SpinMetered())
 	plain := compile(t, rt, "spin", runtimetest.Spin())
 	defer runtimetest.CheckGoroutines(t)()
@@ -125,8 +128,8 @@ func TestMeterGCSpin(t *testing.T) {
 // cannot be metered) and loops forever is still ended by a context
 // deadline, through wazero's check, and so is its metered twin.
 func TestMeterDeadline(t *testing.T) {
-	if imports := string(runtimetest.Spin()); strings.Contains(imports, "sched_yield") {
-		t.Fatal("runtimetest.Spin imports sched_yield: it would be metered")
+	if _, ok, err := wasmbin.InstrumentLoops(runtimetest.Spin()); ok || err != nil {
+		t.Fatalf("InstrumentLoops(runtimetest.Spin()) = %v, %v: it would be metered", ok, err)
 	}
 	for _, mode := range []struct {
 		name string
@@ -158,6 +161,18 @@ func TestMeterDeadline(t *testing.T) {
 				t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
 			}
 		})
+	}
+}
+
+// requireMeterable fails t unless the runtime's default mode meters the
+// modules' loops: without that, the "fuel" cases would only test wazero's
+// check again.
+func requireMeterable(t *testing.T, mods ...[]byte) {
+	t.Helper()
+	for i, b := range mods {
+		if _, ok, err := wasmbin.InstrumentLoops(b); !ok || err != nil {
+			t.Fatalf("module %d: InstrumentLoops = %v, %v", i, ok, err)
+		}
 	}
 }
 
