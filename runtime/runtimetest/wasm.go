@@ -236,7 +236,7 @@ var (
 	// SchedYield is WASI's sched_yield, the import that makes the runtime
 	// meter a module's loops (see internal/wasmbin.InstrumentLoops).
 	SchedYield = Import{Module: "wasi_snapshot_preview1", Name: "sched_yield", Type: FuncType{Results: []byte{I32}}}
-	start    = FuncType{}
+	start      = FuncType{}
 )
 
 // Trivial returns a module whose _start returns at once (exit status 0).
