@@ -263,6 +263,27 @@ func measureCommands(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, err
 	}
 	var rows []Row
+	// A small file: what a command costs when it has nearly nothing to do.
+	small := []byte("hello, world\n")
+	smallHost := filepath.Join(e.Dir, "small.txt")
+	if err := os.WriteFile(smallHost, small, 0o644); err != nil {
+		return nil, err
+	}
+	if err := sb.WriteFile("/tmp/small.txt", small, 0o644); err != nil {
+		return nil, err
+	}
+	box, out, err := timeSandbox(ctx, sb, "cat /tmp/small.txt", n)
+	if err != nil {
+		return nil, err
+	}
+	nat, nout, err := timeNative(ctx, []string{"/usr/bin/cat", smallHost}, n)
+	if err != nil {
+		return nil, err
+	}
+	if out != nout {
+		return nil, fmt.Errorf("cat of a small file: sandbox printed %q, GNU %q", out, nout)
+	}
+	rows = append(rows, row("cat /tmp/small.txt", Duration, box, nat, "13 bytes; sandbox.Run vs fork/exec /usr/bin/cat"))
 	for _, c := range [][]string{{"cat"}, {"wc"}, {"grep", "-c", "needle"}, {"sort"}} {
 		script := strings.Join(c, " ") + " /tmp/in.txt"
 		box, out, err := timeSandbox(ctx, sb, script, n)

@@ -15,20 +15,24 @@ type limitAllocator struct {
 	budget  *Budget // shared with other instances, may be nil
 	hit     atomic.Bool
 	peak    atomic.Uint64
-	live    *atomic.Int64 // the runtime's count of live memories
+	live    *atomic.Int64 // the runtime's count of live memories; nil for a spare (see takeSpare)
 	created atomic.Bool
 	// image, when set, is the snapshot the memory starts from.
 	image    *image
 	imageErr error
+	mem      *limitedMemory // the memory Allocate made
 }
 
 func (a *limitAllocator) Allocate(capacity, max uint64) experimental.LinearMemory {
 	a.created.Store(true)
-	a.live.Add(1)
+	if a.live != nil {
+		a.live.Add(1)
+	}
 	if capacity > a.limit {
 		capacity = a.limit
 	}
-	return &limitedMemory{a: a, capHint: capacity, max: max}
+	a.mem = &limitedMemory{a: a, capHint: capacity, max: max}
+	return a.mem
 }
 
 // reserve is how far the memory may grow: its limit, or its declared
@@ -131,7 +135,9 @@ func (m *limitedMemory) Free() {
 			m.mapped = nil
 		}
 		m.buf = nil
-		m.a.live.Add(-1)
+		if m.a.live != nil {
+			m.a.live.Add(-1)
+		}
 		if m.a.budget != nil {
 			m.a.budget.used.Add(-int64(m.charged))
 		}

@@ -112,40 +112,49 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	}
 	defer m.release(ctx)
 
-	alloc := &limitAllocator{limit: limit, budget: opts.Budget, live: &r.liveMem}
-	if snap != nil {
-		alloc.image = snap.img
-	}
-	var closed atomic.Bool
-	r.live.Add(1)
-	notify := experimental.CloseNotifyFunc(func(context.Context, uint32) {
-		if closed.CompareAndSwap(false, true) {
-			r.live.Add(-1)
-		}
-	})
-	ictx := experimental.WithMemoryAllocator(ctx, alloc)
-	ictx = experimental.WithCloseNotifier(ictx, notify)
-	ictx = context.WithValue(ictx, spawnerKey{}, opts.Spawner)
+	cctx := context.WithValue(ctx, spawnerKey{}, opts.Spawner)
 	if opts.FS != nil {
-		ictx = context.WithValue(ictx, metaFSKey{}, opts.FS)
+		cctx = context.WithValue(cctx, metaFSKey{}, opts.FS)
 	}
 	if r.ownWASI {
-		ictx = preview1.WithState(ictx, opts.WASI)
+		cctx = preview1.WithState(cctx, opts.WASI)
 	}
 
-	mod, err := r.execute(ictx, m, mc, snap, alloc, opts.WASI)
+	var alloc *limitAllocator
+	var mod api.Module
+	var err error
+	if s := r.takeSpare(m, snap, limit, opts.Budget); s != nil {
+		alloc, mod = s.alloc, s.mod
+		opts.WASI.ShiftMonotonic(snap.nanotime)
+		err = runCommand(cctx, mod)
+	} else {
+		alloc = &limitAllocator{limit: limit, budget: opts.Budget, live: &r.liveMem}
+		if snap != nil {
+			alloc.image = snap.img
+		}
+		var closed atomic.Bool
+		r.live.Add(1)
+		notify := experimental.CloseNotifyFunc(func(context.Context, uint32) {
+			if closed.CompareAndSwap(false, true) {
+				r.live.Add(-1)
+			}
+		})
+		ictx := experimental.WithMemoryAllocator(cctx, alloc)
+		ictx = experimental.WithCloseNotifier(ictx, notify)
+		mod, err = r.execute(ictx, m, mc, snap, alloc, opts.WASI)
+		if mod == nil && closed.CompareAndSwap(false, true) {
+			// wazero never created the instance (e.g. a link error).
+			r.live.Add(-1)
+		}
+	}
 	if mod != nil {
 		// Only wazero's context watcher (the checked runtime) closes a
 		// module without releasing it; a closed module of the other
 		// runtime would run the function releaseClosed calls.
 		if m.rt == r.rt && mod.IsClosed() && ctx.Err() != nil {
-			releaseClosed(ictx, mod)
+			releaseClosed(cctx, mod)
 		}
 		_ = mod.Close(context.WithoutCancel(ctx))
-	}
-	if closed.CompareAndSwap(false, true) {
-		// wazero never created the instance (e.g. a link error).
-		r.live.Add(-1)
 	}
 	st.PeakMemory = alloc.peak.Load()
 	st.LimitHit = alloc.hit.Load()

@@ -115,6 +115,11 @@ type Config struct {
 	// does not apply to use wazero's check anyway, and so does every
 	// module with wazero's WASI (its sched_yield ignores the context).
 	WazeroKillCheck bool
+	// Spares is how many ready instances of each reactor module the
+	// runtime keeps, restored from the snapshot, so that a run starts
+	// without waiting for an instantiation (see takeSpare); 0 means
+	// DefaultSpares, a negative value none.
+	Spares int
 }
 
 // WASIImpl names an implementation of wasi_snapshot_preview1.
@@ -150,6 +155,7 @@ type Runtime struct {
 	compileLock map[[32]byte]*sync.Mutex
 	ownWASI     bool
 	noSnapshot  bool
+	spares      int
 }
 
 // OwnWASI reports whether the runtime uses wasmbox's WASI module: a run
@@ -169,6 +175,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		compileLock: map[[32]byte]*sync.Mutex{},
 		noSnapshot:  cfg.NoSnapshots,
 		wazeroCheck: cfg.WazeroKillCheck,
+		spares:      cfg.Spares,
+	}
+	if r.spares == 0 {
+		r.spares = DefaultSpares
 	}
 	if r.workers <= 0 {
 		r.workers = min(goruntime.NumCPU(), 4)
@@ -450,6 +460,9 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 	var rc *reactor
 	if prep, ok, err := wasmbin.PrepareReactor(binary); err == nil && ok {
 		rc = &reactor{segments: prep.Segments, globals: prep.Globals}
+		if r.spares > 0 {
+			rc.spares = &sparePool{}
+		}
 		binary = prep.Binary
 	}
 	cctx := experimental.WithCompilationWorkers(r.hostCtx(ctx), r.workers)

@@ -56,6 +56,8 @@ type reactor struct {
 	segments []wasmbin.Segment
 	globals  []string
 
+	spares *sparePool // nil when the runtime keeps none
+
 	mu   sync.Mutex
 	snap *snapshot
 	// failed is why no snapshot can be taken; runs then initialize
@@ -84,6 +86,9 @@ func (im *image) fallback(mem []byte) *image {
 }
 
 func (rc *reactor) close() {
+	if rc.spares != nil {
+		rc.spares.stop()
+	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.snap != nil {
@@ -225,16 +230,22 @@ func (r *Runtime) execute(ctx context.Context, m *Module, mc wazero.ModuleConfig
 	} else if err := initialize(ctx, mod, m.reactor); err != nil {
 		return mod, err
 	}
+	return mod, runCommand(ctx, mod)
+}
+
+// runCommand calls wasmbox_run of a ready reactor instance: the command's
+// exit status as a *sys.ExitError (nil for 0).
+func runCommand(ctx context.Context, mod api.Module) error {
 	res, err := mod.ExportedFunction(wasmbin.ExportRun).Call(ctx)
 	if err != nil {
 		var ee *sys.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 0 {
-			return mod, nil
+			return nil
 		}
-		return mod, err
+		return err
 	}
 	if code := uint32(res[0]); code != 0 {
-		return mod, sys.NewExitError(code)
+		return sys.NewExitError(code)
 	}
-	return mod, nil
+	return nil
 }

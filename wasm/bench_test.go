@@ -82,6 +82,38 @@ func BenchmarkCommand(b *testing.B) {
 	}
 }
 
+// BenchmarkCommandLatency is the latency of one command that starts when
+// the runtime is idle (its spare instances ready, see runtime.Config.Spares):
+// the time an agent waits for a lone command. The pause between runs is
+// not timed.
+//
+//	go test ./wasm -run '^$' -bench CommandLatency
+func BenchmarkCommandLatency(b *testing.B) {
+	h := getHost(b)
+	root, caseDir := newRoot(b)
+	benchInput(b, caseDir)
+	ns, err := h.namespace(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, argv := range [][]string{{"true"}, {"cat", "small.txt"}, {"jq", ".", "small.json"}} {
+		b.Run(strings.Join(argv, " "), func(b *testing.B) {
+			var out bytes.Buffer
+			for b.Loop() {
+				b.StopTimer()
+				time.Sleep(5 * time.Millisecond)
+				out.Reset()
+				b.StartTimer()
+				st, err := h.run(context.Background(), &guest{argv: argv, env: goldenEnv, cwd: "/tmp/golden", fs: ns,
+					stdin: bytes.NewReader(nil), stdout: &out, stderr: io.Discard})
+				if err != nil || st != 0 {
+					b.Fatalf("%v: status %d, %v", argv, st, err)
+				}
+			}
+		})
+	}
+}
+
 // cpuTime is the process's user+system CPU time.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
