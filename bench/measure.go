@@ -400,7 +400,11 @@ func measureThroughput(ctx context.Context, e *Env) ([]Row, error) {
 
 // memSample is the resident set size (from /proc/self/statm) and the Go
 // heap in use, after a garbage collection.
-type memSample struct{ rss, heap float64 }
+// memSample is the process's memory: resident set, proportional set (each
+// page shared by k mappings counts 1/k: what the process really holds;
+// RSS counts a shared page once per mapping, and every instance maps the
+// snapshot) and Go heap in use.
+type memSample struct{ rss, pss, heap float64 }
 
 func sampleMem() (memSample, error) {
 	// FreeOSMemory collects and returns freed pages to the OS, so that
@@ -420,7 +424,18 @@ func sampleMem() (memSample, error) {
 	}
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
-	return memSample{rss: float64(pages * int64(os.Getpagesize())), heap: float64(ms.HeapInuse)}, nil
+	m := memSample{rss: float64(pages * int64(os.Getpagesize())), heap: float64(ms.HeapInuse)}
+	m.pss = m.rss
+	if b, err := os.ReadFile("/proc/self/smaps_rollup"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+				if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+					m.pss = kb * 1024
+				}
+			}
+		}
+	}
+	return m, nil
 }
 
 // measureMemory reports RSS and Go heap per idle sandbox (K sandboxes
@@ -507,7 +522,8 @@ func measureMemory(ctx context.Context, e *Env) ([]Row, error) {
 	}
 	note = fmt.Sprintf("delta with %d `sleep 60` running in %d forks, divided by %d", k, k, k)
 	rows = append(rows,
-		row("live command (sleep), RSS", Bytes, []float64{(after.rss - before.rss) / float64(k)}, nil, note),
+		row("live command (sleep), RSS", Bytes, []float64{(after.rss - before.rss) / float64(k)}, nil, note+"; counts the shared snapshot pages once per instance"),
+		row("live command (sleep), PSS", Bytes, []float64{(after.pss - before.pss) / float64(k)}, nil, note+"; shared pages divided among their mappings"),
 		row("live command (sleep), Go heap", Bytes, []float64{(after.heap - before.heap) / float64(k)}, nil, note))
 	return rows, nil
 }
