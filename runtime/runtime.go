@@ -1,13 +1,25 @@
 // Package runtime is the wazero runtime of wasmbox: modules are compiled
 // once and instantiated once per command.
 //
-// A Runtime owns one wazero.Runtime built with the optimizing compiler and
-// WithCloseOnContextDone(true), so a deadline or a cancel stops even a guest
-// spinning in a loop that never calls the host. Compiled code is persisted in
-// an on-disk compilation cache and the compiled module is kept in memory,
-// keyed by the SHA-256 of its bytes: compiling the same bytes twice costs a
-// hash. wasi_snapshot_preview1 and the wasmbox host module (see [SpawnABI])
-// are instantiated once per Runtime.
+// A Runtime owns two wazero runtimes built with the optimizing compiler. A
+// module that imports WASI's sched_yield (every Go guest does) is rewritten
+// before it is compiled so that its loops spend fuel and call sched_yield
+// every wasmbin.Fuel iterations (see internal/wasmbin.InstrumentLoops);
+// wasmbox's sched_yield ends the guest when its context is done, so a
+// deadline or a cancel stops even a guest spinning in a loop, and the Go
+// scheduler can preempt it there. Such modules run in a runtime without
+// wazero's own check. Every other module runs with
+// WithCloseOnContextDone(true), whose check at every loop header is an exit
+// to Go (Config.WazeroKillCheck selects it for all). Compiled code is
+// persisted in an on-disk compilation cache and the compiled module is kept
+// in memory, keyed by the SHA-256 of its bytes: compiling the same bytes
+// twice costs a hash. wasi_snapshot_preview1 and the wasmbox host module
+// (see [SpawnABI]) are instantiated once per wazero runtime.
+//
+// A wasmbox reactor module (see [SnapshotABI]; the tool modules are) is
+// initialized once: every run starts from a copy-on-write snapshot of its
+// memory and globals after _initialize, and a few instances are kept ready
+// (Config.Spares).
 //
 // Every command runs in a fresh anonymous instance ([Runtime.Run]) with its
 // own memory limit, enforced by a memory allocator installed on the
