@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -55,8 +56,9 @@ const jqHelp = `Usage:	jq [OPTIONS] FILTER [FILES...]
 // output objects keep jq's insertion order although gojq stores objects
 // as Go maps.
 type jqKeyOrder struct {
-	sets map[string][]string // sorted key set -> order first seen
-	rank map[string]int      // key -> first appearance
+	sets        map[string][]string // sorted key set -> order first seen
+	setsInOrder [][]string          // the sets recorded, first seen first
+	rank        map[string]int      // key -> first appearance
 }
 
 func newJQKeyOrder() *jqKeyOrder {
@@ -76,6 +78,7 @@ func (o *jqKeyOrder) record(keys []string) {
 	k := setKey(keys)
 	if _, ok := o.sets[k]; !ok {
 		o.sets[k] = slices.Clone(keys)
+		o.setsInOrder = append(o.setsInOrder, o.sets[k])
 	}
 }
 
@@ -800,7 +803,7 @@ func jqMain(e *cmd.Env) int {
 		fmt.Fprint(e.Stderr, jqHelp)
 		return 2
 	}
-	q, err := gojq.Parse(jqPrelude + *filter)
+	q, progKeys, err := jqProgram(*filter, o.order)
 	if err != nil {
 		var pe *gojq.ParseError
 		if errors.As(err, &pe) {
@@ -818,11 +821,6 @@ func jqMain(e *cmd.Env) int {
 		fmt.Fprintf(e.Stderr, "jq: error: %s\njq: 1 compile error\n", err)
 		return 3
 	}
-	if err := jqOrderedIter(q); err != nil {
-		fmt.Fprintf(e.Stderr, "jq: error: %s\njq: 1 compile error\n", err)
-		return 3
-	}
-	progKeys := o.order.recordProgram(q)
 	if positional == nil {
 		positional = []any{}
 	}
@@ -973,6 +971,68 @@ def add: reduce .[] as $x (null; . + $x);
 // order; it is a path expression, so .[] |= f and path(.[]) still work.
 const jqIterFunc = "_wasmbox_iter"
 
+// jqProgram parses filter after jqPrelude, rewrites its iterations
+// (jqOrderedIter) and records the key order of its object constructions;
+// it returns the program and every key it names (see recordProgram). A
+// parse error is the one of the whole text, prelude included, as the
+// offsets of a *gojq.ParseError say.
+//
+// The prelude is the same for every run: it is parsed, rewritten and
+// walked once, when the package initializes (in wasmbox that is in the
+// module's snapshot), and only the filter is parsed per run.
+func jqProgram(filter string, order *jqKeyOrder) (*gojq.Query, []string, error) {
+	pre, preErr := jqPreludeOnce()
+	q, err := gojq.Parse(filter)
+	if err != nil || preErr != nil || q.Meta != nil || len(q.Imports) > 0 {
+		// The whole text, as jq reads it: its error, offsets included.
+		return jqProgramSlow(filter, order)
+	}
+	jqRewriteIters(q)
+	for _, keys := range pre.sets {
+		order.record(keys)
+	}
+	keys := append(slices.Clone(pre.keys), order.recordProgram(q)...)
+	q.FuncDefs = append(slices.Clone(pre.defs), q.FuncDefs...)
+	return q, keys, nil
+}
+
+// jqProgramSlow is jqProgram parsing prelude and filter as one text.
+func jqProgramSlow(filter string, order *jqKeyOrder) (*gojq.Query, []string, error) {
+	q, err := gojq.Parse(jqPrelude + filter)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := jqOrderedIter(q); err != nil {
+		return nil, nil, err
+	}
+	return q, order.recordProgram(q), nil
+}
+
+// jqPreludeDefs is the prelude parsed and rewritten, with what
+// recordProgram finds in it.
+type jqPreludeDefs struct {
+	defs []*gojq.FuncDef // the iteration function, then the prelude's
+	sets [][]string      // the constant key sets, in the order recorded
+	keys []string        // every key named
+}
+
+var jqPreludeOnce = sync.OnceValues(func() (*jqPreludeDefs, error) {
+	q, err := gojq.Parse(jqPrelude + ".")
+	if err != nil {
+		return nil, err
+	}
+	if err := jqOrderedIter(q); err != nil {
+		return nil, err
+	}
+	defs := &gojq.Query{FuncDefs: q.FuncDefs}
+	o := newJQKeyOrder()
+	keys := o.recordProgram(defs)
+	return &jqPreludeDefs{defs: q.FuncDefs, sets: o.setsInOrder, keys: keys}, nil
+})
+
+// Initialized with the package: the work is then in wasmbox's snapshot.
+func init() { _, _ = jqPreludeOnce() }
+
 // jqOrderedIter rewrites every X[] of the program into (X | _wasmbox_iter)
 // and defines that function, so that iterating an object follows the
 // recorded key order (gojq's own .[] walks sorted keys).
@@ -981,6 +1041,13 @@ func jqOrderedIter(q *gojq.Query) error {
 	if err != nil {
 		return err
 	}
+	jqRewriteIters(q)
+	q.FuncDefs = append([]*gojq.FuncDef{def.FuncDefs[0]}, q.FuncDefs...)
+	return nil
+}
+
+// jqRewriteIters rewrites every X[] of q into (X | _wasmbox_iter).
+func jqRewriteIters(q *gojq.Query) {
 	seen := map[*gojq.Term]bool{}
 	var walk func(v reflect.Value)
 	walk = func(v reflect.Value) {
@@ -1012,8 +1079,6 @@ func jqOrderedIter(q *gojq.Query) error {
 		}
 	}
 	walk(reflect.ValueOf(q))
-	q.FuncDefs = append([]*gojq.FuncDef{def.FuncDefs[0]}, q.FuncDefs...)
-	return nil
 }
 
 // jqRewriteIter turns the first iteration suffix of t (and, through the
