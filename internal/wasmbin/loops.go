@@ -117,41 +117,27 @@ func meter(fuel, yield uint32) []byte {
 // yieldImport finds the function index of the sched_yield import, with
 // the type () -> i32.
 func yieldImport(secs []Section) (idx uint32, found bool, err error) {
-	ii := Find(secs, SecImport)
-	if ii < 0 {
-		return 0, false, nil
+	ims, err := Imports(secs)
+	if err != nil {
+		return 0, false, err
 	}
-	r := &reader{b: secs[ii].Body}
-	n := r.count()
 	var funcs uint32
 	typeIdx := int64(-1)
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		mod, name := r.name(), r.name()
-		switch kind := r.byte1(); kind {
+	for _, im := range ims {
+		switch im.Kind {
 		case KindFunc:
-			t := r.u32()
-			if mod == yieldModule && name == yieldName && typeIdx < 0 {
-				idx, typeIdx = funcs, int64(t)
+			if im.Module == yieldModule && im.Name == yieldName && typeIdx < 0 {
+				idx, typeIdx = funcs, int64(im.Type)
 			}
 			funcs++
-		case KindTable:
-			r.byte1()
-			r.limits()
-		case KindMemory:
-			r.limits()
-		case KindGlobal:
-			r.byte1()
-			r.byte1()
 		case kindTag:
-			// A tag (exception handling): a valid module this does not
-			// apply to, not a malformed one.
+			// Exception handling: a valid module this does not apply
+			// to, not a malformed one.
 			return 0, false, nil
-		default:
-			r.fail("import kind %d", kind)
 		}
 	}
-	if r.err != nil || typeIdx < 0 {
-		return 0, false, r.err
+	if typeIdx < 0 {
+		return 0, false, nil
 	}
 	ti := Find(secs, SecType)
 	if ti < 0 {

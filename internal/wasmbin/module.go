@@ -104,38 +104,58 @@ type Global struct {
 	Mutable bool
 }
 
-// imports counts the globals and memories an import section body imports.
-func imports(body []byte) (globals, memories uint32, err error) {
-	r := &reader{b: body}
+// Import is an entry of the import section.
+type Import struct {
+	Module, Name string
+	Kind         byte   // KindFunc, KindTable, KindMemory, KindGlobal or kindTag
+	Type         uint32 // the type index of a function or tag
+}
+
+// Imports parses the import section of secs (none without one).
+func Imports(secs []Section) ([]Import, error) {
+	ii := Find(secs, SecImport)
+	if ii < 0 {
+		return nil, nil
+	}
+	r := &reader{b: secs[ii].Body}
 	n := r.count()
+	out := make([]Import, 0, n)
 	for i := uint32(0); i < n && r.err == nil; i++ {
-		r.name()
-		r.name()
-		switch kind := r.byte1(); kind {
+		im := Import{Module: r.name(), Name: r.name(), Kind: r.byte1()}
+		switch im.Kind {
 		case KindFunc:
-			r.u32()
+			im.Type = r.u32()
 		case KindTable:
 			r.byte1()
 			r.limits()
 		case KindMemory:
 			r.limits()
-			memories++
 		case KindGlobal:
 			r.byte1()
 			r.byte1()
-			globals++
+		case kindTag: // exception handling: an attribute, then a type
+			r.byte1()
+			im.Type = r.u32()
 		default:
-			r.fail("import kind %d", kind)
+			r.fail("import kind %d", im.Kind)
 		}
+		out = append(out, im)
 	}
-	return globals, memories, r.err
+	return out, r.err
 }
 
+// importCounts counts the globals and memories secs imports.
 func importCounts(secs []Section) (globals, memories uint32, err error) {
-	if i := Find(secs, SecImport); i >= 0 {
-		return imports(secs[i].Body)
+	ims, err := Imports(secs)
+	for _, im := range ims {
+		switch im.Kind {
+		case KindGlobal:
+			globals++
+		case KindMemory:
+			memories++
+		}
 	}
-	return 0, 0, nil
+	return globals, memories, err
 }
 
 // Globals returns the globals the module defines (not the imported ones).
