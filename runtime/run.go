@@ -120,12 +120,15 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		cctx = preview1.WithState(cctx, opts.WASI)
 	}
 
+	if snap != nil {
+		// The guest keeps the snapshot's idea of the monotonic time.
+		opts.WASI.ShiftMonotonic(snap.nanotime)
+	}
 	var alloc *limitAllocator
 	var mod api.Module
 	var err error
 	if s := r.takeSpare(m, snap, limit, opts.Budget); s != nil {
 		alloc, mod = s.alloc, s.mod
-		opts.WASI.ShiftMonotonic(snap.nanotime)
 		err = runCommand(cctx, mod)
 	} else {
 		alloc = &limitAllocator{limit: limit, budget: opts.Budget, live: &r.liveMem}
@@ -141,7 +144,7 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		})
 		ictx := experimental.WithMemoryAllocator(cctx, alloc)
 		ictx = experimental.WithCloseNotifier(ictx, notify)
-		mod, err = r.execute(ictx, m, mc, snap, alloc, opts.WASI)
+		mod, err = r.execute(ictx, m, mc, snap, alloc)
 		if mod == nil && closed.CompareAndSwap(false, true) {
 			// wazero never created the instance (e.g. a link error).
 			r.live.Add(-1)

@@ -187,9 +187,12 @@ func initialize(ctx context.Context, mod api.Module, rc *reactor) error {
 }
 
 // restore makes a fresh instance of a reactor the snapshot's: its memory
-// is the snapshot's already (the allocator mapped it); grow it to the
-// snapshot's size and set the globals.
-func restore(mod api.Module, rc *reactor, snap *snapshot) error {
+// is the snapshot's already (alloc mapped or copied it, or failed to);
+// grow it to the snapshot's size and set the globals.
+func restore(mod api.Module, rc *reactor, snap *snapshot, alloc *limitAllocator) error {
+	if alloc.imageErr != nil {
+		return alloc.imageErr
+	}
 	mem := mod.Memory()
 	if cur := mem.Size() / 65536; snap.pages > cur {
 		if _, ok := mem.Grow(snap.pages - cur); !ok {
@@ -209,7 +212,7 @@ func restore(mod api.Module, rc *reactor, snap *snapshot) error {
 // execute instantiates m and runs it to its end: a command module's
 // _start, or one command of a reactor (from the snapshot when there is
 // one, else after initializing the instance).
-func (r *Runtime) execute(ctx context.Context, m *Module, mc wazero.ModuleConfig, snap *snapshot, alloc *limitAllocator, st *preview1.State) (api.Module, error) {
+func (r *Runtime) execute(ctx context.Context, m *Module, mc wazero.ModuleConfig, snap *snapshot, alloc *limitAllocator) (api.Module, error) {
 	if m.reactor == nil {
 		return m.rt.InstantiateModule(ctx, m.compiled, mc.WithName(""))
 	}
@@ -218,14 +221,8 @@ func (r *Runtime) execute(ctx context.Context, m *Module, mc wazero.ModuleConfig
 		return mod, err
 	}
 	if snap != nil {
-		if alloc.imageErr != nil {
-			return mod, fmt.Errorf("%s: %w", m.name, alloc.imageErr)
-		}
-		if err := restore(mod, m.reactor, snap); err != nil {
-			return mod, err
-		}
-		if st != nil {
-			st.ShiftMonotonic(snap.nanotime)
+		if err := restore(mod, m.reactor, snap, alloc); err != nil {
+			return mod, fmt.Errorf("%s: %w", m.name, err)
 		}
 	} else if err := initialize(ctx, mod, m.reactor); err != nil {
 		return mod, err

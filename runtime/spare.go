@@ -137,11 +137,8 @@ func (r *Runtime) newSpare(m *Module, snap *snapshot) (*spare, error) {
 	if mod != nil {
 		s.mod = mod
 	}
-	if err == nil && s.alloc.imageErr != nil {
-		err = s.alloc.imageErr
-	}
 	if err == nil {
-		err = restore(mod, m.reactor, snap)
+		err = restore(mod, m.reactor, snap, s.alloc)
 	}
 	if err != nil {
 		s.discard()
