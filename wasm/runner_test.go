@@ -22,6 +22,7 @@ import (
 	wbruntime "github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
+	"github.com/wasmbox/wasmbox/wasi/wasitest"
 )
 
 // This file is the host the golden tests and benchmarks of this package
@@ -176,7 +177,7 @@ type guest struct {
 // directory root.
 func (h *testHost) namespace(root string) (*vfs.VFS, error) {
 	mem := vfs.NewMemFS(vfs.WithOwner(1000, 1000))
-	if err := copyIn(mem, root); err != nil {
+	if err := wasitest.CopyTreeExact(mem, root); err != nil {
 		return nil, err
 	}
 	ns := vfs.New(mem)
@@ -269,55 +270,6 @@ func (h *testHost) spawn(ctx context.Context, parent *guest, req wbruntime.Spawn
 		return 126, nil
 	}
 	return uint32(status), nil
-}
-
-// copyIn copies the host directory src into fsys at "/".
-func copyIn(fsys vfs.FS, src string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		dst := "/" + filepath.ToSlash(rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			return fsys.Mkdir(dst, info.Mode().Perm())
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(p)
-			if err != nil {
-				return err
-			}
-			return fsys.SymlinkIfPossible(target, dst)
-		default:
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			return writeFile(fsys, dst, data, info.Mode().Perm())
-		}
-	})
-}
-
-func writeFile(fsys vfs.FS, name string, data []byte, perm fs.FileMode) error {
-	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return fsys.Chmod(name, perm)
 }
 
 // copyOut makes the host directory dst hold what the guest's "/" holds

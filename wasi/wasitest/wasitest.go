@@ -56,6 +56,16 @@ func LoadCase(wasmPath string) (Case, error) {
 // *.cleanup leftovers and adding owner write permission (the shared suite
 // data is read-only on the host; the tests write into their root).
 func CopyTree(fsys vfs.FS, src string) error {
+	return copyTree(fsys, src, false)
+}
+
+// CopyTreeExact copies the host directory src into fsys at "/" with the
+// host's permission bits, whatever the umask of fsys.
+func CopyTreeExact(fsys vfs.FS, src string) error {
+	return copyTree(fsys, src, true)
+}
+
+func copyTree(fsys vfs.FS, src string, exact bool) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -68,7 +78,7 @@ func CopyTree(fsys vfs.FS, src string) error {
 			return nil
 		}
 		dst := "/" + filepath.ToSlash(rel)
-		if strings.HasSuffix(d.Name(), ".cleanup") {
+		if !exact && strings.HasSuffix(d.Name(), ".cleanup") {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -78,9 +88,15 @@ func CopyTree(fsys vfs.FS, src string) error {
 		if err != nil {
 			return err
 		}
+		perm := info.Mode().Perm()
 		switch {
 		case d.IsDir():
-			return fsys.Mkdir(dst, info.Mode().Perm()|0o700)
+			if !exact {
+				return fsys.Mkdir(dst, perm|0o700)
+			}
+			if err := fsys.Mkdir(dst, perm); err != nil {
+				return err
+			}
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(p)
 			if err != nil {
@@ -92,7 +108,10 @@ func CopyTree(fsys vfs.FS, src string) error {
 			if err != nil {
 				return err
 			}
-			f, err := fsys.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm()|0o600)
+			if !exact {
+				perm |= 0o600
+			}
+			f, err := fsys.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
 			if err != nil {
 				return err
 			}
@@ -100,7 +119,10 @@ func CopyTree(fsys vfs.FS, src string) error {
 				f.Close()
 				return err
 			}
-			return f.Close()
+			if err := f.Close(); err != nil || !exact {
+				return err
+			}
 		}
+		return fsys.Chmod(dst, perm) // past the umask
 	})
 }
