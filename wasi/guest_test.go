@@ -3,13 +3,9 @@ package wasi
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -19,67 +15,22 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmbox/wasmbox/runtime/runtimetest"
 )
 
 // guestWasm builds testdata/<name> with GOOS=wasip1 GOARCH=wasm once per
-// source hash, into os.UserCacheDir()/wasmbox-test, and returns the binary.
+// source hash (runtimetest.BuildGoDir caches it).
 func guestWasm(t testing.TB, name string) []byte {
 	t.Helper()
-	guestMu.Lock()
-	defer guestMu.Unlock()
-	if b, ok := guestCache[name]; ok {
-		return b
-	}
-	src := filepath.Join("testdata", name)
-	h := sha256.New()
-	files, err := filepath.Glob(filepath.Join(src, "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no Go sources in %s", src)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
-		h.Write(data)
-	}
-	fmt.Fprintln(h, runtime.Version())
-	cacheDir, err := os.UserCacheDir()
+	b, err := runtimetest.BuildGoDir(filepath.Join("testdata", name))
 	if err != nil {
-		cacheDir = os.TempDir()
+		t.Fatalf("building guest %s: %v", name, err)
 	}
-	out := filepath.Join(cacheDir, "wasmbox-test", "guests", name+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")
-	if b, err := os.ReadFile(out); err == nil {
-		guestCache[name] = b
-		return b
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := out + ".tmp" + fmt.Sprint(os.Getpid())
-	abs, _ := filepath.Abs(src)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", tmp, ".")
-	cmd.Dir = abs
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building guest %s: %v\n%s", name, err, msg)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	guestCache[name] = b
 	return b
 }
 
 var (
-	guestMu    sync.Mutex
-	guestCache = map[string][]byte{}
-
 	probeOnce     sync.Once
 	probeRuntime  wazero.Runtime
 	probeCompiled wazero.CompiledModule

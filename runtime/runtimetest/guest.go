@@ -41,12 +41,23 @@ func Guest(tb testing.TB, name string) []byte {
 
 // BuildGuest is Guest without a testing.TB, for TestMain and benchmarks.
 func BuildGuest(name string) ([]byte, error) {
+	return BuildGoDir(filepath.Join(GuestsDir(), name))
+}
+
+// BuildGoDir returns the wasip1 binary of the Go program in the directory
+// src (any package's testdata), built with `GOOS=wasip1 GOARCH=wasm go
+// build -trimpath` on first use and cached as Guest's are.
+func BuildGoDir(src string) ([]byte, error) {
+	src, err := filepath.Abs(src)
+	if err != nil {
+		return nil, err
+	}
 	guestMu.Lock()
 	defer guestMu.Unlock()
-	if b, ok := guestBuilt[name]; ok {
+	if b, ok := guestBuilt[src]; ok {
 		return b, nil
 	}
-	src := filepath.Join(GuestsDir(), name)
+	name := filepath.Base(src)
 	key, err := hashDir(src)
 	if err != nil {
 		return nil, err
@@ -61,7 +72,7 @@ func BuildGuest(name string) ([]byte, error) {
 	}
 	out := filepath.Join(dir, name+"-"+key[:16]+".wasm")
 	if b, err := os.ReadFile(out); err == nil {
-		guestBuilt[name] = b
+		guestBuilt[src] = b
 		return b, nil
 	}
 	tmp, err := os.CreateTemp(dir, name+"-*.tmp")
@@ -78,7 +89,7 @@ func BuildGuest(name string) ([]byte, error) {
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build: %v\n%s", err, msg)
+		return nil, fmt.Errorf("go build %s: %v\n%s", name, err, msg)
 	}
 	if err := os.Rename(tmp.Name(), out); err != nil {
 		return nil, err
@@ -87,7 +98,7 @@ func BuildGuest(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	guestBuilt[name] = b
+	guestBuilt[src] = b
 	return b, nil
 }
 

@@ -3,12 +3,9 @@ package preview1_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -19,68 +16,20 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/wasmbox/wasmbox/runtime/runtimetest"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
 
-var (
-	guestMu    sync.Mutex
-	guestCache = map[string][]byte{}
-)
-
 // guestWasm builds testdata/<name> with GOOS=wasip1 GOARCH=wasm once per
-// source hash, cached in os.UserCacheDir()/wasmbox-test/guests.
+// source hash (runtimetest.BuildGoDir caches it).
 func guestWasm(t testing.TB, name string) []byte {
 	t.Helper()
-	guestMu.Lock()
-	defer guestMu.Unlock()
-	if b, ok := guestCache[name]; ok {
-		return b
-	}
-	src := filepath.Join("testdata", name)
-	h := sha256.New()
-	files, err := filepath.Glob(filepath.Join(src, "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no Go sources in %s", src)
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(data))
-		h.Write(data)
-	}
-	fmt.Fprintln(h, runtime.Version())
-	cacheDir, err := os.UserCacheDir()
+	b, err := runtimetest.BuildGoDir(filepath.Join("testdata", name))
 	if err != nil {
-		cacheDir = os.TempDir()
+		t.Fatalf("building guest %s: %v", name, err)
 	}
-	out := filepath.Join(cacheDir, "wasmbox-test", "guests", "preview1-"+name+"-"+hex.EncodeToString(h.Sum(nil))[:16]+".wasm")
-	if b, err := os.ReadFile(out); err == nil {
-		guestCache[name] = b
-		return b
-	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := out + ".tmp" + fmt.Sprint(os.Getpid())
-	abs, _ := filepath.Abs(src)
-	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", tmp, ".")
-	cmd.Dir = abs
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building guest %s: %v\n%s", name, err, msg)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	guestCache[name] = b
 	return b
 }
 
