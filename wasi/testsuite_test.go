@@ -179,28 +179,10 @@ func runSuiteCase(ctx context.Context, t *testing.T, r wazero.Runtime, wasmPath 
 		mod.Close(ctx)
 	}
 	var exitErr *sys.ExitError
-	switch {
-	case errors.As(err, &exitErr):
-		code = exitErr.ExitCode()
-	case err != nil:
-		msg, _, _ := strings.Cut(err.Error(), "\n") // drop the wasm stack trace
-		return fmt.Errorf("run: %s (stderr %q)", msg, tail(stderr.String()))
+	if errors.As(err, &exitErr) {
+		code, err = exitErr.ExitCode(), nil
 	}
-	if code != tc.ExitCode {
-		return fmt.Errorf("exit code %d, want %d (stderr %q)", code, tc.ExitCode, tail(stderr.String()))
-	}
-	if tc.Stdout != nil && stdout.String() != *tc.Stdout {
-		return fmt.Errorf("stdout %q, want %q", stdout.String(), *tc.Stdout)
-	}
-	return nil
-}
-
-func tail(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 300 {
-		s = "..." + s[len(s)-300:]
-	}
-	return s
+	return tc.Check(err, code, stdout.String(), stderr.String())
 }
 
 // newTestRuntime returns a runtime with wasi_snapshot_preview1, close on

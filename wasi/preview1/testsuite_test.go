@@ -152,23 +152,5 @@ func runSuiteCase(ctx context.Context, r wazero.Runtime, wasmPath string) error 
 		Env:   env,
 		Stdin: stdin, Stdout: &stdout, Stderr: &stderr,
 	})
-	if err != nil {
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		return fmt.Errorf("run: %s (stderr %q)", msg, tail(stderr.String()))
-	}
-	if code != tc.ExitCode {
-		return fmt.Errorf("exit code %d, want %d (stderr %q)", code, tc.ExitCode, tail(stderr.String()))
-	}
-	if tc.Stdout != nil && stdout.String() != *tc.Stdout {
-		return fmt.Errorf("stdout %q, want %q", stdout.String(), *tc.Stdout)
-	}
-	return nil
-}
-
-func tail(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 300 {
-		s = "..." + s[len(s)-300:]
-	}
-	return s
+	return tc.Check(err, code, stdout.String(), stderr.String())
 }

@@ -7,6 +7,7 @@ package wasitest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -37,6 +38,31 @@ type Case struct {
 	Root     string            `json:"root"`
 	ExitCode uint32            `json:"exit_code"`
 	Stdout   *string           `json:"stdout"`
+}
+
+// Check compares a finished run with the case: runErr is the error of a
+// run that did not end with an exit status (nil when it did), code the
+// exit status. The error says what differs, with the end of stderr.
+func (c Case) Check(runErr error, code uint32, stdout, stderr string) error {
+	if runErr != nil {
+		msg, _, _ := strings.Cut(runErr.Error(), "\n") // drop the wasm stack trace
+		return fmt.Errorf("run: %s (stderr %q)", msg, tail(stderr))
+	}
+	if code != c.ExitCode {
+		return fmt.Errorf("exit code %d, want %d (stderr %q)", code, c.ExitCode, tail(stderr))
+	}
+	if c.Stdout != nil && stdout != *c.Stdout {
+		return fmt.Errorf("stdout %q, want %q", stdout, *c.Stdout)
+	}
+	return nil
+}
+
+func tail(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 300 {
+		s = "..." + s[len(s)-300:]
+	}
+	return s
 }
 
 // LoadCase reads the expectations of the test wasmPath (none: defaults).
