@@ -779,6 +779,29 @@ func ctxRange(a0, a1 int) string {
 	return strconv.Itoa(a0+1) + "," + strconv.Itoa(a1)
 }
 
+// contextSide writes the "a" side of a context-diff group, lines from..to
+// of f: unchanged lines with "  ", the lines of a hunk with own when only
+// this side has lines in it and "! " when both do. The "b" side is the
+// same walk over the hunks with their sides swapped.
+func (d *differ) contextSide(g []hunk, f *diffFile, from, to int, own string) {
+	i := from
+	for _, h := range g {
+		for ; i < h.a0; i++ {
+			d.line("  ", f, i)
+		}
+		mark := own
+		if h.b1 > h.b0 {
+			mark = "! "
+		}
+		for ; i < h.a1; i++ {
+			d.line(mark, f, i)
+		}
+	}
+	for ; i < to; i++ {
+		d.line("  ", f, i)
+	}
+}
+
 func (d *differ) contextFmt(hs []hunk, fa, fb *diffFile) {
 	d.header("***", "---", fa, fb)
 	for _, g := range d.groups(hs) {
@@ -795,41 +818,15 @@ func (d *differ) contextFmt(hs []hunk, fa, fb *diffFile) {
 			hasAdd = hasAdd || h.b1 > h.b0
 		}
 		if hasDel {
-			ai := a0
-			for _, h := range g {
-				for ; ai < h.a0; ai++ {
-					d.line("  ", fa, ai)
-				}
-				mark := "- "
-				if h.b1 > h.b0 {
-					mark = "! "
-				}
-				for ; ai < h.a1; ai++ {
-					d.line(mark, fa, ai)
-				}
-			}
-			for ; ai < a1; ai++ {
-				d.line("  ", fa, ai)
-			}
+			d.contextSide(g, fa, a0, a1, "- ")
 		}
 		fmt.Fprintf(d.out, "--- %s ----\n", ctxRange(b0, b1))
 		if hasAdd {
-			bi := b0
-			for _, h := range g {
-				for ; bi < h.b0; bi++ {
-					d.line("  ", fb, bi)
-				}
-				mark := "+ "
-				if h.a1 > h.a0 {
-					mark = "! "
-				}
-				for ; bi < h.b1; bi++ {
-					d.line(mark, fb, bi)
-				}
+			mirrored := make([]hunk, len(g))
+			for i, h := range g {
+				mirrored[i] = hunk{a0: h.b0, a1: h.b1, b0: h.a0, b1: h.a1}
 			}
-			for ; bi < b1; bi++ {
-				d.line("  ", fb, bi)
-			}
+			d.contextSide(mirrored, fb, b0, b1, "+ ")
 		}
 	}
 }
