@@ -56,6 +56,22 @@ type changeReport struct {
 	verbose, changes, silent bool
 }
 
+// option sets the report option named (-c, -f, -v of chmod, chown and
+// chgrp) and says whether name was one.
+func (r *changeReport) option(name string) bool {
+	switch name {
+	case "changes":
+		r.changes = true
+	case "silent", "quiet":
+		r.silent = true
+	case "verbose":
+		r.verbose = true
+	default:
+		return false
+	}
+	return true
+}
+
 // chmodState is one chmod run.
 type chmodState struct {
 	e       *cmd.Env
@@ -92,13 +108,10 @@ func chmodMain(e *cmd.Env) int {
 	recursive := false
 	ref, hasRef := "", false
 	for _, o := range opts {
+		if c.rep.option(o.name) {
+			continue
+		}
 		switch o.name {
-		case "changes":
-			c.rep.changes = true
-		case "silent", "quiet":
-			c.rep.silent = true
-		case "verbose":
-			c.rep.verbose = true
 		case "recursive":
 			recursive = true
 		case "reference":
@@ -414,13 +427,10 @@ func chownRun(e *cmd.Env, chgrp bool) int {
 	recursive, noDeref := false, false
 	ref, hasRef := "", false
 	for _, o := range opts {
+		if c.rep.option(o.name) {
+			continue
+		}
 		switch o.name {
-		case "changes":
-			c.rep.changes = true
-		case "silent", "quiet":
-			c.rep.silent = true
-		case "verbose":
-			c.rep.verbose = true
 		case "recursive":
 			recursive = true
 		case "no-dereference":
