@@ -127,7 +127,9 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	var alloc *limitAllocator
 	var mod api.Module
 	var err error
+	var closed atomic.Bool // the instance's close was counted
 	if s := r.takeSpare(m, snap, limit, opts.Budget); s != nil {
+		closed.Store(true) // the spare counts its own (see newSpare)
 		alloc, mod = s.alloc, s.mod
 		err = runCommand(cctx, mod)
 	} else {
@@ -135,7 +137,6 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		if snap != nil {
 			alloc.image = snap.img
 		}
-		var closed atomic.Bool
 		r.live.Add(1)
 		notify := experimental.CloseNotifyFunc(func(context.Context, uint32) {
 			if closed.CompareAndSwap(false, true) {
@@ -145,10 +146,6 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		ictx := experimental.WithMemoryAllocator(cctx, alloc)
 		ictx = experimental.WithCloseNotifier(ictx, notify)
 		mod, err = r.execute(ictx, m, mc, snap, alloc)
-		if mod == nil && closed.CompareAndSwap(false, true) {
-			// wazero never created the instance (e.g. a link error).
-			r.live.Add(-1)
-		}
 	}
 	if mod != nil {
 		// Only wazero's context watcher (the checked runtime) closes a
@@ -158,6 +155,10 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 			releaseClosed(cctx, mod)
 		}
 		_ = mod.Close(context.WithoutCancel(ctx))
+	}
+	if closed.CompareAndSwap(false, true) {
+		// wazero never created the instance (e.g. a link error).
+		r.live.Add(-1)
 	}
 	st.PeakMemory = alloc.peak.Load()
 	st.LimitHit = alloc.hit.Load()
