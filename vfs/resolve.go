@@ -221,6 +221,11 @@ func (r *resolving) RemoveAll(name string) error {
 	if errno != 0 {
 		return pathErr(op, name, errno)
 	}
+	if len(splitPath(p)) == 0 {
+		// The name reaches the root (a symlink to it, "a/.."): the root
+		// cannot be removed, and nothing under it is, as for "/" itself.
+		return pathErr(op, name, syscall.EBUSY)
+	}
 	return rewrap(op, name, r.raw.RemoveAll(p))
 }
 
