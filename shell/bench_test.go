@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/interp"
+	"github.com/wasmbox/wasmbox/internal/sh/expand"
+	"github.com/wasmbox/wasmbox/internal/sh/interp"
 )
 
 // BenchmarkArithLoop is a builtin-only script: 1000 arithmetic operations.

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"mvdan.cc/sh/v3/interp"
+	"github.com/wasmbox/wasmbox/internal/sh/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
 

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"strings"
 
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/interp"
+	"github.com/wasmbox/wasmbox/internal/sh/expand"
+	"github.com/wasmbox/wasmbox/internal/sh/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
 

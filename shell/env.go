@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"mvdan.cc/sh/v3/expand"
+	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"syscall"
 
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/interp"
+	"github.com/wasmbox/wasmbox/internal/sh/expand"
+	"github.com/wasmbox/wasmbox/internal/sh/interp"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )

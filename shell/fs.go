@@ -10,7 +10,7 @@ import (
 	"sync"
 	"syscall"
 
-	"mvdan.cc/sh/v3/interp"
+	"github.com/wasmbox/wasmbox/internal/sh/interp"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )

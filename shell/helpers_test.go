@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"mvdan.cc/sh/v3/interp"
+	"github.com/wasmbox/wasmbox/internal/sh/interp"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )

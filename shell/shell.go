@@ -48,7 +48,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"mvdan.cc/sh/v3/interp"
+	"github.com/wasmbox/wasmbox/internal/sh/interp"
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/wasmbox/wasmbox/vfs"

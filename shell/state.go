@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/interp"
+	"github.com/wasmbox/wasmbox/internal/sh/expand"
+	"github.com/wasmbox/wasmbox/internal/sh/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
 
