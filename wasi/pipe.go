@@ -21,6 +21,10 @@ const PipeCapacity = 64 << 10
 // Close (a CloseWithError error is returned instead when given).
 var ErrReadClosed = errors.New("wasi: read on closed pipe")
 
+// ErrWouldBlock is returned by the non-blocking calls (TryRead, TryWrite)
+// when the call would have to wait. A WASI guest sees it as EAGAIN.
+var ErrWouldBlock = errors.New("wasi: operation would block")
+
 // NewPipe creates a bounded in-memory pipe for guest stdio and shell
 // pipelines. Writes block while PipeCapacity bytes are buffered
 // (back-pressure); Read returns what is buffered, blocking while the pipe is
@@ -35,9 +39,12 @@ var ErrReadClosed = errors.New("wasi: read on closed pipe")
 //     ctx.Err() at once; data already buffered stays readable only until
 //     then.
 //
-// The reader implements experimental/sys.Pollable, so wazero's poll_oneoff
-// on a guest's stdin waits for data (or EOF, or ctx) instead of reporting
-// "always ready". A pipe starts no goroutine; both ends are safe for
+// Both ends also have non-blocking calls (TryRead, TryWrite) and implement
+// Waitable, which is how a guest's poll_oneoff waits on many pipes at once
+// without polling. The reader implements experimental/sys.Pollable, so
+// wazero's poll_oneoff on a guest's stdin waits for data (or EOF, or ctx)
+// instead of reporting "always ready". A pipe starts no goroutine, and its
+// buffer is allocated on the first write; both ends are safe for
 // concurrent use.
 func NewPipe(ctx context.Context) (*PipeReader, *PipeWriter) {
 	if ctx == nil {
@@ -45,7 +52,6 @@ func NewPipe(ctx context.Context) (*PipeReader, *PipeWriter) {
 	}
 	p := &pipe{
 		ctx:       ctx,
-		buf:       make([]byte, PipeCapacity),
 		readable:  make(chan struct{}, 1),
 		writeable: make(chan struct{}, 1),
 		closed:    make(chan struct{}),
@@ -57,11 +63,12 @@ type pipe struct {
 	ctx context.Context
 
 	mu       sync.Mutex
-	buf      []byte // ring buffer
+	buf      []byte // ring buffer of PipeCapacity bytes, nil until the first write
 	start, n int    // first buffered byte and count
 	rerr     error  // set when the reader closed: what writers get
 	rdone    error  // set when the reader closed: what later reads get
 	werr     error  // set when the writer closed: what readers get once drained
+	wakers   Wakers // poll_oneoff waiters, told of every change
 
 	// readable and writeable carry one pending wake-up each (capacity 1),
 	// sent after the state changed, so a waiter that checked the state
@@ -82,6 +89,49 @@ func signal(c chan struct{}) {
 
 func (p *pipe) closeSide() { p.closeOnce.Do(func() { close(p.closed) }) }
 
+// tryRead reads what is buffered without waiting. It returns
+// ErrWouldBlock when the pipe is empty and still open.
+func (p *pipe) tryRead(b []byte) (int, error) {
+	p.mu.Lock()
+	if p.rdone != nil {
+		p.mu.Unlock()
+		return 0, p.rdone
+	}
+	if p.n > 0 {
+		if len(b) == 0 {
+			p.mu.Unlock()
+			return 0, nil
+		}
+		n := 0
+		for n < len(b) && p.n > 0 {
+			end := min(p.start+p.n, len(p.buf))
+			c := copy(b[n:], p.buf[p.start:end])
+			n += c
+			p.start = (p.start + c) % len(p.buf)
+			p.n -= c
+		}
+		if p.n == 0 {
+			p.start = 0
+		} else {
+			signal(p.readable) // more for another reader
+		}
+		p.mu.Unlock()
+		signal(p.writeable)
+		p.wakers.Wake()
+		return n, nil
+	}
+	if p.werr != nil {
+		err := p.werr
+		p.mu.Unlock()
+		return 0, err
+	}
+	p.mu.Unlock()
+	if len(b) == 0 {
+		return 0, nil
+	}
+	return 0, ErrWouldBlock
+}
+
 func (p *pipe) read(cctx context.Context, b []byte) (int, error) {
 	var cdone <-chan struct{}
 	if cctx != nil {
@@ -94,44 +144,9 @@ func (p *pipe) read(cctx context.Context, b []byte) (int, error) {
 		if cctx != nil && cctx.Err() != nil {
 			return 0, cctx.Err()
 		}
-		p.mu.Lock()
-		if p.rdone != nil {
-			p.mu.Unlock()
-			return 0, p.rdone
-		}
-		if p.n > 0 {
-			if len(b) == 0 {
-				p.mu.Unlock()
-				return 0, nil
-			}
-			n := 0
-			for n < len(b) && p.n > 0 {
-				end := p.start + p.n
-				if end > len(p.buf) {
-					end = len(p.buf)
-				}
-				c := copy(b[n:], p.buf[p.start:end])
-				n += c
-				p.start = (p.start + c) % len(p.buf)
-				p.n -= c
-			}
-			if p.n == 0 {
-				p.start = 0
-			} else {
-				signal(p.readable) // more for another reader
-			}
-			p.mu.Unlock()
-			signal(p.writeable)
-			return n, nil
-		}
-		if p.werr != nil {
-			err := p.werr
-			p.mu.Unlock()
-			return 0, err
-		}
-		p.mu.Unlock()
-		if len(b) == 0 {
-			return 0, nil
+		n, err := p.tryRead(b)
+		if err != ErrWouldBlock {
+			return n, err
 		}
 		select {
 		case <-p.readable:
@@ -144,6 +159,49 @@ func (p *pipe) read(cctx context.Context, b []byte) (int, error) {
 			return 0, cctx.Err()
 		}
 	}
+}
+
+// tryWrite copies as much of b as fits, without waiting. It returns
+// ErrWouldBlock when nothing fits.
+func (p *pipe) tryWrite(b []byte) (int, error) {
+	p.mu.Lock()
+	if p.rerr != nil {
+		err := p.rerr
+		p.mu.Unlock()
+		return 0, err
+	}
+	if p.werr != nil {
+		p.mu.Unlock()
+		return 0, &os.PathError{Op: "write", Path: "pipe", Err: os.ErrClosed}
+	}
+	if len(b) == 0 {
+		p.mu.Unlock()
+		return 0, nil
+	}
+	if p.buf == nil {
+		p.buf = make([]byte, PipeCapacity)
+	}
+	written := 0
+	for written < len(b) && p.n < len(p.buf) {
+		end := p.start + p.n
+		if end >= len(p.buf) {
+			end -= len(p.buf)
+		}
+		limit := len(p.buf)
+		if end < p.start {
+			limit = p.start
+		}
+		c := copy(p.buf[end:limit], b[written:])
+		written += c
+		p.n += c
+	}
+	p.mu.Unlock()
+	if written == 0 {
+		return 0, ErrWouldBlock
+	}
+	signal(p.readable)
+	p.wakers.Wake()
+	return written, nil
 }
 
 func (p *pipe) write(cctx context.Context, b []byte) (int, error) {
@@ -159,36 +217,15 @@ func (p *pipe) write(cctx context.Context, b []byte) (int, error) {
 		if cctx != nil && cctx.Err() != nil {
 			return written, cctx.Err()
 		}
-		p.mu.Lock()
-		if p.rerr != nil {
-			err := p.rerr
-			p.mu.Unlock()
+		n, err := p.tryWrite(b[written:])
+		written += n
+		if err != nil && err != ErrWouldBlock {
 			return written, err
 		}
-		if p.werr != nil {
-			p.mu.Unlock()
-			return written, &os.PathError{Op: "write", Path: "pipe", Err: os.ErrClosed}
-		}
-		for written < len(b) && p.n < len(p.buf) {
-			end := p.start + p.n
-			if end >= len(p.buf) {
-				end -= len(p.buf)
-			}
-			limit := len(p.buf)
-			if end < p.start {
-				limit = p.start
-			}
-			c := copy(p.buf[end:limit], b[written:])
-			written += c
-			p.n += c
-		}
-		full := p.n == len(p.buf)
-		p.mu.Unlock()
-		signal(p.readable)
 		if written == len(b) {
 			return written, nil
 		}
-		if full {
+		if err == ErrWouldBlock {
 			select {
 			case <-p.writeable:
 			case <-p.closed:
@@ -200,6 +237,22 @@ func (p *pipe) write(cctx context.Context, b []byte) (int, error) {
 			}
 		}
 	}
+}
+
+// readReady reports whether a read would return at once (data, EOF or an
+// error).
+func (p *pipe) readReady() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n > 0 || p.werr != nil || p.rerr != nil || p.ctx.Err() != nil
+}
+
+// writeReady reports whether a write would return at once (room, or an
+// error).
+func (p *pipe) writeReady() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n < PipeCapacity || p.werr != nil || p.rerr != nil || p.ctx.Err() != nil
 }
 
 // poll waits until a read would not block, up to timeout (negative: no
@@ -252,6 +305,21 @@ func (r *PipeReader) Read(b []byte) (int, error) { return r.p.read(nil, b) }
 // a spawned child) stops waiting at its own deadline.
 func (r *PipeReader) ReadContext(ctx context.Context, b []byte) (int, error) { return r.p.read(ctx, b) }
 
+// TryRead is Read without waiting: when the pipe is empty and its writer
+// still open it returns ErrWouldBlock.
+func (r *PipeReader) TryRead(b []byte) (int, error) {
+	if err := r.p.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.p.tryRead(b)
+}
+
+// Ready implements Waitable: a read would not block (for write, false).
+func (r *PipeReader) Ready(write bool) bool { return !write && r.p.readReady() }
+
+// Wakers implements Waitable.
+func (r *PipeReader) Wakers() *Wakers { return &r.p.wakers }
+
 // Close closes the read end: writers get an error wrapping syscall.EPIPE.
 // It is idempotent and never blocks.
 func (r *PipeReader) Close() error { return r.CloseWithError(nil) }
@@ -273,10 +341,12 @@ func (r *PipeReader) CloseWithError(err error) error {
 			p.rdone = ErrReadClosed
 		}
 		p.n, p.start = 0, 0 // nobody will read it
+		p.buf = nil
 	}
 	p.mu.Unlock()
 	p.closeSide()
 	signal(p.writeable)
+	p.wakers.Wake()
 	return nil
 }
 
@@ -299,7 +369,11 @@ func (r *PipeReader) Buffered() int {
 	return r.p.n
 }
 
-var _ experimentalsys.Pollable = (*PipeReader)(nil)
+var (
+	_ experimentalsys.Pollable = (*PipeReader)(nil)
+	_ Waitable                 = (*PipeReader)(nil)
+	_ Waitable                 = (*PipeWriter)(nil)
+)
 
 // PipeWriter is the write end of a pipe made by NewPipe.
 type PipeWriter struct{ p *pipe }
@@ -315,6 +389,21 @@ func (w *PipeWriter) Write(b []byte) (int, error) { return w.p.write(nil, b) }
 func (w *PipeWriter) WriteContext(ctx context.Context, b []byte) (int, error) {
 	return w.p.write(ctx, b)
 }
+
+// TryWrite is Write without waiting: it copies what fits and returns
+// ErrWouldBlock when nothing does.
+func (w *PipeWriter) TryWrite(b []byte) (int, error) {
+	if err := w.p.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return w.p.tryWrite(b)
+}
+
+// Ready implements Waitable: a write would not block (for read, false).
+func (w *PipeWriter) Ready(write bool) bool { return write && w.p.writeReady() }
+
+// Wakers implements Waitable.
+func (w *PipeWriter) Wakers() *Wakers { return &w.p.wakers }
 
 // Close closes the write end: the reader gets io.EOF after the buffered
 // data. It is idempotent and never blocks.
@@ -334,5 +423,6 @@ func (w *PipeWriter) CloseWithError(err error) error {
 	p.mu.Unlock()
 	p.closeSide()
 	signal(p.readable)
+	p.wakers.Wake()
 	return nil
 }

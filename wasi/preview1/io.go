@@ -82,20 +82,10 @@ func (s *State) readv(ctx context.Context, mem api.Memory, fd, iovs, n uint32, p
 		}
 		var got int
 		switch e.kind {
-		case kindStdin:
-			if e.fdflags&fdflagNonblock != 0 {
-				// Non-blocking (set with fd_fdstat_set_flags): EAGAIN
-				// instead of waiting, so the guest waits in
-				// poll_oneoff (Go's netpoller does).
-				if pl, ok := e.r.(experimentalsys.Pollable); ok {
-					if ready, _ := pl.Poll(experimentalsys.POLLIN, 0); !ready {
-						errno = ErrnoAgain
-						break
-					}
-				}
-			}
-			got, errno = s.readStdin(ctx, e.r, b)
+		case kindReader:
+			got, errno = s.readStream(ctx, e, b)
 		case kindFile:
+			unlock := e.lock()
 			var xe experimentalsys.Errno
 			if positional {
 				got, xe = e.file.Pread(b, off)
@@ -103,6 +93,7 @@ func (s *State) readv(ctx context.Context, mem api.Memory, fd, iovs, n uint32, p
 			} else {
 				got, xe = e.file.Read(b)
 			}
+			unlock()
 			errno = s.errno(xe)
 		default:
 			errno = ErrnoBadf // stdout and stderr are write-only
@@ -121,8 +112,36 @@ func (s *State) readv(ctx context.Context, mem api.Memory, fd, iovs, n uint32, p
 	return putU32(mem, result, total)
 }
 
-func (s *State) readStdin(ctx context.Context, r io.Reader, b []byte) (int, Errno) {
-	n, err := r.Read(b)
+// readStream reads a stream descriptor. A non-blocking one never waits:
+// EAGAIN when the stream has nothing to give yet.
+func (s *State) readStream(ctx context.Context, e *entry, b []byte) (int, Errno) {
+	if e.fdflags&fdflagNonblock != 0 {
+		if tr, ok := e.r.(tryReader); ok {
+			n, err := tr.TryRead(b)
+			if err == wasi.ErrWouldBlock {
+				return 0, ErrnoAgain
+			}
+			return s.streamResult(ctx, n, err)
+		}
+		// Non-blocking (set with fd_fdstat_set_flags) on a stream
+		// without TryRead: EAGAIN instead of waiting when it can tell,
+		// so the guest waits in poll_oneoff (Go's netpoller does).
+		switch r := e.r.(type) {
+		case wasi.Waitable:
+			if !r.Ready(false) {
+				return 0, ErrnoAgain
+			}
+		case experimentalsys.Pollable:
+			if ready, _ := r.Poll(experimentalsys.POLLIN, 0); !ready {
+				return 0, ErrnoAgain
+			}
+		}
+	}
+	n, err := e.r.Read(b)
+	return s.streamResult(ctx, n, err)
+}
+
+func (s *State) streamResult(ctx context.Context, n int, err error) (int, Errno) {
 	if err == nil || err == io.EOF {
 		return n, 0
 	}
@@ -170,9 +189,10 @@ func (s *State) writev(ctx context.Context, mem api.Memory, fd, iovs, n uint32, 
 		}
 		var put int
 		switch e.kind {
-		case kindStdout:
-			put, errno = s.writeStdout(ctx, e.w, b)
+		case kindWriter:
+			put, errno = s.writeStream(ctx, e, b)
 		case kindFile:
+			unlock := e.lock()
 			var xe experimentalsys.Errno
 			if positional {
 				put, xe = e.file.Pwrite(b, off)
@@ -180,6 +200,7 @@ func (s *State) writev(ctx context.Context, mem api.Memory, fd, iovs, n uint32, 
 			} else {
 				put, xe = e.file.Write(b)
 			}
+			unlock()
 			errno = s.errno(xe)
 		default:
 			errno = ErrnoBadf // stdin is read-only
@@ -198,8 +219,19 @@ func (s *State) writev(ctx context.Context, mem api.Memory, fd, iovs, n uint32, 
 	return putU32(mem, result, total)
 }
 
-func (s *State) writeStdout(ctx context.Context, w io.Writer, b []byte) (int, Errno) {
-	n, err := w.Write(b)
+// writeStream writes a stream descriptor. A non-blocking one never waits:
+// it writes what fits, EAGAIN when nothing does.
+func (s *State) writeStream(ctx context.Context, e *entry, b []byte) (int, Errno) {
+	var n int
+	var err error
+	if tw, ok := e.w.(tryWriter); ok && e.fdflags&fdflagNonblock != 0 {
+		n, err = tw.TryWrite(b)
+		if err == wasi.ErrWouldBlock {
+			return 0, ErrnoAgain
+		}
+	} else {
+		n, err = e.w.Write(b)
+	}
 	if err == nil {
 		return n, 0
 	}
@@ -207,9 +239,15 @@ func (s *State) writeStdout(ctx context.Context, w io.Writer, b []byte) (int, Er
 		exitOnCtxErr(ctx, err)
 	}
 	if errors.Is(err, syscall.EPIPE) {
-		// The reader is gone: end the guest as SIGPIPE ends a Unix
-		// process, so `yes | head -1` stops instead of spinning.
-		panic(sys.NewExitError(wasi.ExitCodeBrokenPipe))
+		if !e.quiet {
+			// The reader is gone: end the guest as SIGPIPE ends a Unix
+			// process, so `yes | head -1` stops instead of spinning.
+			panic(sys.NewExitError(wasi.ExitCodeBrokenPipe))
+		}
+		if n > 0 {
+			return n, 0
+		}
+		return 0, ErrnoPipe
 	}
 	if n > 0 {
 		return n, 0

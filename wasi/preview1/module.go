@@ -48,7 +48,7 @@ func export(b wazero.HostModuleBuilder, name string, fn wasiFunc, params ...api.
 			stack[0] = uint64(ErrnoNosys)
 			return
 		}
-		s.tap.last = nil
+		s.tap.last.Store(nil)
 		stack[0] = uint64(fn(ctx, s, mod.Memory(), stack))
 	}), params, []api.ValueType{i32}).Export(name)
 }
@@ -362,10 +362,7 @@ func fdClose(_ context.Context, s *State, _ api.Memory, p []uint64) Errno {
 		return errno
 	}
 	s.files[fd] = nil
-	if e.file != nil {
-		return s.errno(e.file.Close())
-	}
-	return 0
+	return s.errno(e.close())
 }
 
 func fdDatasync(_ context.Context, s *State, _ api.Memory, p []uint64) Errno {
@@ -620,9 +617,7 @@ func fdRenumber(_ context.Context, s *State, _ api.Memory, p []uint64) Errno {
 	if from == to {
 		return 0
 	}
-	if old.file != nil {
-		_ = old.file.Close()
-	}
+	_ = old.close()
 	s.files[to], s.files[from] = e, nil
 	return 0
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+
+	"github.com/wasmbox/wasmbox/wasi"
 )
 
 // pollSlice bounds one wait on a Pollable stdin, so that the call's
@@ -18,11 +20,13 @@ const pollSlice = 5 * time.Millisecond
 //     SUBSCRIPTION_CLOCK_ABSTIME, on the realtime or monotonic clock) fire
 //     when their time comes; with nothing else to wait for this is a
 //     sleep that honours the call's context.
-//   - fd_read on stdin waits until a read would not block, when stdin is
-//     an experimental/sys.Pollable (a wasi.PipeReader); other readers,
-//     files and directories are always ready.
-//   - fd_write is always ready (stdout and stderr are written through
-//     blocking, context-aware writers; files never block).
+//   - fd_read and fd_write on a stream that implements wasi.Waitable (a
+//     pipe end, a process handle) are ready when a read or write would not
+//     block; the call waits on all of them at once and wakes on the first
+//     change, without polling.
+//   - fd_read on a stdin that is only an experimental/sys.Pollable waits
+//     until a read would not block, looking at it every pollSlice. Other
+//     readers, writers, files and directories are always ready.
 //   - A subscription on a closed descriptor is an event with EBADF.
 //
 // When the call's context is done the guest ends (exit code
@@ -43,11 +47,12 @@ func pollOneoff(ctx context.Context, s *State, mem api.Memory, p []uint64) Errno
 	if !ok {
 		return ErrnoFault
 	}
-	// Validate everything first, and find the earliest deadline.
+	// Validate everything first, and find the earliest deadline and what
+	// to wait on.
 	var (
 		deadline    int64 = -1 // monotonic ns, -1 none
-		stdinWait   bool
 		stdinPoller experimentalsys.Pollable
+		waits       []wasi.Waitable
 	)
 	now := s.nanotime()
 	for i := uint32(0); i < n; i++ {
@@ -61,23 +66,40 @@ func pollOneoff(ctx context.Context, s *State, mem api.Memory, p []uint64) Errno
 			if deadline < 0 || d < deadline {
 				deadline = d
 			}
-		case eventFdRead:
-			fd := le.Uint32(sub[16:])
-			if e, errno := s.lookup(fd); errno == 0 && e.kind == kindStdin {
+		case eventFdRead, eventFdWrite:
+			e, errno := s.lookup(le.Uint32(sub[16:]))
+			if errno != 0 {
+				continue
+			}
+			if w, ok := e.waitable(); ok {
+				waits = append(waits, w)
+			} else if sub[8] == eventFdRead && e.kind == kindReader {
 				if pl, ok := e.r.(experimentalsys.Pollable); ok {
 					stdinPoller = pl
-					stdinWait = true
 				}
 			}
-		case eventFdWrite:
 		default:
 			return ErrnoInval
 		}
 	}
 
+	var wake chan struct{}
+	if len(waits) > 0 {
+		// Registered before the first look, so that no change between the
+		// look and the wait is missed.
+		wake = make(chan struct{}, 1)
+		for _, w := range waits {
+			w.Wakers().Add(wake)
+		}
+		defer func() {
+			for _, w := range waits {
+				w.Wakers().Remove(wake)
+			}
+		}()
+	}
 	for {
 		stdinReady := true
-		if stdinWait {
+		if stdinPoller != nil {
 			ready, xe := stdinPoller.Poll(experimentalsys.POLLIN, 0)
 			if xe == experimentalsys.EINTR {
 				exitIfDone(ctx)
@@ -89,23 +111,46 @@ func pollOneoff(ctx context.Context, s *State, mem api.Memory, p []uint64) Errno
 		if cnt := s.events(subs, evs, n, now, stdinReady); cnt > 0 {
 			return putU32(mem, result, cnt)
 		}
-		// Nothing ready: wait for the first deadline or for stdin.
+		// Nothing ready: wait for the first deadline, a stream, or stdin.
 		wait := time.Duration(-1)
 		if deadline >= 0 {
 			wait = time.Duration(deadline - now)
 		}
 		switch {
-		case stdinWait:
-			slice := pollSlice
-			if wait >= 0 && wait < slice {
-				slice = wait
+		case wake != nil || stdinPoller != nil:
+			exitIfDone(ctx)
+			if stdinPoller != nil && (wait < 0 || wait > pollSlice) {
+				// A Pollable is looked at again every slice.
+				if wake == nil {
+					_, xe := stdinPoller.Poll(experimentalsys.POLLIN, int32(pollSlice/time.Millisecond)+1)
+					if xe == experimentalsys.EINTR {
+						exitIfDone(ctx)
+						exitOnCtxErr(ctx, context.Canceled)
+					}
+					continue
+				}
+				wait = pollSlice
+			}
+			var timeout <-chan time.Time
+			var t *time.Timer
+			if wait >= 0 {
+				t = time.NewTimer(wait)
+				timeout = t.C
+			}
+			select {
+			case <-wake:
+			case <-timeout:
+				if deadline >= 0 && s.nanotime() < deadline && stdinPoller == nil {
+					// A clock that does not advance by itself
+					// (deterministic): the wait stands for the time.
+					s.monoShift += deadline - s.nanotime()
+				}
+			case <-ctx.Done():
+			}
+			if t != nil {
+				t.Stop()
 			}
 			exitIfDone(ctx)
-			_, xe := stdinPoller.Poll(experimentalsys.POLLIN, int32(slice/time.Millisecond)+1)
-			if xe == experimentalsys.EINTR {
-				exitIfDone(ctx)
-				exitOnCtxErr(ctx, context.Canceled)
-			}
 		case wait >= 0:
 			if err := s.cfg.Sleep(ctx, wait); err != nil {
 				exitOnCtxErr(ctx, err)
@@ -116,8 +161,8 @@ func pollOneoff(ctx context.Context, s *State, mem api.Memory, p []uint64) Errno
 				return putU32(mem, result, s.events(subs, evs, n, deadline, stdinReady))
 			}
 		default:
-			// Only a stdin that is not pollable would get here, and it
-			// is always ready.
+			// Nothing can become ready: report every subscription as
+			// ready rather than block forever.
 			return putU32(mem, result, s.events(subs, evs, n, now, true))
 		}
 	}
@@ -164,22 +209,35 @@ func (s *State) events(subs, evs []byte, n uint32, now int64, stdinReady bool) u
 		case eventFdRead, eventFdWrite:
 			fd := le.Uint32(sub[16:])
 			e, e2 := s.lookup(fd)
-			switch {
-			case e2 != 0:
+			if e2 != 0 {
 				errno, ready = e2, true
-			case typ == eventFdRead && e.kind == kindStdout:
+				break
+			}
+			w, waitable := e.waitable()
+			switch {
+			case typ == eventFdRead && e.kind == kindWriter:
 				errno, ready = ErrnoBadf, true
-			case typ == eventFdWrite && (e.kind == kindStdin || e.kind == kindDir):
+			case typ == eventFdWrite && (e.kind == kindReader || e.kind == kindDir):
 				errno, ready = ErrnoBadf, true
-			case typ == eventFdRead && e.kind == kindStdin:
-				ready = stdinReady
+			case waitable:
+				ready = w.Ready(typ == eventFdWrite)
+				if ready && typ == eventFdRead {
+					if pr, ok := e.r.(*wasi.PipeReader); ok {
+						nbytes = uint64(pr.Buffered())
+					}
+				}
+			case typ == eventFdRead && e.kind == kindReader:
+				_, pollable := e.r.(experimentalsys.Pollable)
+				ready = stdinReady || !pollable
 			case typ == eventFdRead && e.kind == kindFile:
 				ready = true
+				unlock := e.lock()
 				if st, xe := e.file.Stat(); xe == 0 {
 					if cur, xe := e.file.Seek(0, 1); xe == 0 && st.Size > cur {
 						nbytes = uint64(st.Size - cur)
 					}
 				}
+				unlock()
 			default:
 				ready = true
 			}

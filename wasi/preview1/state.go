@@ -74,6 +74,8 @@ type State struct {
 	start time.Time
 	// monoShift is added to every monotonic reading (ShiftMonotonic).
 	monoShift int64
+	// streams counts the open host streams of AddStream.
+	streams int
 }
 
 // ShiftMonotonic adds ns to every reading of the monotonic clock from now
@@ -88,17 +90,24 @@ func (s *State) nanotime() int64 { return s.cfg.Nanotime() + s.monoShift }
 type entryKind uint8
 
 const (
-	kindStdin entryKind = iota
-	kindStdout
+	kindReader entryKind = iota // a host stream the guest reads: stdin, a pipe's read end, a process handle
+	kindWriter                  // a host stream the guest writes: stdout, stderr, a pipe's write end
 	kindFile
 	kindDir
 )
 
 // entry is one open descriptor.
 type entry struct {
-	kind    entryKind
-	r       io.Reader // kindStdin
-	w       io.Writer // kindStdout
+	kind entryKind
+	r    io.Reader // kindReader
+	w    io.Writer // kindWriter
+	// obj is the object behind the descriptor when other descriptors or
+	// spawned children share it (see AddStream and LendReader); nil when
+	// the descriptor alone owns what it refers to.
+	obj *object
+	// quiet: a write that fails with EPIPE gives the guest EPIPE instead
+	// of ending it with status 141 (see SetQuietPipe).
+	quiet   bool
 	file    experimentalsys.File
 	name    string // path from the root, "" for the root itself
 	preopen string // the preopen's name, "" when not a preopen
@@ -143,9 +152,9 @@ func NewState(cfg Config) (*State, error) {
 	st.tap = &tapFS{fs: cfg.FS}
 	stdioRights := fileRights &^ (rightFdSeek | rightFdTell)
 	st.files = []*entry{
-		{kind: kindStdin, r: st.cfg.Stdin, ftype: filetypeCharDevice, base: stdioRights},
-		{kind: kindStdout, w: st.cfg.Stdout, ftype: filetypeCharDevice, base: stdioRights},
-		{kind: kindStdout, w: st.cfg.Stderr, ftype: filetypeCharDevice, base: stdioRights},
+		{kind: kindReader, r: st.cfg.Stdin, ftype: filetypeCharDevice, base: stdioRights},
+		{kind: kindWriter, w: st.cfg.Stdout, ftype: filetypeCharDevice, base: stdioRights},
+		{kind: kindWriter, w: st.cfg.Stderr, ftype: filetypeCharDevice, base: stdioRights},
 	}
 	if cfg.FS == nil {
 		return st, nil
@@ -165,11 +174,12 @@ func NewState(cfg Config) (*State, error) {
 	return st, nil
 }
 
-// Close closes every descriptor the guest left open. It is idempotent.
+// Close closes every descriptor the guest left open (objects lent to
+// children stay open until those release them). It is idempotent.
 func (s *State) Close() error {
 	for i, e := range s.files {
-		if e != nil && e.file != nil {
-			_ = e.file.Close()
+		if e != nil {
+			_ = e.close()
 		}
 		s.files[i] = nil
 	}
@@ -233,8 +243,8 @@ const maxFiles = 1 << 16
 // errno maps an errno of the wasi adapter, looking through EIO to the
 // precise vfs error recorded by the tap (ENOSPC, EFBIG, EXDEV, ...).
 func (s *State) errno(e experimentalsys.Errno) Errno {
-	if e == experimentalsys.EIO && s.tap.last != nil {
-		if w := ErrnoOf(s.tap.last); w != ErrnoSuccess {
+	if e == experimentalsys.EIO {
+		if w := ErrnoOf(s.tap.lastErr()); w != ErrnoSuccess {
 			return w
 		}
 	}

@@ -3,6 +3,7 @@ package preview1
 import (
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/afero"
@@ -16,19 +17,28 @@ import (
 // those reach it as EIO. When the adapter reports EIO, the host functions
 // look at the recorded error and give the guest the precise errno instead.
 //
-// A State belongs to one guest module and wasip1 guests are single
-// threaded, so the record needs no lock: it is reset at the start of every
-// host call that touches the filesystem and read when it ends.
+// The record is reset at the start of every host call and read when it
+// ends. A State belongs to one guest module and wasip1 guests are single
+// threaded, but a file the guest lent to a spawned child (LendWriter) is
+// used from the child's goroutine too: the record is atomic, and a
+// child's error seen by the guest's call at worst refines an EIO.
 type tapFS struct {
 	fs   vfs.FS
-	last error
+	last atomic.Pointer[error]
 }
 
 func (t *tapFS) rec(err error) error {
 	if err != nil && err != io.EOF {
-		t.last = err
+		t.last.Store(&err)
 	}
 	return err
+}
+
+func (t *tapFS) lastErr() error {
+	if p := t.last.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (t *tapFS) wrap(f afero.File, err error) (afero.File, error) {
