@@ -90,6 +90,16 @@ type Runner struct {
 	// openHandler is a function responsible for opening files. It must not be nil.
 	openHandler OpenHandlerFunc
 
+	// pipeFunc makes the interpreter's pipes (see [PipeHandler]); nil means [os.Pipe].
+	pipeFunc func() (*os.File, *os.File, error)
+
+	// pid and ppid are what $$ and $PPID expand to (see [ProcessIDs]);
+	// 0 means the process's own.
+	pid, ppid int
+
+	// ids are the user and group ids of [UserIDs], nil if not set.
+	ids *[2]uint32
+
 	// readDirHandler is a function responsible for reading directories during
 	// glob expansion. It must be non-nil.
 	readDirHandler ReadDirHandlerFunc2
@@ -597,6 +607,29 @@ func AccessHandler(f AccessHandlerFunc) RunnerOption {
 	}
 }
 
+// ProcessIDs sets what $$ and $PPID expand to, in place of the process's
+// own ids (an interpreter in a sandbox must not tell its host's). Zero keeps
+// the process's own.
+func ProcessIDs(pid, ppid int) RunnerOption {
+	return func(r *Runner) error {
+		r.pid, r.ppid = pid, ppid
+		return nil
+	}
+}
+
+// PipeHandler sets the function the interpreter makes its pipes with: the
+// pipes between the commands of a pipeline, of here-documents and
+// here-strings, and the one it copies a standard input that is not an
+// [*os.File] into. The default is [os.Pipe]. Both ends must be [*os.File]s,
+// as pipes are handed to the exec handler. A platform without OS pipes
+// (such as GOOS=wasip1) needs one; on js/wasm it is not used.
+func PipeHandler(f func() (r, w *os.File, err error)) RunnerOption {
+	return func(r *Runner) error {
+		r.pipeFunc = f
+		return nil
+	}
+}
+
 // StdIO configures an interpreter's standard input, standard output, and
 // standard error. If out or err are nil, they default to a writer that discards
 // the output.
@@ -616,7 +649,7 @@ func AccessHandler(f AccessHandlerFunc) RunnerOption {
 // context cannot stop a blocked standard input read.
 func StdIO(in io.Reader, out, err io.Writer) RunnerOption {
 	return func(r *Runner) error {
-		stdin, _err := newStdinFile(in)
+		stdin, _err := r.newStdinFile(in)
 		if _err != nil {
 			return _err
 		}
@@ -884,6 +917,10 @@ func (r *Runner) Reset() {
 		callHandler:    r.callHandler,
 		execHandler:    r.execHandler,
 		openHandler:    r.openHandler,
+		pipeFunc:       r.pipeFunc,
+		pid:            r.pid,
+		ppid:           r.ppid,
+		ids:            r.ids,
 		readDirHandler: r.readDirHandler,
 		statHandler:    r.statHandler,
 		accessHandler:  r.accessHandler,
@@ -1076,6 +1113,10 @@ func (r *Runner) subshell(background bool) *Runner {
 		callHandler:    r.callHandler,
 		execHandler:    r.execHandler,
 		openHandler:    r.openHandler,
+		pipeFunc:       r.pipeFunc,
+		pid:            r.pid,
+		ppid:           r.ppid,
+		ids:            r.ids,
 		readDirHandler: r.readDirHandler,
 		statHandler:    r.statHandler,
 		accessHandler:  r.accessHandler,

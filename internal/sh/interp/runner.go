@@ -498,7 +498,7 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				r.stmt(ctx, cm.Y)
 			}
 		case syntax.Pipe, syntax.PipeAll:
-			pr, pw, err := newPipe()
+			pr, pw, err := r.newPipe()
 			if err != nil {
 				r.exit.fatal(err) // not being able to create a pipe is rare but critical
 				return
@@ -946,7 +946,7 @@ func (r *Runner) stmts(ctx context.Context, stmts []*syntax.Stmt) {
 }
 
 func (r *Runner) hdocReader(rd *syntax.Redirect) (stdinFile, error) {
-	pr, pw, err := newPipe()
+	pr, pw, err := r.newPipe()
 	if err != nil {
 		return nil, err
 	}
@@ -1059,7 +1059,7 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 	arg := r.literal(rd.Word)
 	switch rd.Op {
 	case syntax.WordHdoc:
-		pr, pw, err := newPipe()
+		pr, pw, err := r.newPipe()
 		if err != nil {
 			return nil, err
 		}
@@ -1111,7 +1111,7 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 	}
 	switch rd.Op {
 	case syntax.RdrIn:
-		stdin, err := newStdinFile(f)
+		stdin, err := r.newStdinFile(f)
 		if err != nil {
 			return nil, err
 		}

@@ -38,14 +38,14 @@ func (r jsReader) Close() error {
 func (jsReader) SetReadDeadline(t time.Time) error { return nil }
 
 // newPipe returns an in-process pipe.
-func newPipe() (stdinFile, *io.PipeWriter, error) {
+func (*Runner) newPipe() (stdinFile, *io.PipeWriter, error) {
 	pr, pw := io.Pipe()
 	return jsReader{pr}, pw, nil
 }
 
 // newStdinFile converts a reader into the runner's stdin. Without
 // subprocesses there is no need to copy through a pipe.
-func newStdinFile(r io.Reader) (stdinFile, error) {
+func (*Runner) newStdinFile(r io.Reader) (stdinFile, error) {
 	if r == nil {
 		return nil, nil
 	}

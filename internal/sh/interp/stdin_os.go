@@ -17,23 +17,26 @@ import (
 // and one supporting cancellable reads via [os.File.SetReadDeadline].
 type stdinFile = *os.File
 
-// newPipe returns an OS pipe; both ends are [*os.File] so they can
-// be inherited by subprocesses.
-func newPipe() (stdinFile, *os.File, error) {
+// newPipe returns a pipe made by the [PipeHandler], or else an OS pipe;
+// both ends are [*os.File] so they can be inherited by subprocesses.
+func (r *Runner) newPipe() (stdinFile, *os.File, error) {
+	if r.pipeFunc != nil {
+		return r.pipeFunc()
+	}
 	return os.Pipe()
 }
 
 // newStdinFile converts a reader into the runner's stdin. Readers
 // other than [*os.File] require an [os.Pipe] and a copying goroutine,
 // as an [os.File] is the only way to share a reader with subprocesses.
-func newStdinFile(r io.Reader) (stdinFile, error) {
+func (rn *Runner) newStdinFile(r io.Reader) (stdinFile, error) {
 	switch r := r.(type) {
 	case *os.File:
 		return r, nil
 	case nil:
 		return nil, nil
 	default:
-		pr, pw, err := os.Pipe()
+		pr, pw, err := rn.newPipe()
 		if err != nil {
 			return nil, err
 		}

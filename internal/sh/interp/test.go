@@ -99,7 +99,7 @@ func (r *Runner) binTest(ctx context.Context, op syntax.BinTestOperator, x, y st
 		if err1 != nil || err2 != nil {
 			return false
 		}
-		return os.SameFile(info1, info2)
+		return sameFile(info1, info2)
 	case syntax.TsEql:
 		return atoi(x) == atoi(y)
 	case syntax.TsNeq:
@@ -165,7 +165,7 @@ func (r *Runner) unTest(ctx context.Context, op syntax.UnTestOperator, x string)
 		if err != nil {
 			return false
 		}
-		return info.ModTime().After(getAtime(info))
+		return info.ModTime().After(accessTime(info))
 	case syntax.TsRead:
 		return r.access(ctx, x, AccessRead) == nil
 	case syntax.TsWrite:
@@ -209,6 +209,9 @@ func (r *Runner) unTest(ctx context.Context, op syntax.UnTestOperator, x string)
 	case syntax.TsNot:
 		return x == ""
 	case syntax.TsUsrOwn, syntax.TsGrpOwn:
+		if ok, handled := r.testOwner(ctx, op, x); handled {
+			return ok
+		}
 		return r.unTestOwnOrGrp(ctx, op, x)
 	default:
 		// Should only happen if we forgot a case above.

@@ -177,9 +177,17 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 		// Note that we don't support some of Bash's flags, such as h or B.
 		vr.Kind, vr.Str = expand.String, r.posixOptFlags()
 	case "$":
-		vr.Kind, vr.Str = expand.String, strconv.Itoa(os.Getpid())
+		pid := r.pid
+		if pid == 0 {
+			pid = os.Getpid()
+		}
+		vr.Kind, vr.Str = expand.String, strconv.Itoa(pid)
 	case "PPID":
-		vr.Kind, vr.Str = expand.String, strconv.Itoa(os.Getppid())
+		ppid := r.ppid
+		if ppid == 0 {
+			ppid = os.Getppid()
+		}
+		vr.Kind, vr.Str = expand.String, strconv.Itoa(ppid)
 	case "RANDOM": // not for cryptographic use
 		// Without a seed we use the global generator, which is seeded randomly
 		// and also uses ChaCha8. Note that [Runner.subshell] does not copy the
