@@ -17,7 +17,7 @@ import (
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"github.com/wasmbox/wasmbox/internal/sh/interp"
 
-	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/internal/fserr"
 )
 
 // execHandler is the end of the interpreter's exec chain. It never calls
@@ -457,7 +457,7 @@ func (s *Shell) procSubst(ctx context.Context, hc interp.HandlerContext, rs *run
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if err != nil && vfs.Errno(err) == syscall.ENOSPC {
+	if err != nil && fserr.Errno(err) == syscall.ENOSPC {
 		fmt.Fprintf(hc.Stderr, "bash: process substitution: %s\n", errText(err))
 	}
 	io.WriteString(hc.Stdout, p)

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/wasmbox/wasmbox/internal/sh/interp"
 
-	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/internal/fserr"
 )
 
 // Paths the shell serves itself instead of the VFS.
@@ -114,7 +115,7 @@ func (s *Shell) openHandler(ctx context.Context, p string, flag int, perm os.Fil
 // an *os.PathError, which the interpreter prints before it carries on,
 // wrapping the errno for errors.Is.
 func openError(p string, err error) error {
-	return &os.PathError{Op: "bash:", Path: p, Err: bashErrno{vfs.Errno(err)}}
+	return &os.PathError{Op: "bash:", Path: p, Err: bashErrno{fserr.Errno(err)}}
 }
 
 // bashErrno is an errno that prints like C's strerror.
@@ -127,7 +128,7 @@ func (e bashErrno) Unwrap() error { return e.Errno }
 // interpreter prints those and sets status 1; any other error type would
 // abort the whole script.
 func pathError(op, p string, err error) error {
-	return &os.PathError{Op: op, Path: p, Err: vfs.Errno(err)}
+	return &os.PathError{Op: op, Path: p, Err: fserr.Errno(err)}
 }
 
 // fwdWriter forwards writes to the stream that was current when it was
@@ -234,16 +235,8 @@ func (s *Shell) allowed(fi fs.FileInfo, mode interp.AccessMode) bool {
 		return mode&interp.AccessExec == 0 || fi.IsDir() || perm&0o111 != 0
 	}
 	uid, gid := uint32(0), uint32(0)
-	if st, ok := fi.Sys().(*vfs.Stat); ok {
-		uid, gid = st.Uid, st.Gid
-	} else if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		uid, gid = s.uid, s.gid // already mapped by sysInfo
-		if st.Uid != hostUID {
-			uid = s.uid + 1
-		}
-		if st.Gid != hostGID {
-			gid = s.gid + 1
-		}
+	if st, ok := fi.Sys().(interp.FileSys); ok {
+		uid, gid = st.Owner()
 	}
 	var bits uint32
 	switch {
@@ -257,46 +250,25 @@ func (s *Shell) allowed(fi fs.FileInfo, mode interp.AccessMode) bool {
 	return uint32(mode)&^(bits&7) == 0
 }
 
-// The interpreter implements -O and -G by comparing Sys().(*syscall.Stat_t)
-// against the host's current user (and panics on any other Sys type). So
-// sysInfo maps the VFS owner to that comparison: a file owned by the
-// sandbox user reports the host's uid, any other file a different one.
-var (
-	hostUID = uint32(os.Getuid())
-	hostGID = uint32(os.Getgid())
-)
-
-type sysFileInfo struct {
-	fs.FileInfo
-	st *syscall.Stat_t
-}
-
-func (i sysFileInfo) Sys() any { return i.st }
-
+// sysInfo is fi as the interpreter reads it: -O, -G, -ef and -N look at
+// an interp.FileSys in Sys(), which the VFS's stat has (and the guest
+// filesystem's); a file without one belongs to root.
 func (s *Shell) sysInfo(fi fs.FileInfo) fs.FileInfo {
-	vst, ok := fi.Sys().(*vfs.Stat)
-	if !ok {
-		vst = &vfs.Stat{Uid: s.uid, Gid: s.gid, Nlink: 1}
+	if _, ok := fi.Sys().(interp.FileSys); ok {
+		return fi
 	}
-	st := &syscall.Stat_t{
-		Dev:   vst.Dev,
-		Ino:   vst.Ino,
-		Nlink: vst.Nlink,
-		Size:  fi.Size(),
-		Uid:   hostUID + 1,
-		Gid:   hostGID + 1,
-		Atim:  syscall.NsecToTimespec(vst.Atime.UnixNano()),
-		Mtim:  syscall.NsecToTimespec(fi.ModTime().UnixNano()),
-		Ctim:  syscall.NsecToTimespec(vst.Ctime.UnixNano()),
-	}
-	if vst.Uid == s.uid {
-		st.Uid = hostUID
-	}
-	if vst.Gid == s.gid {
-		st.Gid = hostGID
-	}
-	return sysFileInfo{FileInfo: fi, st: st}
+	return sysFileInfo{FileInfo: fi}
 }
+
+type sysFileInfo struct{ fs.FileInfo }
+
+func (i sysFileInfo) Sys() any { return rootOwned{i.FileInfo} }
+
+type rootOwned struct{ fi fs.FileInfo }
+
+func (rootOwned) Owner() (uid, gid uint32)  { return 0, 0 }
+func (rootOwned) DevIno() (dev, ino uint64) { return 0, 0 }
+func (r rootOwned) AccessTime() time.Time   { return r.fi.ModTime() }
 
 // lookPath finds an executable for name like a shell searching PATH, in
 // the VFS, then asks the Executor if it is a Resolver.

@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"runtime/debug"
 	"slices"
@@ -51,8 +52,20 @@ import (
 	"github.com/wasmbox/wasmbox/internal/sh/interp"
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/spf13/afero"
 )
+
+// FS is what the shell needs of a filesystem: vfs.FS has it. Files whose
+// FileInfo.Sys() implements interp.FileSys (a *vfs.Stat does) have an
+// owner; others belong to root.
+type FS interface {
+	Open(name string) (afero.File, error)
+	OpenFile(name string, flag int, perm os.FileMode) (afero.File, error)
+	Stat(name string) (os.FileInfo, error)
+	LstatIfPossible(name string) (os.FileInfo, bool, error)
+	ReadlinkIfPossible(name string) (string, error)
+	Remove(name string) error
+}
 
 // Command is one external command the shell asks the Executor to run.
 type Command struct {
@@ -153,8 +166,9 @@ func (l Limits) withDefaults() Limits {
 
 // Config describes a Shell. Only FS is required.
 type Config struct {
-	// FS is the filesystem every file access goes to.
-	FS vfs.FS
+	// FS is the filesystem every file access goes to (a vfs.FS, or the
+	// guest's own view of the sandbox's filesystem inside shell.wasm).
+	FS FS
 	// Executor runs external commands. If nil, every external command is
 	// "command not found" (127).
 	Executor Executor
@@ -292,6 +306,8 @@ func (s *Shell) newRunner(dir string) (*interp.Runner, error) {
 		// Our handler never calls next: the default handler runs host binaries.
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return s.execHandler }),
 		interp.Interactive(true), // aliases persist across Runs like in a session
+		interp.UserIDs(s.uid, s.gid),
+		interp.ProcessIDs(s.pid, s.ppid),
 	)
 	if err != nil {
 		return nil, err

@@ -68,3 +68,12 @@ type Stat struct {
 	Mtime time.Time
 	Ctime time.Time
 }
+
+// Owner returns the file's owner and group.
+func (s *Stat) Owner() (uid, gid uint32) { return s.Uid, s.Gid }
+
+// DevIno returns the file's device and inode numbers, which identify it.
+func (s *Stat) DevIno() (dev, ino uint64) { return s.Dev, s.Ino }
+
+// AccessTime returns the file's access time.
+func (s *Stat) AccessTime() time.Time { return s.Atime }
