@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/wasmbox/wasmbox/runtime"
 )
@@ -20,8 +21,12 @@ type spawner struct {
 // with the request's argv, env, dir, stdin and timeout, and the parent's
 // memory budget.
 func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, error) {
+	stderr := s.parent.Stderr
+	if req.Stdio != nil {
+		stderr = orDiscard(req.Stdio.Stderr)
+	}
 	if s.depth+1 > s.e.maxDepth {
-		fmt.Fprintf(s.parent.Stderr, "%s: spawn nesting deeper than %d\n", req.Argv[0], s.e.maxDepth)
+		fmt.Fprintf(stderr, "%s: spawn nesting deeper than %d\n", req.Argv[0], s.e.maxDepth)
 		return ExitCannotExecute, runtime.ErrSpawnDepth
 	}
 	child := s.parent
@@ -35,6 +40,13 @@ func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, 
 	}
 	if req.StdinNull {
 		child.Stdin = bytes.NewReader(nil)
+	}
+	if sio := req.Stdio; sio != nil {
+		// A child of the process ABI: its own streams.
+		child.Stdin, child.Stdout, child.Stderr = sio.Stdin, orDiscard(sio.Stdout), stderr
+		if child.Stdin == nil {
+			child.Stdin = bytes.NewReader(nil)
+		}
 	}
 	child.Timeout = req.Timeout
 	var res Result
@@ -61,14 +73,21 @@ func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, 
 		return 0, fmt.Errorf("%s: %w", req.Argv[0], runtime.ErrSpawnNotFound)
 	case ClassDenied:
 		// The guest only sees EACCES; the reason goes to stderr.
-		fmt.Fprintf(s.parent.Stderr, "%v\n", res.Err)
+		fmt.Fprintf(stderr, "%v\n", res.Err)
 		return 0, runtime.ErrSpawnDenied
 	case ClassNone:
 		if res.Err != nil {
-			fmt.Fprintf(s.parent.Stderr, "%v\n", res.Err)
+			fmt.Fprintf(stderr, "%v\n", res.Err)
 		}
 	case ClassLimitExceeded:
-		fmt.Fprintf(s.parent.Stderr, "%v\n", res.Err)
+		fmt.Fprintf(stderr, "%v\n", res.Err)
 	}
 	return uint32(res.ExitCode), nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }

@@ -21,6 +21,18 @@ type limitAllocator struct {
 	image    *image
 	imageErr error
 	mem      *limitedMemory // the memory Allocate made
+	// onHit, when set, is called when a growth is refused (see
+	// InstanceOptions.OnMemoryLimit).
+	onHit func()
+}
+
+// refuse records a growth refused for the limit or the budget.
+func (a *limitAllocator) refuse() []byte {
+	a.hit.Store(true)
+	if a.onHit != nil {
+		a.onHit()
+	}
+	return nil
 }
 
 func (a *limitAllocator) Allocate(capacity, max uint64) experimental.LinearMemory {
@@ -61,8 +73,7 @@ type limitedMemory struct {
 // on every step.
 func (m *limitedMemory) Reallocate(size uint64) []byte {
 	if size > m.a.limit {
-		m.a.hit.Store(true)
-		return nil
+		return m.a.refuse()
 	}
 	if cur := uint64(len(m.buf)); size > cur && m.a.budget != nil {
 		if !m.started {
@@ -70,8 +81,7 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 			// Run checked it against the budget just before.
 			m.a.budget.used.Add(int64(size - cur))
 		} else if !m.a.budget.take(size - cur) {
-			m.a.hit.Store(true)
-			return nil
+			return m.a.refuse()
 		}
 		m.charged += size - cur
 	}
@@ -82,8 +92,7 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 	if m.mapped != nil {
 		b := m.mapped.bytes(size)
 		if b == nil {
-			m.a.hit.Store(true)
-			return nil
+			return m.a.refuse()
 		}
 		m.buf = b
 	} else if size <= uint64(cap(m.buf)) {

@@ -119,6 +119,9 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	if r.ownWASI {
 		cctx = preview1.WithState(cctx, opts.WASI)
 	}
+	// Children of the process ABI never outlive the run.
+	cctx, stopProcs := withProcs(cctx)
+	defer stopProcs()
 
 	if snap != nil {
 		// The guest keeps the snapshot's idea of the monotonic time.

@@ -75,6 +75,11 @@ type SpawnRequest struct {
 	StdinNull bool
 	// Timeout > 0 kills the child after it (status 124).
 	Timeout time.Duration
+	// Stdio, when set, is the child's standard streams (the process ABI
+	// gives every child its own: see ProcessABI); nil means the caller's
+	// (spawn). A nil stream in it means none (empty input, discarded
+	// output).
+	Stdio *Stdio
 }
 
 // Errors a Spawner returns to select the errno of the spawn call.
@@ -179,12 +184,12 @@ func containsNUL(s string) bool {
 
 func newSpawnModule(r wazero.Runtime) wazero.HostModuleBuilder {
 	i32 := api.ValueTypeI32
-	return addMetaFunctions(r.NewHostModuleBuilder(SpawnModuleName).
+	return newCallFunctions(newProcessFunctions(addMetaFunctions(r.NewHostModuleBuilder(SpawnModuleName)))).
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(spawnHost), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("req_ptr", "req_len", "status_ptr").
 		WithResultNames("errno").
-		Export("spawn"))
+		Export("spawn")
 }
 
 // spawnHost implements wasmbox.spawn. It never panics on guest input.

@@ -3,57 +3,12 @@
 package cmd
 
 import (
-	"encoding/binary"
 	"io/fs"
 	"os"
 	"syscall"
-	"unsafe"
+
+	"github.com/wasmbox/wasmbox/internal/guest"
 )
-
-//go:wasmimport wasmbox stat
-func hostStat(pathPtr unsafe.Pointer, pathLen uint32, follow uint32, outPtr unsafe.Pointer) uint32
-
-//go:wasmimport wasmbox chmod
-func hostChmod(pathPtr unsafe.Pointer, pathLen uint32, mode uint32, follow uint32) uint32
-
-//go:wasmimport wasmbox chown
-func hostChown(pathPtr unsafe.Pointer, pathLen uint32, uid uint32, gid uint32, follow uint32) uint32
-
-// wasiErrno maps the WASI errno of a metadata call to a syscall.Errno.
-func wasiErrno(e uint32) error {
-	switch e {
-	case 0:
-		return nil
-	case 2:
-		return syscall.EACCES
-	case 21:
-		return syscall.EFAULT
-	case 28:
-		return syscall.EINVAL
-	case 32:
-		return syscall.ELOOP
-	case 37:
-		return syscall.ENAMETOOLONG
-	case 44:
-		return syscall.ENOENT
-	case 52:
-		return syscall.ENOSYS
-	case 54:
-		return syscall.ENOTDIR
-	case 63:
-		return syscall.EPERM
-	case 69:
-		return syscall.EROFS
-	}
-	return syscall.EIO
-}
-
-func b2u(b bool) uint32 {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 func statMeta(name string, follow bool) (fs.FileInfo, error) {
 	var fi fs.FileInfo
@@ -70,14 +25,13 @@ func statMeta(name string, follow bool) (fs.FileInfo, error) {
 	if err != nil {
 		return fi, nil
 	}
-	var out [16]byte
-	p := []byte(abs)
-	if e := hostStat(unsafe.Pointer(unsafe.SliceData(p)), uint32(len(p)), b2u(follow), unsafe.Pointer(&out[0])); e != 0 {
+	m, err := guest.Stat(abs, follow)
+	if err != nil {
 		// No host support (ENOSYS) or a race with a removal: keep what
 		// WASI said.
 		return fi, nil
 	}
-	bits := binary.LittleEndian.Uint32(out[0:])
+	bits := m.Mode
 	mode := fi.Mode()&^(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) | fs.FileMode(bits&0o777)
 	if bits&0o4000 != 0 {
 		mode |= fs.ModeSetuid
@@ -91,9 +45,7 @@ func statMeta(name string, follow bool) (fs.FileInfo, error) {
 	var sys any = fi.Sys()
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		c := *st
-		c.Uid = binary.LittleEndian.Uint32(out[4:])
-		c.Gid = binary.LittleEndian.Uint32(out[8:])
-		c.Nlink = uint64(binary.LittleEndian.Uint32(out[12:]))
+		c.Uid, c.Gid, c.Nlink = m.Uid, m.Gid, uint64(m.Nlink)
 		sys = &c
 	}
 	return metaInfo{FileInfo: fi, mode: mode, sys: sys}, nil
@@ -118,8 +70,7 @@ func chmodMeta(name string, mode fs.FileMode) error {
 	if err != nil {
 		return &fs.PathError{Op: "chmod", Path: name, Err: err}
 	}
-	p := []byte(abs)
-	if err := wasiErrno(hostChmod(unsafe.Pointer(unsafe.SliceData(p)), uint32(len(p)), posixBits(mode), 1)); err != nil {
+	if err := guest.Chmod(abs, posixBits(mode), true); err != nil {
 		return &fs.PathError{Op: "chmod", Path: name, Err: err}
 	}
 	return nil
@@ -137,8 +88,7 @@ func chownMeta(name string, uid, gid int, follow bool) error {
 	if gid >= 0 {
 		g = uint32(gid)
 	}
-	p := []byte(abs)
-	if err := wasiErrno(hostChown(unsafe.Pointer(unsafe.SliceData(p)), uint32(len(p)), u, g, b2u(follow))); err != nil {
+	if err := guest.Chown(abs, u, g, follow); err != nil {
 		return &fs.PathError{Op: "chown", Path: name, Err: err}
 	}
 	return nil

@@ -1,0 +1,244 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
+)
+
+// Live instances.
+//
+// Run starts an instance for one command and closes it when the command
+// ends. An Instance instead lives across calls: the guest keeps its state
+// in its memory between them, as the wasm shell of a sandbox session keeps
+// the shell's variables, functions and working directory. Each call runs
+// under its own context: when it is done the guest ends wherever it is
+// (the fuel of its loops, and every blocking host call, watch it) and the
+// instance is dead; a caller that needs the state back starts a new
+// instance and restores it. The children a call spawns through the process
+// ABI never outlive the call.
+//
+// An instance of a reactor module starts from the module's snapshot, like a
+// run, and is counted by LiveInstances until it is closed.
+
+// InstanceOptions configure an Instance.
+type InstanceOptions struct {
+	// MemoryLimit in bytes; 0 means the runtime's default.
+	MemoryLimit uint64
+	// WASI is the instance's state for wasmbox's WASI module, kept for
+	// its whole life (the descriptor table, the preopen, clocks). Required
+	// with wasmbox's WASI. The instance does not close it.
+	WASI *preview1.State
+	// FS is what the metadata calls act on (see RunOptions.FS).
+	FS vfs.FS
+	// Spawner receives spawn and process ABI children; nil refuses them.
+	Spawner Spawner
+	// OnMemoryLimit, when set, is called (on the guest's goroutine, from
+	// inside memory.grow) when the guest asks for memory past its limit.
+	// The guest sees memory.grow fail; a caller that wants it ended at
+	// once cancels the call's context here.
+	OnMemoryLimit func()
+}
+
+// Instance is a live instance of a module. Its methods are safe for
+// concurrent use, but calls into the guest are serialized.
+type Instance struct {
+	r     *Runtime
+	m     *Module
+	opts  InstanceOptions
+	mod   api.Module
+	alloc *limitAllocator
+
+	mu      sync.Mutex // serializes calls
+	closed  atomic.Bool
+	dead    error // why the guest ended, once it has
+	counted atomic.Bool
+}
+
+// ErrInstanceDead is wrapped by the error of a call on an instance whose
+// guest ended (killed by a call's context, exited, trapped, over its memory
+// limit) or that was closed.
+var ErrInstanceDead = errors.New("instance is no longer running")
+
+// Instantiate starts a live instance of m. ctx bounds the start (the
+// module's _initialize runs when there is no snapshot).
+func (r *Runtime) Instantiate(ctx context.Context, m *Module, opts InstanceOptions) (*Instance, error) {
+	if r.ownWASI && opts.WASI == nil {
+		return nil, errors.New("runtime: Instantiate needs InstanceOptions.WASI")
+	}
+	limit := opts.MemoryLimit
+	if limit == 0 {
+		limit = r.memLimit
+	}
+	opts.MemoryLimit = limit
+	var snap *snapshot
+	if m.reactor != nil {
+		var err error
+		if snap, err = r.snapshotOf(ctx, m); err != nil {
+			return nil, err
+		}
+	}
+	need := uint64(m.minPages) * 65536
+	if snap != nil {
+		need = max(need, uint64(snap.pages)*65536)
+	}
+	if need > limit {
+		return nil, fmt.Errorf("%s: %w: the module needs %s of initial memory, the limit is %s",
+			m.name, ErrMemoryLimit, FormatBytes(need), FormatBytes(limit))
+	}
+	if !m.acquire() {
+		return nil, fmt.Errorf("%s: %w", m.name, ErrReleased)
+	}
+	in := &Instance{r: r, m: m, opts: opts}
+	cctx := in.callCtx(ctx)
+	if snap != nil {
+		opts.WASI.ShiftMonotonic(snap.nanotime)
+	}
+	if s := r.takeSpare(m, snap, limit, nil); s != nil {
+		in.mod, in.alloc = s.mod, s.alloc
+		in.alloc.onHit = opts.OnMemoryLimit
+		// The spare counts itself as live (see newSpare).
+		return in, nil
+	}
+	in.alloc = &limitAllocator{limit: limit, live: &r.liveMem, onHit: opts.OnMemoryLimit}
+	if snap != nil {
+		in.alloc.image = snap.img
+	}
+	r.live.Add(1)
+	in.counted.Store(true)
+	notify := experimental.CloseNotifyFunc(func(context.Context, uint32) {
+		if in.counted.CompareAndSwap(true, false) {
+			r.live.Add(-1)
+		}
+	})
+	ictx := experimental.WithMemoryAllocator(cctx, in.alloc)
+	ictx = experimental.WithCloseNotifier(ictx, notify)
+	mod, err := m.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	in.mod = mod
+	if err == nil && m.reactor != nil {
+		if snap != nil {
+			err = restore(mod, m.reactor, snap, in.alloc)
+		} else {
+			err = initialize(cctx, mod, m.reactor)
+		}
+	}
+	if err != nil {
+		in.Close(ctx)
+		return nil, fmt.Errorf("%s: %w", m.name, err)
+	}
+	return in, nil
+}
+
+// callCtx is ctx with what the host functions of a call look up.
+func (in *Instance) callCtx(ctx context.Context) context.Context {
+	cctx := context.WithValue(ctx, spawnerKey{}, in.opts.Spawner)
+	if in.opts.FS != nil {
+		cctx = context.WithValue(cctx, metaFSKey{}, in.opts.FS)
+	}
+	if in.r.ownWASI {
+		cctx = preview1.WithState(cctx, in.opts.WASI)
+	}
+	return cctx
+}
+
+// Call calls the exported function name with params and returns its
+// results. When ctx is done during the call, the guest ends at once and
+// the error is a *sys.ExitError that errors.Is context.DeadlineExceeded or
+// context.Canceled; a guest that exits, traps or fails after hitting its
+// memory limit (errors.Is ErrMemoryLimit) ends too. After any of these,
+// every later call fails with ErrInstanceDead. The children the call
+// spawned (process ABI) are stopped and waited for before Call returns.
+func (in *Instance) Call(ctx context.Context, name string, params ...uint64) ([]uint64, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed.Load() {
+		return nil, fmt.Errorf("%s: %w", in.m.name, ErrInstanceDead)
+	}
+	if in.dead != nil {
+		return nil, fmt.Errorf("%s: %w: %w", in.m.name, ErrInstanceDead, in.dead)
+	}
+	f := in.mod.ExportedFunction(name)
+	if f == nil {
+		return nil, fmt.Errorf("%s: no exported function %s", in.m.name, name)
+	}
+	cctx, stopProcs := withProcs(in.callCtx(ctx))
+	res, err := f.Call(cctx, params...)
+	stopProcs()
+	if err == nil {
+		return res, nil
+	}
+	// The guest ended: whatever it was doing is lost.
+	in.dead = err
+	if in.mod.IsClosed() && ctx.Err() != nil && in.m.rt == in.r.rt {
+		releaseClosed(cctx, in.mod)
+	}
+	var ee *sys.ExitError
+	if errors.As(err, &ee) {
+		switch ee.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded, sys.ExitCodeContextCanceled:
+			return nil, err
+		}
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, exitErrorFor(cerr)
+	}
+	if in.alloc.hit.Load() {
+		return nil, &limitError{name: in.m.name, limit: in.opts.MemoryLimit, cause: err}
+	}
+	return nil, err
+}
+
+// Memory returns the guest's linear memory (nil once closed). The host
+// reads and writes the guest's buffers through it between and during
+// calls.
+func (in *Instance) Memory() api.Memory {
+	if in.closed.Load() || in.mod == nil {
+		return nil
+	}
+	return in.mod.Memory()
+}
+
+// MemorySize is the size of the guest's linear memory in bytes.
+func (in *Instance) MemorySize() uint64 {
+	if m := in.Memory(); m != nil {
+		return uint64(m.Size())
+	}
+	return 0
+}
+
+// LimitHit reports that the guest asked for memory past its limit.
+func (in *Instance) LimitHit() bool { return in.alloc != nil && in.alloc.hit.Load() }
+
+// Dead reports whether the guest has ended (see Call).
+func (in *Instance) Dead() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.dead != nil || in.closed.Load()
+}
+
+// Close ends the instance and releases its memory. It is idempotent, and
+// waits for a call in progress only if that call's context is done.
+func (in *Instance) Close(ctx context.Context) error {
+	if !in.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	var err error
+	if in.mod != nil {
+		err = in.mod.Close(context.WithoutCancel(ctx))
+	}
+	if in.counted.CompareAndSwap(true, false) {
+		in.r.live.Add(-1)
+	}
+	in.m.release(ctx)
+	return err
+}
