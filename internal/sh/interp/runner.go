@@ -518,7 +518,16 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				r2.exit.exiting = false // subshells don't exit the parent shell
 				pw.Close()
 			})
-			r.stmt(ctx, cm.Y)
+			if r.opts[optLastPipe] {
+				r.stmt(ctx, cm.Y)
+			} else {
+				// As bash without lastpipe: the last command runs in a
+				// subshell too, so its assignments do not outlive it.
+				r3 := r.subshell(false)
+				r3.stmt(ctx, cm.Y)
+				r3.exit.exiting = false
+				r.exit = r3.exit
+			}
 			pr.Close()
 			wg.Wait()
 			r.stdin = oldIn
