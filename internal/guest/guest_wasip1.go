@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -171,4 +172,47 @@ func Output(b []byte) error {
 		return &os.SyscallError{Syscall: "call_output", Err: Errno(e)}
 	}
 	return nil
+}
+
+//go:wasmimport wasi_snapshot_preview1 args_sizes_get
+func argsSizesGet(argc, bufLen unsafe.Pointer) uint32
+
+//go:wasmimport wasi_snapshot_preview1 args_get
+func argsGet(argv, buf unsafe.Pointer) uint32
+
+//go:wasmimport wasi_snapshot_preview1 environ_sizes_get
+func environSizesGet(count, bufLen unsafe.Pointer) uint32
+
+//go:wasmimport wasi_snapshot_preview1 environ_get
+func environGet(envv, buf unsafe.Pointer) uint32
+
+// Args reads WASI's argument vector now (os.Args is what it was when the
+// program initialized: for a reactor started from a snapshot, the
+// snapshot's).
+func Args() []string { return readStrings(argsSizesGet, argsGet) }
+
+// Environ reads WASI's environment now (see Args).
+func Environ() []string { return readStrings(environSizesGet, environGet) }
+
+// readStrings reads WASI's argument or environment vector.
+func readStrings(sizes, get func(unsafe.Pointer, unsafe.Pointer) uint32) []string {
+	var n, size uint32
+	if sizes(unsafe.Pointer(&n), unsafe.Pointer(&size)) != 0 || n == 0 {
+		return nil
+	}
+	ptrs := make([]uint32, n)
+	buf := make([]byte, size)
+	if get(unsafe.Pointer(&ptrs[0]), unsafe.Pointer(unsafe.SliceData(buf))) != 0 {
+		return nil
+	}
+	// The vector holds 32-bit addresses into buf, each of a NUL-ended
+	// string; the strings follow one another in order.
+	out := make([]string, 0, n)
+	for _, s := range strings.SplitAfter(string(buf), "\x00") {
+		if len(out) == int(n) {
+			break
+		}
+		out = append(out, strings.TrimSuffix(s, "\x00"))
+	}
+	return out
 }

@@ -7,8 +7,9 @@ import (
 	"path"
 	"strings"
 	"syscall"
-	"unsafe"
 	_ "unsafe" // go:linkname
+
+	"github.com/wasmbox/wasmbox/internal/guest"
 )
 
 // The reactor entry point.
@@ -30,18 +31,6 @@ import (
 // command; commands that need randomness read it from crypto/rand, which
 // asks WASI each time.
 
-//go:wasmimport wasi_snapshot_preview1 args_sizes_get
-func argsSizesGet(argc, bufLen unsafe.Pointer) uint32
-
-//go:wasmimport wasi_snapshot_preview1 args_get
-func argsGet(argv, buf unsafe.Pointer) uint32
-
-//go:wasmimport wasi_snapshot_preview1 environ_sizes_get
-func environSizesGet(count, bufLen unsafe.Pointer) uint32
-
-//go:wasmimport wasi_snapshot_preview1 environ_get
-func environGet(envv, buf unsafe.Pointer) uint32
-
 // The working directory of package syscall, which it sets from $PWD in its
 // init. syscall.Chdir sets it too, but only to a directory that exists,
 // where a command started in a directory removed since must see that
@@ -50,35 +39,12 @@ func environGet(envv, buf unsafe.Pointer) uint32
 //go:linkname syscallCwd syscall.cwd
 var syscallCwd string
 
-// readStrings reads WASI's argument or environment vector.
-func readStrings(sizes, get func(unsafe.Pointer, unsafe.Pointer) uint32) []string {
-	var n, size uint32
-	if sizes(unsafe.Pointer(&n), unsafe.Pointer(&size)) != 0 || n == 0 {
-		return nil
-	}
-	ptrs := make([]uint32, n)
-	buf := make([]byte, size)
-	if get(unsafe.Pointer(&ptrs[0]), unsafe.Pointer(unsafe.SliceData(buf))) != 0 {
-		return nil
-	}
-	// The vector holds 32-bit addresses into buf, each of a NUL-ended
-	// string; the strings follow one another in order.
-	out := make([]string, 0, n)
-	for _, s := range strings.SplitAfter(string(buf), "\x00") {
-		if len(out) == int(n) {
-			break
-		}
-		out = append(out, strings.TrimSuffix(s, "\x00"))
-	}
-	return out
-}
-
 //go:wasmexport wasmbox_run
 func wasmboxRun() int32 {
-	os.Args = readStrings(argsSizesGet, argsGet)
+	os.Args = guest.Args()
 	os.Clearenv()
 	pwd := ""
-	for _, kv := range readStrings(environSizesGet, environGet) {
+	for _, kv := range guest.Environ() {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			continue
