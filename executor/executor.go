@@ -283,6 +283,18 @@ func (e *Executor) compiled(ctx context.Context, r *registered) (*runtime.Module
 	return r.mod, r.err
 }
 
+// Module returns the compiled module registered as name, compiling it on
+// first use.
+func (e *Executor) Module(ctx context.Context, name string) (*runtime.Module, error) {
+	e.mu.RLock()
+	r := e.modules[name]
+	e.mu.RUnlock()
+	if r == nil {
+		return nil, fmt.Errorf("executor: no module %s", name)
+	}
+	return e.compiled(ctx, r)
+}
+
 // Commands returns the registered command names, sorted.
 func (e *Executor) Commands() []string {
 	e.mu.RLock()

@@ -91,3 +91,60 @@ func orDiscard(w io.Writer) io.Writer {
 	}
 	return w
 }
+
+// Spawner returns a runtime.Spawner that runs every child as a job made
+// from template — its filesystem, environment, directory, memory limit,
+// allow hook, delegate and determinism — with the child's argv,
+// environment, directory and streams (runtime.SpawnRequest.Stdio). It is
+// what a live shell instance (shell/session) starts its commands with:
+// each child is a command tree of its own, with its own memory budget, as
+// each command of a script is. A child that is not found, is denied or
+// crosses a limit is reported with runtime's errors (ErrSpawnNotFound,
+// ErrSpawnDenied, ErrSpawnLimit) after its message is written to its
+// stderr; one stopped by ctx with ctx's error.
+func (e *Executor) Spawner(template Job) runtime.Spawner {
+	return runtime.SpawnFunc(func(ctx context.Context, req runtime.SpawnRequest) (uint32, error) {
+		job := template
+		job.Argv = req.Argv
+		job.Module = nil
+		if !req.InheritEnv {
+			job.Env = req.Env
+		}
+		if req.Dir != "" {
+			job.Dir = req.Dir
+		}
+		if req.StdinNull {
+			job.Stdin = bytes.NewReader(nil)
+		}
+		if sio := req.Stdio; sio != nil {
+			job.Stdin, job.Stdout, job.Stderr = sio.Stdin, sio.Stdout, sio.Stderr
+		}
+		job.Timeout = req.Timeout
+		res := e.Run(ctx, job)
+		return SpawnResult(ctx, res, orDiscard(job.Stderr))
+	})
+}
+
+// SpawnResult maps the Result of a child job to what a runtime.Spawner
+// returns, writing the reason of a denial or a limit to stderr.
+func SpawnResult(ctx context.Context, res Result, stderr io.Writer) (uint32, error) {
+	switch res.Class {
+	case ClassNotFound:
+		return ExitNotFound, fmt.Errorf("%w: %w", runtime.ErrSpawnNotFound, res.Err)
+	case ClassDenied:
+		fmt.Fprintf(stderr, "%v\n", res.Err)
+		return ExitDenied, fmt.Errorf("%w: %w", runtime.ErrSpawnDenied, res.Err)
+	case ClassLimitExceeded:
+		fmt.Fprintf(stderr, "%v\n", res.Err)
+		return uint32(res.ExitCode), fmt.Errorf("%w: %w", runtime.ErrSpawnLimit, res.Err)
+	case ClassTimeout, ClassCancelled:
+		if err := ctx.Err(); err != nil {
+			return uint32(res.ExitCode), err
+		}
+	case ClassNone:
+		if res.Err != nil {
+			fmt.Fprintf(stderr, "%v\n", res.Err)
+		}
+	}
+	return uint32(res.ExitCode), nil
+}
