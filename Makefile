@@ -8,8 +8,9 @@ OUT     ?= wasm
 LDFLAGS := -s -w -buildid= -checklinkname=0
 # The tool modules: tools/NAME builds wasm/NAME.wasm. coreutils is the
 # multi-call module of most commands; the heavy commands (gojq, GoAWK) have
-# modules of their own so that the others do not carry or initialise them.
-MODULES := coreutils jq awk
+# modules of their own so that the others do not carry or initialise them;
+# shell is the bash interpreter (the live shell of every session).
+MODULES := coreutils jq awk shell
 # Initial memory of the tool module in 64 KiB pages: about what the Go
 # runtime reaches while it initializes, so that instantiation allocates
 # once instead of growing (copying) the memory (see tools/wasmopt).

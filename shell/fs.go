@@ -93,11 +93,17 @@ func (s *Shell) openHandler(ctx context.Context, p string, flag int, perm os.Fil
 		f.Close()
 		return nil, &os.PathError{Op: "open", Path: p, Err: syscall.EISDIR}
 	}
+	if of, ok := f.(*os.File); ok {
+		// A file of the operating system (shell.wasm's filesystem is
+		// the host's, through WASI): the interpreter and the commands
+		// it runs read it directly.
+		return of, nil
+	}
 	// The interpreter turns any reader that is not an *os.File into a pipe
 	// fed by a goroutine it does not stop. Feed our own pipe instead, with a
 	// goroutine this Run owns: closing the read end (the interpreter does
 	// at the end of the statement) ends it.
-	pr, pw, err := os.Pipe()
+	pr, pw, err := s.pipe()
 	if err != nil {
 		f.Close()
 		return nil, &os.PathError{Op: "open", Path: p, Err: syscall.EMFILE}

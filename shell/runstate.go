@@ -54,14 +54,14 @@ func (rs *runState) fail(err error) error {
 // which ends the copy even when the script did not read everything. (A
 // reader that blocks forever in Read keeps that goroutine until it
 // returns; see CONTAINMENT.md.)
-func (rs *runState) stdinFile(r io.Reader) (*os.File, func()) {
+func (rs *runState) stdinFile(r io.Reader, pipe func() (*os.File, *os.File, error)) (*os.File, func()) {
 	switch r := r.(type) {
 	case nil:
 		return nil, func() {}
 	case *os.File:
 		return r, func() {}
 	}
-	pr, pw, err := os.Pipe()
+	pr, pw, err := pipe()
 	if err != nil {
 		return nil, func() {}
 	}

@@ -193,6 +193,9 @@ type Config struct {
 	UID, GID *uint32
 	// PID and PPID are what $$ and $PPID expand to (default 2 and 1).
 	PID, PPID int
+	// Pipe, when set, makes the pipes of pipelines, here-documents and
+	// stdin copies (default os.Pipe; shell.wasm uses the host's pipes).
+	Pipe func() (r, w *os.File, err error)
 }
 
 // Stats describes the last Run.
@@ -308,6 +311,7 @@ func (s *Shell) newRunner(dir string) (*interp.Runner, error) {
 		interp.Interactive(true), // aliases persist across Runs like in a session
 		interp.UserIDs(s.uid, s.gid),
 		interp.ProcessIDs(s.pid, s.ppid),
+		interp.PipeHandler(s.cfg.Pipe),
 	)
 	if err != nil {
 		return nil, err
@@ -395,7 +399,7 @@ func (s *Shell) runTop(rs *runState, script string) (int, error) {
 		fmt.Fprintf(rs.stderr, "bash: %v\n", err)
 		return 2, nil
 	}
-	stdin, closeStdin := rs.stdinFile(s.stdin)
+	stdin, closeStdin := rs.stdinFile(s.stdin, s.pipe)
 	defer closeStdin()
 	interp.StdIO(stdin, rs.stdout, rs.stderr)(s.runner)
 	err = s.runNode(rs.ctx, s.runner, file)
@@ -568,6 +572,14 @@ func syntaxMessage(err error) string {
 		return fmt.Sprintf("line %d: syntax error: %v", le.Pos.Line(), err)
 	}
 	return err.Error()
+}
+
+// pipe makes a pipe with Config.Pipe, or os.Pipe.
+func (s *Shell) pipe() (*os.File, *os.File, error) {
+	if s.cfg.Pipe != nil {
+		return s.cfg.Pipe()
+	}
+	return os.Pipe()
 }
 
 // resolve makes p absolute against dir, slash-separated and clean.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wasmbox/wasmbox/shell/wire"
 	"maps"
 	"slices"
 	"strconv"
@@ -18,36 +19,12 @@ import (
 
 // State is the part of a Shell that persists across Runs, in a form that
 // can be serialized (it has only plain fields) and loaded into another
-// Shell with Restore.
-type State struct {
-	Dir   string
-	Umask uint32
-	Vars  []Var
-	// Funcs maps each function name to its definition as shell source.
-	Funcs map[string]string
-	// Aliases maps each alias name to its text.
-	Aliases map[string]string
-	// Options are the `set -o` options that are on (errexit, pipefail...).
-	Options []string
-	// ShellOptions are the `shopt` options that are on (extglob...).
-	ShellOptions []string
-	// ErrTrap is the ERR trap's command, if any. (The EXIT trap fires at
-	// the end of every Run and does not persist.)
-	ErrTrap string
-}
+// Shell with Restore. It is the wire form the host keeps (see shell/wire).
+type State = wire.State
 
 // Var is one shell variable with its attributes. Kind is "string",
 // "indexed", "associative" or "nameref" (whose Str is the target name).
-type Var struct {
-	Name     string
-	Kind     string
-	Str      string            `json:",omitempty"`
-	List     []string          `json:",omitempty"`
-	Indexes  []int             `json:",omitempty"`
-	Map      map[string]string `json:",omitempty"`
-	Exported bool              `json:",omitempty"`
-	ReadOnly bool              `json:",omitempty"`
-}
+type Var = wire.Var
 
 // Variables the shell owns; Snapshot leaves them out.
 var stateSkip = map[string]bool{

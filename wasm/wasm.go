@@ -17,7 +17,8 @@
 // "jq" (gojq) and "awk" (GoAWK, also called gawk, mawk and nawk) are
 // separate because those engines are most of a module's size and their
 // package initialisation would otherwise run on every start of every
-// command.
+// command; "shell" is the bash interpreter, the live shell of every
+// sandbox session (its wasmbox_session export) and sh, bash and dash.
 //
 // # Build
 //
@@ -62,6 +63,8 @@ var (
 	jq []byte
 	//go:embed awk.wasm
 	awk []byte
+	//go:embed shell.wasm
+	shellWasm []byte
 )
 
 //go:embed commands.txt
@@ -75,6 +78,9 @@ const (
 	JQModule = "jq"
 	// AWKModule provides awk and its aliases gawk, mawk and nawk.
 	AWKModule = "awk"
+	// ShellModule is the bash interpreter (tools/shell): the live shell of
+	// every sandbox session, and sh, bash and dash as commands.
+	ShellModule = "shell"
 )
 
 // Coreutils returns the multi-call tool module (a wasip1 binary). The slice
@@ -82,7 +88,7 @@ const (
 func Coreutils() []byte { return coreutils }
 
 // Modules returns the names of the embedded modules, sorted.
-func Modules() []string { return []string{AWKModule, CoreutilsModule, JQModule} }
+func Modules() []string { return []string{AWKModule, CoreutilsModule, JQModule, ShellModule} }
 
 // Module returns the bytes of the named module (see Command.Module). The
 // slice is shared: callers must not modify it.
@@ -94,6 +100,8 @@ func Module(name string) ([]byte, bool) {
 		return jq, true
 	case AWKModule:
 		return awk, true
+	case ShellModule:
+		return shellWasm, true
 	}
 	return nil, false
 }

@@ -1,0 +1,502 @@
+// Package session runs a sandbox session's shell inside WebAssembly: one
+// live instance of shell.wasm (package shell built for wasip1, see
+// tools/shell) per session, whose state — working directory, variables,
+// exports, functions, aliases, options, traps — stays in the instance
+// between runs.
+//
+// The host never runs the interpreter. A run is a call into the instance
+// under the run's context: the fuel of the guest's loops and every host
+// call it makes watch that context, so a deadline or a cancel ends the
+// shell wherever it is, in a loop, in an expansion, in the parser. The
+// instance's linear memory has its own limit (Config.MemoryLimit, 256 MiB
+// by default): an expansion that wants more ends the run with
+// LIMIT_EXCEEDED instead of growing the host.
+//
+// # Pipelines
+//
+// The stages of a pipeline run at once, in one instance: stages that are
+// shell code (functions, subshells, loops, builtins) are goroutines of the
+// guest; stages that are commands are children started through the host's
+// process ABI (runtime.ProcessABI), which returns at once. The pipes
+// between them are host pipes whose descriptors are non-blocking, and the
+// guest waits for them, and for its children's process handles, in
+// poll_oneoff: the Go scheduler inside the guest parks a goroutine whose
+// pipe is empty or full and runs another, and when every goroutine waits,
+// poll_oneoff waits on all their pipes at once. No host call of the shell
+// ever blocks on one pipe while another is ready, so no mix of shell code
+// and commands can deadlock; commands read and write the pipes directly,
+// and data between two commands never passes through the shell.
+//
+// The other design, a forked shell instance per stage (copy-on-write of the
+// parent's memory, as bash forks), was not taken: a Go guest cannot be
+// forked in the middle of a call (the wasm call stack lives in the host's
+// engine, not in linear memory), so a stage would have to start from an
+// idle image and be told what to run, and each stage would cost an
+// instance (a spare instance is ~0.2 ms, a fork of the memory more). One
+// instance with goroutines starts a stage in microseconds and shares the
+// shell's memory limit with it, as bash's subshells share the cgroup.
+// Bash's semantics hold all the same: every stage but the last runs in a
+// subshell (interp's subshell copy), so `echo x | X=after` leaves X as it
+// was.
+//
+// # State, kills and forks
+//
+// After a run whose state changed, the guest gives the host the state (a
+// JSON wire.State, the form sandbox snapshots keep). When a run is killed
+// — deadline, cancel, the memory limit, an internal error — the instance
+// is discarded at once; the next run starts a new instance (from the
+// module's copy-on-write snapshot, usually a spare that is ready) and
+// restores the last state the host holds: the session's state is what it
+// was before the killed run began. The filesystem keeps what the run
+// wrote. Fork starts a new instance the same way, from the parent's state.
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/shell/wire"
+	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasi"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
+)
+
+// DefaultMemoryLimit is the default limit of a session shell's memory.
+const DefaultMemoryLimit uint64 = 256 << 20
+
+// Config describes a session.
+type Config struct {
+	// Runtime and Module: the compiled shell.wasm (wasm.ShellModule).
+	Runtime *runtime.Runtime
+	Module  *runtime.Module
+	// FS is the session's filesystem, the guest's root.
+	FS vfs.FS
+	// Spawner runs the commands of the shell's scripts (the process ABI's
+	// children); nil makes every command fail.
+	Spawner runtime.Spawner
+	// Init is the shell's initial configuration.
+	Init wire.Init
+	// MemoryLimit of the shell instance; 0 means DefaultMemoryLimit.
+	MemoryLimit uint64
+	// Deterministic, when set, gives the shell fixed clocks and seeded
+	// randomness.
+	Deterministic *wasi.Deterministic
+}
+
+// Result is how a run ended.
+type Result struct {
+	// Code is the exit status: the script's, or 124 (deadline), 125
+	// (cancelled), 137 (the shell's memory limit), 1 (an internal error).
+	Code int
+	// Exited: the script ran the exit builtin.
+	Exited bool
+	// Commands is how many simple commands the shell ran.
+	Commands int64
+	// Err says why the run was stopped from outside the script: an error
+	// that errors.Is context.DeadlineExceeded or context.Canceled,
+	// ErrMemoryLimit, a *LimitError of the shell's limits, or
+	// ErrInternal. Nil for a script that ran to its end.
+	Err error
+}
+
+// Errors of a Result.
+var (
+	// ErrMemoryLimit: the shell's memory limit stopped the run.
+	ErrMemoryLimit = errors.New("shell memory limit exceeded")
+	// ErrInternal: the interpreter failed (a trap, a panic it could not
+	// recover, a malformed answer); the session continues from its last
+	// state.
+	ErrInternal = errors.New("internal error of the shell")
+	// ErrClosed is returned by a closed Session.
+	ErrClosed = errors.New("session: closed")
+)
+
+// LimitError is a limit of the shell (script size, commands, nesting
+// depth, background jobs, variable size) that stopped a run.
+type LimitError struct{ Limit string }
+
+func (e *LimitError) Error() string { return e.Limit + " limit exceeded" }
+
+// Session is one live shell.
+type Session struct {
+	cfg Config
+
+	mu     sync.Mutex // serializes everything below
+	st     *preview1.State
+	in     *runtime.Instance
+	state  []byte // the last state the guest gave, JSON; nil: Init's
+	closed bool
+
+	hit       atomic.Bool // the running call hit the memory limit
+	cancelRun atomic.Pointer[context.CancelCauseFunc]
+}
+
+// New starts a session: an instance of the shell, initialized with
+// cfg.Init.
+func New(ctx context.Context, cfg Config) (*Session, error) {
+	if cfg.Runtime == nil || cfg.Module == nil || cfg.FS == nil {
+		return nil, errors.New("session: Config needs Runtime, Module and FS")
+	}
+	if cfg.MemoryLimit == 0 {
+		cfg.MemoryLimit = DefaultMemoryLimit
+	}
+	s := &Session{cfg: cfg}
+	if err := s.start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// start makes a new instance and brings it to the session's state.
+func (s *Session) start(ctx context.Context) error {
+	src := wasi.NewSources(wasi.Options{Deterministic: s.cfg.Deterministic})
+	st, err := preview1.NewState(preview1.Config{
+		FS: s.cfg.FS, Args: []string{"sh"},
+		Stdout: io.Discard, Stderr: io.Discard,
+		Walltime: src.Walltime, Nanotime: src.Nanotime, Rand: src.Rand, Sleep: src.Sleep,
+		AbsoluteSymlinks: true,
+	})
+	if err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	// The shell waits for its input in poll_oneoff (a read must not park
+	// the whole guest), and gets EPIPE rather than death from a closed
+	// output.
+	_ = st.SetNonblock(0, true)
+	_ = st.SetQuietPipe(1, true)
+	_ = st.SetQuietPipe(2, true)
+	in, err := s.cfg.Runtime.Instantiate(ctx, s.cfg.Module, runtime.InstanceOptions{
+		MemoryLimit: s.cfg.MemoryLimit,
+		WASI:        st,
+		FS:          s.cfg.FS,
+		Spawner:     s.cfg.Spawner,
+		OnMemoryLimit: func() {
+			// The guest sees memory.grow fail; end it at its next host
+			// call rather than let it print the Go runtime's trace.
+			s.hit.Store(true)
+			if c := s.cancelRun.Load(); c != nil {
+				(*c)(ErrMemoryLimit)
+			}
+		},
+	})
+	if err != nil {
+		st.Close()
+		return fmt.Errorf("session: %w", err)
+	}
+	ini, err := json.Marshal(s.cfg.Init)
+	if err != nil {
+		in.Close(ctx)
+		st.Close()
+		return fmt.Errorf("session: %w", err)
+	}
+	if err := s.call(ctx, in, wire.OpInit, ini, nil); err != nil {
+		in.Close(ctx)
+		st.Close()
+		return fmt.Errorf("session: starting the shell: %w", err)
+	}
+	if s.state != nil {
+		if err := s.call(ctx, in, wire.OpRestore, s.state, nil); err != nil {
+			in.Close(ctx)
+			st.Close()
+			return fmt.Errorf("session: restoring the shell's state: %w", err)
+		}
+	}
+	s.st, s.in = st, in
+	return nil
+}
+
+// call makes one session call that is not a run; out, when not nil,
+// receives the output.
+func (s *Session) call(ctx context.Context, in *runtime.Instance, op uint32, input []byte, out *[]byte) error {
+	res, b, err := in.CallData(ctx, wire.Export, input, wire.MaxOutput, uint64(op), uint64(len(input)))
+	if err != nil {
+		return err
+	}
+	if errno := uint32(res[0]); errno != 0 {
+		msg := strings.TrimSpace(string(b))
+		if len(msg) > 512 {
+			msg = msg[:512]
+		}
+		return fmt.Errorf("errno %d: %s", errno, msg)
+	}
+	if out != nil {
+		*out = b
+	}
+	return nil
+}
+
+// ready returns a live instance, starting one from the session's state
+// after a killed run.
+func (s *Session) ready(ctx context.Context) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.in != nil && !s.in.Dead() {
+		return nil
+	}
+	s.discard()
+	return s.start(ctx)
+}
+
+// discard drops the instance.
+func (s *Session) discard() {
+	if s.in != nil {
+		s.in.Close(context.Background())
+		s.in = nil
+	}
+	if s.st != nil {
+		s.st.Close()
+		s.st = nil
+	}
+}
+
+// stderrGuard drops what the guest writes to stderr once it hit its
+// memory limit (the Go runtime's "out of memory" trace) and ends it there.
+type stderrGuard struct {
+	w   io.Writer
+	hit *atomic.Bool
+}
+
+func (g stderrGuard) Write(p []byte) (int, error) {
+	if g.hit.Load() {
+		return 0, context.Canceled
+	}
+	return g.w.Write(p)
+}
+
+// Run runs script with the given streams (nil: no input, discarded
+// output). The error is for a session that cannot run at all (closed, or
+// no instance could start); a run that failed, was killed or crossed a
+// limit is a Result.
+func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ready(ctx); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return ctxResult(cerr), nil
+		}
+		return Result{}, err
+	}
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.cancelRun.Store(&cancel)
+	defer s.cancelRun.Store(nil)
+	in, stopIn := runInput(cctx, stdin)
+	defer stopIn()
+	s.hit.Store(false)
+	_ = s.st.SetStream(0, in, nil)
+	_ = s.st.SetStream(1, nil, stdout)
+	_ = s.st.SetStream(2, nil, stderrGuard{w: stderr, hit: &s.hit})
+	defer func() {
+		if s.st != nil {
+			_ = s.st.SetStream(0, eofReader{}, nil)
+			_ = s.st.SetStream(1, nil, io.Discard)
+			_ = s.st.SetStream(2, nil, io.Discard)
+		}
+	}()
+	res, out, err := s.in.CallData(cctx, wire.Export, []byte(script), wire.MaxOutput, wire.OpRun, uint64(len(script)))
+	if err != nil {
+		return s.killed(ctx, stderr, err), nil
+	}
+	if errno := uint32(res[0]); errno != 0 {
+		s.discard()
+		fmt.Fprintf(stderr, "wasmbox: internal shell error (errno %d)\n", errno)
+		return Result{Code: 1, Err: ErrInternal}, nil
+	}
+	rr, state, err := wire.DecodeRunOutput(out)
+	if err != nil {
+		s.discard()
+		fmt.Fprintf(stderr, "wasmbox: internal shell error: %v\n", err)
+		return Result{Code: 1, Err: ErrInternal}, nil
+	}
+	if state != nil {
+		if _, err := wire.DecodeState(state); err != nil {
+			s.discard()
+			fmt.Fprintf(stderr, "wasmbox: internal shell error: %v\n", err)
+			return Result{Code: 1, Err: ErrInternal}, nil
+		}
+		s.state = append([]byte(nil), state...)
+	}
+	r := Result{Code: int(rr.Code), Exited: rr.Flags&wire.FlagExited != 0, Commands: rr.Commands}
+	switch {
+	case rr.Flags&wire.FlagLimit != 0:
+		r.Err = &LimitError{Limit: rr.Limit}
+	case rr.Flags&wire.FlagInternal != 0:
+		r.Err = ErrInternal
+	}
+	return r, nil
+}
+
+// killed turns the end of an instance during a run into the run's result;
+// the instance is gone, the session's state is the last one it gave.
+func (s *Session) killed(ctx context.Context, stderr io.Writer, err error) Result {
+	limit := s.hit.Load() || s.in.LimitHit() || errors.Is(err, runtime.ErrMemoryLimit)
+	s.discard()
+	switch {
+	case limit:
+		fmt.Fprintf(stderr, "wasmbox: shell memory limit (%s) exceeded\n", formatSize(s.cfg.MemoryLimit))
+		return Result{Code: 137, Err: ErrMemoryLimit}
+	case ctx.Err() != nil:
+		return ctxResult(ctx.Err())
+	}
+	var ee *sys.ExitError
+	if errors.As(err, &ee) {
+		switch ee.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return ctxResult(context.DeadlineExceeded)
+		case sys.ExitCodeContextCanceled:
+			return ctxResult(context.Canceled)
+		}
+	}
+	fmt.Fprintf(stderr, "wasmbox: internal shell error: %v\n", firstLine(err.Error()))
+	return Result{Code: 1, Err: fmt.Errorf("%w: %v", ErrInternal, err)}
+}
+
+func ctxResult(err error) Result {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return Result{Code: 124, Err: err}
+	}
+	return Result{Code: 125, Err: err}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// formatSize renders n for messages: "256 MiB", "1536 KiB", "17 bytes".
+func formatSize(n uint64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// runInput makes the run's standard input something the guest can wait on
+// without blocking: a stream that is already Waitable as it is, else a
+// pipe fed from r by a goroutine that stops when the run ends (a reader
+// that blocks forever keeps only that goroutine, until it returns).
+func runInput(ctx context.Context, r io.Reader) (io.Reader, func()) {
+	switch r.(type) {
+	case nil:
+		return eofReader{}, func() {}
+	case wasi.Waitable:
+		return r, func() {}
+	}
+	pr, pw := wasi.NewPipe(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := io.Copy(pw, r)
+		pw.CloseWithError(err)
+	}()
+	return pr, func() { pr.Close() }
+}
+
+// State returns the shell's current state (of the live instance, else the
+// last one it gave).
+func (s *Session) State(ctx context.Context) (wire.State, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ready(ctx); err != nil {
+		return wire.State{}, err
+	}
+	var b []byte
+	if err := s.call(ctx, s.in, wire.OpState, nil, &b); err != nil {
+		s.discard()
+		return wire.State{}, fmt.Errorf("session: state: %w", err)
+	}
+	st, err := wire.DecodeState(b)
+	if err != nil {
+		s.discard()
+		return wire.State{}, err
+	}
+	s.state = b
+	return st, nil
+}
+
+// Restore replaces the shell's state; on error the session keeps its
+// previous state.
+func (s *Session) Restore(ctx context.Context, st wire.State) error {
+	if err := st.Check(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	if err := s.call(ctx, s.in, wire.OpRestore, b, nil); err != nil {
+		s.discard() // the guest may be half-way: start again from s.state
+		return fmt.Errorf("session: restore: %w", err)
+	}
+	s.state = b
+	return nil
+}
+
+// Fork returns a new session over fsys and spawner with this session's
+// state.
+func (s *Session) Fork(ctx context.Context, fsys vfs.FS, spawner runtime.Spawner) (*Session, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	cfg := s.cfg
+	state := s.state
+	s.mu.Unlock()
+	cfg.FS, cfg.Spawner = fsys, spawner
+	c := &Session{cfg: cfg, state: state}
+	if err := c.start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close ends the session. It is idempotent.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.discard()
+	return nil
+}
+
+// MemorySize is the size of the shell instance's linear memory (0 when
+// none is live).
+func (s *Session) MemorySize() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.in == nil {
+		return 0
+	}
+	return s.in.MemorySize()
+}
