@@ -198,6 +198,14 @@ func (in *Instance) Call(ctx context.Context, name string, params ...uint64) ([]
 	return nil, err
 }
 
+// SetSpawner makes sp receive the spawn and process ABI children of the
+// following calls.
+func (in *Instance) SetSpawner(sp Spawner) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.opts.Spawner = sp
+}
+
 // Memory returns the guest's linear memory (nil once closed). The host
 // reads and writes the guest's buffers through it between and during
 // calls.

@@ -1,39 +1,48 @@
 package sandbox
 
 import (
-	"strings"
-	"time"
-
 	"context"
 	"errors"
 	"fmt"
-	"mvdan.cc/sh/v3/syntax"
+	"io"
 	"path"
 
 	"github.com/wasmbox/wasmbox/executor"
-	"github.com/wasmbox/wasmbox/shell"
+	"github.com/wasmbox/wasmbox/runtime"
 )
 
-// commandRunner is the shell's Executor: every external command of a script
-// comes here, and goes to the wasm executor or, for allowlisted native
-// binaries, to the native lane. It never runs anything on the host
-// otherwise.
-type commandRunner struct{ s *Sandbox }
-
-// Resolve answers `command -v` / `type` for commands of the registry.
-func (r *commandRunner) Resolve(name string) (string, bool) {
-	for _, c := range r.s.engine.exec.Commands() {
-		if c == name {
-			return "/bin/" + name, true
-		}
-	}
-	if r.s.isNative(name) {
-		return "/usr/bin/" + name, true
-	}
-	return "", false
+// command is one external command of a script, with its streams.
+type command struct {
+	Argv           []string
+	Env            []string
+	Dir            string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
 }
 
-func (r *commandRunner) Exec(ctx context.Context, c shell.Command) (int, error) {
+// commandRunner starts the commands of the sandbox's shell: the shell
+// (shell.wasm) asks for each through the process ABI, and they go to the
+// wasm executor or, for allowlisted native binaries, to the native lane.
+// Nothing runs on the host otherwise.
+type commandRunner struct{ s *Sandbox }
+
+// Spawn implements runtime.Spawner for the children of the sandbox's
+// shell.
+func (r *commandRunner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, error) {
+	c := command{Argv: req.Argv, Env: req.Env, Dir: req.Dir}
+	if req.Stdio != nil {
+		c.Stdin, c.Stdout, c.Stderr = req.Stdio.Stdin, req.Stdio.Stdout, req.Stdio.Stderr
+	}
+	if c.Dir == "" {
+		c.Dir = "/"
+	}
+	code, err := r.exec(ctx, c)
+	return uint32(code), err
+}
+
+// exec runs one command; the error is one of runtime's spawn errors, or
+// the context's when it stopped the command.
+func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 	s := r.s
 	rs, _ := ctx.Value(runStatusKey{}).(*runStatus)
 	if rs == nil {
@@ -73,7 +82,7 @@ func (r *commandRunner) Exec(ctx context.Context, c shell.Command) (int, error) 
 	rs.note(res.ExitCode, res.Class)
 	switch res.Class {
 	case ClassNotFound:
-		return res.ExitCode, fmt.Errorf("%w", shell.ErrNotFound)
+		return res.ExitCode, fmt.Errorf("%w", runtime.ErrSpawnNotFound)
 	case ClassTimeout, ClassCancelled:
 		return res.ExitCode, ctxErr(ctx, res.Class)
 	case ClassDenied:
@@ -119,15 +128,15 @@ func (s *Sandbox) allowFunc() func(string) error {
 // delegateDepthKey counts nested delegated children in a context.
 type delegateDepthKey struct{}
 
-// delegate runs children spawned by wasm commands that the executor cannot
-// run itself: `sh -c ...` / `bash ...` (xargs sh -c, find -exec sh -c,
-// awk's system()) in a child shell, and native binaries in the native lane.
-// Everything else goes back to the executor (handled=false).
+// delegate runs the native binaries that wasm commands spawn (xargs git,
+// find -exec git) in the native lane, so that a spawned command goes
+// through the same path as one the script runs. Everything else — shell
+// children (`sh -c`, which the executor runs in the shell module) included
+// — goes back to the executor (handled=false).
 func (r *commandRunner) delegate(ctx context.Context, child executor.Job) (executor.Result, bool) {
 	s := r.s
 	name := path.Base(child.Argv[0])
-	shellName := name == "sh" || name == "bash" || name == "dash"
-	if !shellName && !s.isNative(name) {
+	if !s.isNative(name) {
 		return executor.Result{}, false
 	}
 	depth, _ := ctx.Value(delegateDepthKey{}).(int)
@@ -136,44 +145,6 @@ func (r *commandRunner) delegate(ctx context.Context, child executor.Job) (execu
 		return executor.Result{ExitCode: executor.ExitCannotExecute, Class: ClassLimitExceeded}, true
 	}
 	ctx = context.WithValue(ctx, delegateDepthKey{}, depth+1)
-	start := time.Now()
-	if !shellName {
-		code, class := s.runNative(ctx, shell.Command{Argv: child.Argv, Env: child.Env, Dir: child.Dir, Stdin: child.Stdin, Stdout: child.Stdout, Stderr: child.Stderr})
-		return executor.Result{ExitCode: code, Class: class, Duration: time.Since(start)}, true
-	}
-	if allow := s.allowFunc(); allow != nil {
-		if err := allow(name); err != nil {
-			fmt.Fprintf(orDiscard(child.Stderr), "%s: not allowed in this sandbox\n", name)
-			return executor.Result{ExitCode: executor.ExitDenied, Class: ClassDenied}, true
-		}
-	}
-	cfg := s.shellConfig(child.Dir)
-	cfg.Env = child.Env
-	cfg.Stdin, cfg.Stdout, cfg.Stderr = child.Stdin, orDiscard(child.Stdout), orDiscard(child.Stderr)
-	sh, err := shell.New(cfg)
-	if err != nil {
-		fmt.Fprintf(orDiscard(child.Stderr), "%s: %v\n", name, err)
-		return executor.Result{ExitCode: executor.ExitCannotExecute, Duration: time.Since(start)}, true
-	}
-	quoted := make([]string, len(child.Argv))
-	for i, a := range child.Argv {
-		q, err := syntax.Quote(a, syntax.LangBash)
-		if err != nil {
-			fmt.Fprintf(orDiscard(child.Stderr), "%s: %v\n", name, err)
-			return executor.Result{ExitCode: executor.ExitCannotExecute}, true
-		}
-		quoted[i] = q
-	}
-	code, err := sh.Run(ctx, strings.Join(quoted, " "))
-	res := executor.Result{ExitCode: code, Duration: time.Since(start)}
-	switch {
-	case err == nil:
-	case errors.Is(err, context.DeadlineExceeded):
-		res.Class, res.ExitCode = ClassTimeout, executor.ExitTimeout
-	case errors.Is(err, context.Canceled):
-		res.Class, res.ExitCode = ClassCancelled, executor.ExitCancelled
-	case errors.Is(err, shell.ErrLimitExceeded):
-		res.Class = ClassLimitExceeded
-	}
-	return res, true
+	code, class := s.runNative(ctx, command{Argv: child.Argv, Env: child.Env, Dir: child.Dir, Stdin: child.Stdin, Stdout: child.Stdout, Stderr: child.Stderr})
+	return executor.Result{ExitCode: code, Class: class}, true
 }

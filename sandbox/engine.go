@@ -8,6 +8,7 @@ import (
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasm"
 )
 
 // Engine is the WebAssembly side shared by sandboxes: a wazero runtime with
@@ -21,12 +22,14 @@ type Engine struct {
 	// /bin and /usr/bin of every sandbox (root-owned, as on a real system:
 	// the sandbox user cannot change them).
 	bin vfs.FS
+	// shell is shell.wasm, the interpreter every session runs in.
+	shell *runtime.Module
 }
 
 // NewEngine returns an engine over a new runtime configured by cfg, with
-// the embedded tools registered and the coreutils module compiled (jq and
-// awk compile on first use; the on-disk cache makes that fast after the
-// first time).
+// the embedded tools registered and the shell and coreutils modules
+// compiled (jq and awk compile on first use; the on-disk cache makes that
+// fast after the first time).
 func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 	rt, err := runtime.New(ctx, cfg)
 	if err != nil {
@@ -37,18 +40,24 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	// The coreutils module serves almost every script: compile (or load)
-	// it now; jq and awk are compiled on first use.
-	if err := ex.PrecompileModules(ctx, "coreutils"); err != nil {
+	// The shell runs every script and the coreutils module serves almost
+	// every one: compile (or load) them now; jq and awk are compiled on
+	// first use.
+	if err := ex.PrecompileModules(ctx, wasm.ShellModule, wasm.CoreutilsModule); err != nil {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: compiling the tools: %w", err)
+	}
+	sh, err := ex.Module(ctx, wasm.ShellModule)
+	if err != nil {
+		rt.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	bin := vfs.NewMemFS(vfs.WithOwner(0, 0))
 	if err := ex.Install(bin, "/"); err != nil {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	return &Engine{rt: rt, exec: ex, bin: vfs.ReadOnlyView(bin)}, nil
+	return &Engine{rt: rt, exec: ex, bin: vfs.ReadOnlyView(bin), shell: sh}, nil
 }
 
 // Executor returns the executor the engine runs commands with.

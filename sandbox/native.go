@@ -13,7 +13,6 @@ import (
 
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/executor/native"
-	"github.com/wasmbox/wasmbox/shell"
 	"github.com/wasmbox/wasmbox/vfs"
 )
 
@@ -136,7 +135,7 @@ func (s *Sandbox) hostDirFor(dir string) (jail, rel string, err error) {
 
 // runNative runs one command of the native lane and copies its (capped)
 // output to the command's streams.
-func (s *Sandbox) runNative(ctx context.Context, c shell.Command) (int, ErrorClass) {
+func (s *Sandbox) runNative(ctx context.Context, c command) (int, ErrorClass) {
 	name := path.Base(c.Argv[0])
 	stderr := orDiscard(c.Stderr)
 	if allow := s.allowFunc(); allow != nil {

@@ -41,6 +41,11 @@ type Limits struct {
 	// default 16).
 	NestingDepth int64
 	SpawnDepth   int
+	// ShellMemory bounds the linear memory of the sandbox's shell (default
+	// 256 MiB): a Run whose expansions want more ends with exit status 137
+	// and LIMIT_EXCEEDED, and the shell's state is what it was before the
+	// Run.
+	ShellMemory uint64
 }
 
 // DefaultLimits are the limits of a sandbox built without WithLimits.
@@ -54,6 +59,7 @@ var DefaultLimits = Limits{
 	ConcurrentCommands: 64,
 	NestingDepth:       1000,
 	SpawnDepth:         16,
+	ShellMemory:        256 << 20,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -68,6 +74,7 @@ func (l Limits) withDefaults() Limits {
 		ConcurrentCommands: orDefault(l.ConcurrentCommands, d.ConcurrentCommands),
 		NestingDepth:       orDefault(l.NestingDepth, d.NestingDepth),
 		SpawnDepth:         orDefault(l.SpawnDepth, d.SpawnDepth),
+		ShellMemory:        orDefault(l.ShellMemory, d.ShellMemory),
 	}
 }
 
@@ -125,6 +132,16 @@ func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
 			c.limits.Timeout = d
+		}
+	}
+}
+
+// WithShellMemory sets the memory limit of the sandbox's shell (default
+// 256 MiB; see Limits.ShellMemory).
+func WithShellMemory(n uint64) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.limits.ShellMemory = n
 		}
 	}
 }

@@ -55,7 +55,8 @@ import (
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/executor/pool"
-	"github.com/wasmbox/wasmbox/shell"
+	"github.com/wasmbox/wasmbox/shell/session"
+	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
 )
 
@@ -131,7 +132,7 @@ type Sandbox struct {
 	// the last sandbox to close them releases them.
 	hosts *hostMounts
 
-	sh *shell.Shell
+	sh *session.Session
 
 	runMu   sync.Mutex // serializes Run, Fork, Snapshot, Restore
 	mu      sync.Mutex // guards the fields below
@@ -213,8 +214,9 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	if err := v.MkdirAll(cfg.workdir, 0o755); err != nil {
 		return nil, fmt.Errorf("sandbox: workdir %s: %w", cfg.workdir, err)
 	}
-	s.sh, err = shell.New(s.shellConfig(cfg.workdir))
+	s.sh, err = session.New(ctx, s.sessionConfig(cfg.workdir))
 	if err != nil {
+		hosts.release()
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	return s, nil
@@ -235,32 +237,43 @@ func defaultEnv() map[string]string {
 	}
 }
 
-func (s *Sandbox) shellConfig(dir string) shell.Config {
+// sessionConfig is the configuration of the sandbox's shell.
+func (s *Sandbox) sessionConfig(dir string) session.Config {
 	env := make([]string, 0, len(s.env))
 	for k, v := range s.env {
 		env = append(env, k+"="+v)
 	}
 	sort.Strings(env)
-	uid, gid := uint32(vfs.UserUID), uint32(vfs.UserGID)
-	c := shell.Config{
-		FS:       s.fs,
-		Executor: &commandRunner{s: s},
-		Env:      env,
-		Dir:      dir,
-		Limits: shell.Limits{
-			MaxScriptBytes: s.cfg.limits.ScriptBytes,
-			MaxOutputBytes: s.cfg.limits.OutputBytes,
-			MaxDepth:       s.cfg.limits.NestingDepth,
-			MaxJobs:        s.cfg.limits.ConcurrentCommands,
-		},
-		UID: &uid,
-		GID: &gid,
+	ini := wire.Init{
+		Env:            env,
+		Dir:            dir,
+		MaxScriptBytes: s.cfg.limits.ScriptBytes,
+		MaxDepth:       s.cfg.limits.NestingDepth,
+		MaxJobs:        s.cfg.limits.ConcurrentCommands,
+		UID:            vfs.UserUID,
+		GID:            vfs.UserGID,
+		PID:            2,
+		PPID:           1,
 	}
 	if d := s.cfg.deterministic; d != nil {
 		seed := uint64(d.Seed)
-		c.Seed = &seed
+		ini.Seed = &seed
 	}
-	return c
+	if n := s.cfg.native; n != nil {
+		ini.Commands = map[string]string{}
+		for _, name := range n.Names {
+			ini.Commands[name] = "/usr/bin/" + name
+		}
+	}
+	return session.Config{
+		Runtime:       s.engine.rt,
+		Module:        s.engine.shell,
+		FS:            s.fs,
+		Spawner:       &commandRunner{s: s},
+		Init:          ini,
+		MemoryLimit:   s.cfg.limits.ShellMemory,
+		Deterministic: s.cfg.deterministic,
+	}
 }
 
 // Run runs script (bash syntax) and returns how it ended. Its output is
@@ -335,28 +348,33 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	defer s.runMu.Unlock()
 	rs := &runStatus{}
 	ctx = context.WithValue(ctx, runStatusKey{}, rs)
-	s.sh.SetStdio(stdin, orDiscard(stdout), orDiscard(stderr))
-	defer s.sh.SetStdio(nil, io.Discard, io.Discard)
-	code, err := s.sh.Run(ctx, script)
-	st := s.sh.Stats()
-	res := Result{ExitCode: code, Truncated: st.StdoutTruncated || st.StderrTruncated, Exited: st.Exited}
+	out := newCapWriter(orDiscard(stdout), s.cfg.limits.OutputBytes)
+	errOut := newCapWriter(orDiscard(stderr), s.cfg.limits.OutputBytes)
+	r, err := s.sh.Run(ctx, script, stdin, out, errOut)
+	if err != nil {
+		fmt.Fprintf(errOut, "wasmbox: %v\n", err)
+		return Result{ExitCode: 1, ErrorClass: ClassNone, Truncated: out.Truncated() || errOut.Truncated()}
+	}
+	res := Result{ExitCode: r.Code, Truncated: out.Truncated() || errOut.Truncated(), Exited: r.Exited}
+	var le *session.LimitError
 	switch {
-	case err == nil:
-		res.ErrorClass = rs.classFor(code)
-	case errors.Is(err, context.DeadlineExceeded):
+	case r.Err == nil:
+		res.ErrorClass = rs.classFor(r.Code)
+	case errors.Is(r.Err, context.DeadlineExceeded):
 		res.ErrorClass, res.ExitCode = ClassTimeout, executor.ExitTimeout
-	case errors.Is(err, context.Canceled):
+	case errors.Is(r.Err, context.Canceled):
 		res.ErrorClass, res.ExitCode = ClassCancelled, executor.ExitCancelled
-	case errors.Is(err, shell.ErrLimitExceeded):
+	case errors.Is(r.Err, session.ErrMemoryLimit):
+		res.ErrorClass, res.ExitCode = ClassLimitExceeded, executor.ExitLimitExceeded
+	case errors.As(r.Err, &le):
 		res.ErrorClass = ClassLimitExceeded
 		if res.ExitCode == 0 {
 			res.ExitCode = 1
 		}
 	default:
-		// An internal error of the interpreter (recovered panic): the
-		// host survives, the script fails.
+		// An internal error of the interpreter: the host survives, the
+		// script fails, the session goes on from its last state.
 		res.ExitCode = max(res.ExitCode, 1)
-		fmt.Fprintf(orDiscard(stderr), "wasmbox: %v\n", err)
 	}
 	return res
 }
@@ -407,6 +425,7 @@ func (s *Sandbox) Close() error {
 	// sandbox is still running when Close returns.
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
+	s.sh.Close()
 	return s.hosts.release()
 }
 
@@ -542,7 +561,8 @@ func (s *Sandbox) SetEnv(key, value string) error {
 	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
-	st, err := s.sh.Snapshot()
+	ctx := context.Background()
+	st, err := s.sh.State(ctx)
 	if err != nil {
 		return err
 	}
@@ -552,21 +572,21 @@ func (s *Sandbox) SetEnv(key, value string) error {
 			if st.Vars[i].ReadOnly {
 				return fmt.Errorf("sandbox: %s is read-only", key)
 			}
-			st.Vars[i] = shell.Var{Name: key, Kind: "string", Str: value, Exported: true}
+			st.Vars[i] = wire.Var{Name: key, Kind: "string", Str: value, Exported: true}
 			found = true
 		}
 	}
 	if !found {
-		st.Vars = append(st.Vars, shell.Var{Name: key, Kind: "string", Str: value, Exported: true})
+		st.Vars = append(st.Vars, wire.Var{Name: key, Kind: "string", Str: value, Exported: true})
 	}
-	return s.sh.Restore(st)
+	return s.sh.Restore(ctx, st)
 }
 
 // Env returns the exported environment of the shell, "K=V" sorted.
 func (s *Sandbox) Env() []string {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
-	st, err := s.sh.Snapshot()
+	st, err := s.sh.State(context.Background())
 	if err != nil {
 		return nil
 	}
@@ -591,10 +611,6 @@ func (s *Sandbox) Fork() (*Sandbox, error) {
 	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
-	st, err := s.sh.Snapshot()
-	if err != nil {
-		return nil, err
-	}
 	c := &Sandbox{
 		cfg:     s.cfg,
 		engine:  s.engine,
@@ -604,13 +620,12 @@ func (s *Sandbox) Fork() (*Sandbox, error) {
 		env:     s.env,
 		cancels: map[int]context.CancelFunc{},
 	}
-	c.sh, err = shell.New(c.shellConfig(st.Dir))
+	sh, err := s.sh.Fork(context.Background(), c.fs, &commandRunner{s: c})
 	if err != nil {
+		c.hosts.release()
 		return nil, fmt.Errorf("sandbox: fork: %w", err)
 	}
-	if err := c.sh.Restore(st); err != nil {
-		return nil, fmt.Errorf("sandbox: fork: %w", err)
-	}
+	c.sh = sh
 	return c, nil
 }
 
@@ -678,4 +693,45 @@ func newSeededReader(seed int64) io.Reader {
 	var key [32]byte
 	binary.LittleEndian.PutUint64(key[:], uint64(seed))
 	return rand.NewChaCha8(key)
+}
+
+// ErrOutputLimit is what a write past Limits.OutputBytes gets: it wraps
+// syscall.EPIPE, so a command writing it ends as on a closed pipe (status
+// 141) and the shell's own writes fail with EPIPE.
+var ErrOutputLimit = fmt.Errorf("output limit reached: %w", syscall.EPIPE)
+
+// capWriter forwards at most max bytes to w and fails every write after.
+// It is safe for concurrent use (the shell and its commands write at once).
+type capWriter struct {
+	mu        sync.Mutex
+	w         io.Writer
+	max, n    int64
+	truncated bool
+}
+
+func newCapWriter(w io.Writer, max int64) *capWriter { return &capWriter{w: w, max: max} }
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	room := c.max - c.n
+	if int64(len(p)) <= room {
+		n, err := c.w.Write(p)
+		c.n += int64(n)
+		return n, err
+	}
+	c.truncated = true
+	if room > 0 {
+		n, _ := c.w.Write(p[:room])
+		c.n += int64(n)
+		return n, ErrOutputLimit
+	}
+	return 0, ErrOutputLimit
+}
+
+// Truncated reports that output was dropped.
+func (c *capWriter) Truncated() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.truncated
 }

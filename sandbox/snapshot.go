@@ -13,13 +13,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wasmbox/wasmbox/shell"
+	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
 )
 
 // snapState is the shell part of a snapshot (the 'S' record), JSON.
 type snapState struct {
-	Shell shell.State `json:"shell"`
+	Shell wire.State `json:"shell"`
 }
 
 // Snapshot writes the whole state of the sandbox to w: every file,
@@ -34,7 +34,7 @@ func (s *Sandbox) Snapshot(w io.Writer) error {
 	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
-	st, err := s.sh.Snapshot()
+	st, err := s.sh.State(context.Background())
 	if err != nil {
 		return fmt.Errorf("sandbox: snapshot: %w", err)
 	}
@@ -147,19 +147,16 @@ func (s *Sandbox) Restore(r io.Reader) error {
 		dir = vfs.UserHome
 	}
 	// Swap in the restored filesystem (fresh carries its own host mounts,
-	// opened with the same options), then a shell over it.
-	old := s.fs
-	s.fs = fresh.fs
-	sh, err := shell.New(s.shellConfig(dir))
-	if err == nil {
-		err = sh.Restore(st.Shell)
-	}
-	if err != nil {
-		s.fs = old
-		fresh.hosts.release()
+	// opened with the same options) and its shell, then load the state.
+	st.Shell.Dir = dir
+	if err := fresh.sh.Restore(contextBackground(), st.Shell); err != nil {
+		fresh.Close()
 		return fmt.Errorf("sandbox: restore: %w: shell state: %v", ErrCorruptSnapshot, err)
 	}
-	s.sh = sh
+	s.sh.Close()
+	s.fs, s.sh = fresh.fs, fresh.sh
+	// The shell's commands belong to this sandbox, not to fresh.
+	s.sh.SetSpawner(&commandRunner{s: s})
 	oldHosts := s.hosts
 	s.hosts = fresh.hosts
 	oldHosts.release()

@@ -398,7 +398,7 @@ func stateJSON() ([]byte, error) {
 func sessionRun(script string) []byte {
 	code, err := session.sh.Run(context.Background(), script)
 	st := session.sh.Stats()
-	res := wire.RunResult{Code: int32(code), Commands: st.Commands}
+	res := wire.RunResult{Code: int32(code), Commands: st.Commands, Dir: session.sh.Dir()}
 	if st.Exited {
 		res.Flags |= wire.FlagExited
 	}

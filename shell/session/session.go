@@ -134,6 +134,7 @@ type Session struct {
 	st     *preview1.State
 	in     *runtime.Instance
 	state  []byte // the last state the guest gave, JSON; nil: Init's
+	dir    string // the shell's working directory, as last known
 	closed bool
 
 	hit       atomic.Bool // the running call hit the memory limit
@@ -149,7 +150,7 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 	if cfg.MemoryLimit == 0 {
 		cfg.MemoryLimit = DefaultMemoryLimit
 	}
-	s := &Session{cfg: cfg}
+	s := &Session{cfg: cfg, dir: cfg.Init.Dir}
 	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
@@ -332,6 +333,7 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 		}
 		s.state = append([]byte(nil), state...)
 	}
+	s.dir = rr.Dir
 	r := Result{Code: int(rr.Code), Exited: rr.Flags&wire.FlagExited != 0, Commands: rr.Commands}
 	switch {
 	case rr.Flags&wire.FlagLimit != 0:
@@ -436,6 +438,9 @@ func (s *Session) State(ctx context.Context) (wire.State, error) {
 		return wire.State{}, err
 	}
 	s.state = b
+	if st.Dir != "" {
+		s.dir = st.Dir
+	}
 	return st, nil
 }
 
@@ -459,7 +464,28 @@ func (s *Session) Restore(ctx context.Context, st wire.State) error {
 		return fmt.Errorf("session: restore: %w", err)
 	}
 	s.state = b
+	if st.Dir != "" {
+		s.dir = st.Dir
+	}
 	return nil
+}
+
+// Dir is the shell's working directory (as of the end of the last run or
+// restore).
+func (s *Session) Dir() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dir
+}
+
+// SetSpawner makes sp start the shell's commands from the next run on.
+func (s *Session) SetSpawner(sp runtime.Spawner) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.Spawner = sp
+	if s.in != nil {
+		s.in.SetSpawner(sp)
+	}
 }
 
 // Fork returns a new session over fsys and spawner with this session's
@@ -474,7 +500,7 @@ func (s *Session) Fork(ctx context.Context, fsys vfs.FS, spawner runtime.Spawner
 	state := s.state
 	s.mu.Unlock()
 	cfg.FS, cfg.Spawner = fsys, spawner
-	c := &Session{cfg: cfg, state: state}
+	c := &Session{cfg: cfg, state: state, dir: s.Dir()}
 	if err := c.start(ctx); err != nil {
 		return nil, err
 	}

@@ -91,6 +91,8 @@ type RunResult struct {
 	Commands int64
 	// Limit names the limit the run crossed (FlagLimit), e.g. "nesting depth".
 	Limit string
+	// Dir is the shell's working directory after the run.
+	Dir string
 }
 
 // Flags of a RunResult.
@@ -109,7 +111,7 @@ const (
 // size).
 const MaxOutput = 256 << 20
 
-const runResultSize = 4 + 4 + 8 + 4
+const runResultSize = 4 + 4 + 8 + 4 + 4
 
 // EncodeRunOutput is what OpRun gives the host: the result, then the
 // state as JSON when state is not nil.
@@ -117,12 +119,14 @@ func EncodeRunOutput(res RunResult, state []byte) []byte {
 	if state != nil {
 		res.Flags |= FlagState
 	}
-	b := make([]byte, runResultSize, runResultSize+len(res.Limit)+len(state))
+	b := make([]byte, runResultSize, runResultSize+len(res.Limit)+len(res.Dir)+len(state))
 	binary.LittleEndian.PutUint32(b[0:], uint32(res.Code))
 	binary.LittleEndian.PutUint32(b[4:], res.Flags)
 	binary.LittleEndian.PutUint64(b[8:], uint64(res.Commands))
 	binary.LittleEndian.PutUint32(b[16:], uint32(len(res.Limit)))
+	binary.LittleEndian.PutUint32(b[20:], uint32(len(res.Dir)))
 	b = append(b, res.Limit...)
+	b = append(b, res.Dir...)
 	return append(b, state...)
 }
 
@@ -139,6 +143,7 @@ func DecodeRunOutput(b []byte) (res RunResult, state []byte, err error) {
 	res.Flags = binary.LittleEndian.Uint32(b[4:])
 	res.Commands = int64(binary.LittleEndian.Uint64(b[8:]))
 	n := binary.LittleEndian.Uint32(b[16:])
+	nd := binary.LittleEndian.Uint32(b[20:])
 	rest := b[runResultSize:]
 	if uint64(n) > uint64(len(rest)) || n > 1024 {
 		return res, nil, fmt.Errorf("%w: limit name of %d bytes", ErrMalformed, n)
@@ -148,6 +153,14 @@ func DecodeRunOutput(b []byte) (res RunResult, state []byte, err error) {
 		return res, nil, fmt.Errorf("%w: limit name is not UTF-8", ErrMalformed)
 	}
 	rest = rest[n:]
+	if uint64(nd) > uint64(len(rest)) || nd > 4096 {
+		return res, nil, fmt.Errorf("%w: directory of %d bytes", ErrMalformed, nd)
+	}
+	res.Dir = string(rest[:nd])
+	if len(res.Dir) == 0 || res.Dir[0] != '/' {
+		return res, nil, fmt.Errorf("%w: directory %q is not absolute", ErrMalformed, res.Dir)
+	}
+	rest = rest[nd:]
 	if res.Flags&FlagState != 0 {
 		state = rest
 	} else if len(rest) != 0 {
