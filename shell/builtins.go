@@ -39,8 +39,6 @@ func (s *Shell) builtin(ctx context.Context, hc interp.HandlerContext, rs *runSt
 		return s.guard(ctx, hc, args[0])
 	case procSubstCmd:
 		return s.procSubst(ctx, hc, s.curRun())
-	case "wasmbox-snapshot":
-		return s.captureState(ctx, hc)
 	case "echo":
 		return s.echo(hc, args)
 	case "printf":

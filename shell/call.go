@@ -2,7 +2,6 @@ package shell
 
 import (
 	"context"
-	"reflect"
 	"strings"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
@@ -350,27 +349,15 @@ func filterShoptArgs(args []string) []string {
 // called name. interp does not expose this to handlers; it is read (never
 // written) through reflection from the pinned mvdan.cc/sh/v3 v3.14.1, and
 // TestFunctionShadowsOverride fails if that ever stops working.
-func hasFunc(hc interp.HandlerContext, name string) (found bool) {
-	defer func() {
-		if recover() != nil {
-			found = false
-		}
-	}()
-	r := reflect.ValueOf(hc).FieldByName("runner")
-	if !r.IsValid() || r.IsNil() {
-		return false
-	}
-	funcs := r.Elem().FieldByName("Funcs")
-	if !funcs.IsValid() || funcs.Kind() != reflect.Map || funcs.IsNil() {
-		return false
-	}
-	return funcs.MapIndex(reflect.ValueOf(name)).IsValid()
-}
+func hasFunc(hc interp.HandlerContext, name string) bool { return hc.HasFunc(name) }
 
 // checkVars enforces Limits.MaxVarBytes on the variables visible to a
 // command and on the command substitution it may be writing into.
 func (s *Shell) checkVars(rs *runState, hc interp.HandlerContext) error {
 	max := rs.lim.MaxVarBytes
+	if max >= unlimited {
+		return nil
+	}
 	if l, ok := unwrapWriter(hc.Stdout).(interface{ Len() int }); ok && int64(l.Len()) > max {
 		return rs.fail(&LimitError{Limit: "variable size", Max: max})
 	}

@@ -143,12 +143,15 @@ const (
 	DefaultMaxJobs        = 64
 )
 
+// unlimited is what a negative limit becomes.
+const unlimited = 1<<62 - 1
+
 func (l Limits) withDefaults() Limits {
 	def := func(v *int64, d int64) {
 		if *v == 0 {
 			*v = d
 		} else if *v < 0 {
-			*v = 1<<62 - 1
+			*v = unlimited
 		}
 	}
 	if l.MaxScriptBytes == 0 {
@@ -229,9 +232,9 @@ type Shell struct {
 	umask atomic.Uint32
 	rs    atomic.Pointer[runState] // the Run in progress, shared with child shells
 
-	sources   sync.Map // magic path -> sanitized source text (see source)
-	last      Stats
-	captureFn func(interp.HandlerContext) // set while Snapshot runs
+	sources  sync.Map // magic path -> sanitized source text (see source)
+	last     Stats
+	funcText map[*syntax.Stmt]string // printed functions, by body (see snapshot)
 }
 
 // New returns a Shell for cfg. It fails if cfg.FS is nil or cfg.Dir is not

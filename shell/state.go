@@ -1,19 +1,14 @@
 package shell
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"github.com/wasmbox/wasmbox/shell/wire"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
-	"github.com/wasmbox/wasmbox/internal/sh/interp"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -32,10 +27,6 @@ var stateSkip = map[string]bool{
 	pidName: true, ppidName: true, "RANDOM": true, "SRANDOM": true,
 }
 
-// snapshotCall is the statement that makes the exec handler capture the
-// state of the runner it runs on (see Shell.capture).
-var snapshotCall = &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{lit(sentinel), lit("wasmbox-snapshot")}}}
-
 // Snapshot returns a copy of the shell's persistent state.
 func (s *Shell) Snapshot() (State, error) {
 	s.mu.Lock()
@@ -44,54 +35,44 @@ func (s *Shell) Snapshot() (State, error) {
 }
 
 func (s *Shell) snapshot() (State, error) {
-	st := State{Dir: s.runner.Dir, Umask: s.umask.Load(), Funcs: map[string]string{}, Aliases: map[string]string{}}
-	var out bytes.Buffer
-	var vars []Var
-	rs := s.newRunState(context.Background())
-	defer rs.cancel(nil)
-	s.rs.Store(rs)
-	defer s.rs.Store(nil)
-	interp.StdIO(nil, &out, &out)(s.runner)
-	defer interp.StdIO(nil, nil, nil)(s.runner)
-	capture := func(hc interp.HandlerContext) {
-		seen := map[string]Var{}
-		hc.Env.Each(func(name string, vr expand.Variable) bool {
-			if !vr.IsSet() && !vr.Declared() {
-				delete(seen, name)
-				return true
-			}
-			if !vr.IsSet() || vr.Local {
-				// Unset, or local to a function the interpreter was in
-				// when it panicked (see Shell.rebuild).
-				delete(seen, name)
-				return true
-			}
-			seen[name] = toVar(name, vr)
+	r := s.runner
+	st := State{Dir: r.Dir, Umask: s.umask.Load(), Funcs: make(map[string]string, len(r.Funcs)), Aliases: r.Aliases()}
+	seen := map[string]Var{}
+	r.Environ().Each(func(name string, vr expand.Variable) bool {
+		if !vr.IsSet() || vr.Local {
+			// Unset, or local to a function the interpreter was in when it
+			// panicked (see Shell.rebuild).
+			delete(seen, name)
 			return true
-		})
-		for _, name := range slices.Sorted(maps.Keys(seen)) {
-			if !stateSkip[name] {
-				vars = append(vars, seen[name])
-			}
+		}
+		seen[name] = toVar(name, vr)
+		return true
+	})
+	for _, name := range slices.Sorted(maps.Keys(seen)) {
+		if !stateSkip[name] {
+			st.Vars = append(st.Vars, seen[name])
 		}
 	}
-	s.captureFn = capture
-	defer func() { s.captureFn = nil }()
-	if err := s.runNode(context.Background(), s.runner, snapshotCall); err != nil {
-		return State{}, fmt.Errorf("shell: snapshot: %w", err)
-	}
-	st.Vars = vars
-	if err := parseSnapshotOutput(out.String(), &st); err != nil {
-		return State{}, err
-	}
+	st.Options, st.ShellOptions = r.OptionsOn()
+	st.ErrTrap = r.ErrTrap()
+	// A function's text is printed once per definition: the cache is
+	// keyed by its body, which a redefinition replaces.
+	cache := make(map[*syntax.Stmt]string, len(r.Funcs))
 	printer := syntax.NewPrinter()
-	for name, body := range s.runner.Funcs {
+	for name, body := range r.Funcs {
+		if text, ok := s.funcText[body]; ok && strings.HasPrefix(text, name+"()") {
+			st.Funcs[name] = text
+			cache[body] = text
+			continue
+		}
 		var sb strings.Builder
 		if err := printer.Print(&sb, &syntax.FuncDecl{Parens: true, Name: &syntax.Lit{Value: name}, Body: body}); err != nil {
 			return State{}, fmt.Errorf("shell: snapshot: function %s: %w", name, err)
 		}
 		st.Funcs[name] = sb.String()
+		cache[body] = sb.String()
 	}
+	s.funcText = cache
 	return st, nil
 }
 
@@ -108,65 +89,6 @@ func toVar(name string, vr expand.Variable) Var {
 		v.Kind, v.Str = "string", vr.Str
 	}
 	return v
-}
-
-const snapSep = "\x00--wasmbox--\n"
-
-// captureState runs inside the exec handler on the runner being
-// snapshotted: variables through the handler's environment, the rest by
-// running the interpreter's own builtins, separated on stdout.
-func (s *Shell) captureState(ctx context.Context, hc interp.HandlerContext) error {
-	if s.captureFn == nil {
-		return status(1)
-	}
-	s.captureFn(hc)
-	for _, b := range [][]string{{"alias"}, {"set", "-o"}, {"shopt"}, {"trap"}} {
-		hc.Builtin(ctx, b)
-		fmt.Fprint(hc.Stdout, snapSep)
-	}
-	return nil
-}
-
-func parseSnapshotOutput(out string, st *State) error {
-	parts := strings.Split(out, snapSep)
-	if len(parts) < 4 {
-		return errors.New("shell: snapshot: unexpected builtin output")
-	}
-	for line := range strings.SplitSeq(parts[0], "\n") {
-		rest, ok := strings.CutPrefix(line, "alias ")
-		if !ok {
-			continue
-		}
-		name, val, ok := strings.Cut(rest, "='")
-		if !ok {
-			continue
-		}
-		st.Aliases[name] = strings.TrimSuffix(val, "'")
-	}
-	onLines := func(text string) []string {
-		var on []string
-		sc := bufio.NewScanner(strings.NewReader(text))
-		for sc.Scan() {
-			f := strings.Split(sc.Text(), "\t")
-			if len(f) == 2 && f[1] == "on" {
-				on = append(on, f[0])
-			}
-		}
-		return on
-	}
-	st.Options = onLines(parts[1])
-	st.ShellOptions = onLines(parts[2])
-	for line := range strings.SplitSeq(parts[3], "\n") {
-		rest, ok := strings.CutPrefix(line, "trap -- ")
-		if !ok || !strings.HasSuffix(rest, " ERR") {
-			continue
-		}
-		cb, err := strconv.Unquote(strings.TrimSuffix(rest, " ERR"))
-		if err == nil {
-			st.ErrTrap = cb
-		}
-	}
-	return nil
 }
 
 // Restore replaces the shell's persistent state with st (typically from

@@ -162,3 +162,30 @@ func TestMemoryBomb(t *testing.T) {
 		t.Errorf("after bomb: %q", got)
 	}
 }
+
+func BenchmarkRun(b *testing.B) {
+	e := newEnv(b)
+	s, _ := e.session(b)
+	for _, script := range []string{":", "echo hi", `x=1; for i in 1 2 3; do x=$((x+i)); done; echo $x`} {
+		b.Run(script, func(b *testing.B) {
+			ctx := context.Background()
+			for b.Loop() {
+				if _, err := s.Run(ctx, script, nil, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+
+func TestLoopTiming(t *testing.T) {
+	e := newEnv(t)
+	s, _ := e.session(t)
+	script := `i=0; s=0; while [ $i -lt 2000 ]; do s=$((s+i*i)); i=$((i+1)); done; echo $s`
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		out, _, _ := run(t, s, script)
+		t.Logf("wasm %v %q", time.Since(start), out)
+	}
+}
