@@ -178,7 +178,6 @@ func BenchmarkRun(b *testing.B) {
 	}
 }
 
-
 func TestLoopTiming(t *testing.T) {
 	e := newEnv(t)
 	s, _ := e.session(t)
