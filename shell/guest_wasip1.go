@@ -371,6 +371,8 @@ func sessionInit(in []byte) error {
 			MaxCommands:    ini.MaxCommands,
 			MaxDepth:       ini.MaxDepth,
 			MaxJobs:        ini.MaxJobs,
+			// The shell's memory limit bounds every expansion.
+			MaxBraceElems: -1,
 		},
 		Seed: ini.Seed,
 		UID:  &uid,
@@ -378,6 +380,9 @@ func sessionInit(in []byte) error {
 		PID:  ini.PID,
 		PPID: ini.PPID,
 		Pipe: guest.Pipe,
+		// The host discards the instance after a limit and restores
+		// the session's state from before the run.
+		Disposable: true,
 	})
 	if err != nil {
 		return err
@@ -442,7 +447,7 @@ func CommandMain(args, env []string, dir string) int {
 		Stdin:    os.Stdin,
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
-		Limits:   Limits{MaxOutputBytes: -1},
+		Limits:   Limits{MaxOutputBytes: -1, MaxBraceElems: -1},
 		Pipe:     guest.Pipe,
 	})
 	if err != nil {

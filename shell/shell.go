@@ -131,6 +131,10 @@ type Limits struct {
 	MaxDepth int64
 	// MaxJobs bounds background jobs running at once (default 64).
 	MaxJobs int64
+	// MaxBraceElems bounds the words of one brace expansion (0: the
+	// interpreter's 16Ki; negative: none, for a shell whose memory is
+	// bounded otherwise, as in shell.wasm).
+	MaxBraceElems int
 }
 
 // Default limits.
@@ -199,6 +203,11 @@ type Config struct {
 	// Pipe, when set, makes the pipes of pipelines, here-documents and
 	// stdin copies (default os.Pipe; shell.wasm uses the host's pipes).
 	Pipe func() (r, w *os.File, err error)
+	// Disposable says that whoever runs the shell discards it after a Run
+	// that crossed a limit or failed internally, and restores the state
+	// it had before that Run (shell.wasm's host does): the shell then
+	// does not repair itself (see rebuild).
+	Disposable bool
 }
 
 // Stats describes the last Run.
@@ -315,6 +324,7 @@ func (s *Shell) newRunner(dir string) (*interp.Runner, error) {
 		interp.UserIDs(s.uid, s.gid),
 		interp.ProcessIDs(s.pid, s.ppid),
 		interp.PipeHandler(s.cfg.Pipe),
+		interp.MaxBraceElems(s.lim.MaxBraceElems),
 	)
 	if err != nil {
 		return nil, err
@@ -365,7 +375,10 @@ func (s *Shell) Run(ctx context.Context, script string) (int, error) {
 	defer s.rs.Store(nil)
 	code, err := s.runTop(rs, script)
 	s.finishRun(rs)
-	if le, ok := errors.AsType[*LimitError](err); ok && le.Limit == "variable size" {
+	if s.cfg.Disposable {
+		// The host throws this shell away after a limit or an internal
+		// error and restores the state it had before the Run.
+	} else if le, ok := errors.AsType[*LimitError](err); ok && le.Limit == "variable size" {
 		s.rebuild(rs.stderr, s.lim.MaxVarBytes/2)
 	} else if errors.Is(err, ErrInternal) {
 		// The interpreter may have stopped half-way through a function

@@ -31,6 +31,7 @@ type sandboxFlags struct {
 	allow         []string
 	native        []string
 	memory        string
+	shellMemory   string
 	deterministic bool
 }
 
@@ -43,6 +44,7 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.allow, "allow", nil, "allow only these external commands, CMD,... (builtins always work; repeatable)")
 	fl.StringSliceVar(&f.native, "native", nil, "run these allowlisted host binaries natively, e.g. git (only inside rw/ro host mounts)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit of each command, e.g. 64MiB (default 256MiB)")
+	fl.StringVar(&f.shellMemory, "shell-memory", "", "memory limit of the shell itself, e.g. 64MiB (default 256MiB; past it a script ends with 137, LIMIT_EXCEEDED)")
 	fl.BoolVar(&f.deterministic, "deterministic", false, "fixed clock and file times, seeded $RANDOM and /dev/random: reproducible runs")
 }
 
@@ -60,6 +62,13 @@ func (f *sandboxFlags) options() ([]sandbox.Option, error) {
 			return nil, fmt.Errorf("--memory: %w", err)
 		}
 		lim.MemoryPerCommand = n
+	}
+	if f.shellMemory != "" {
+		n, err := runtime.ParseBytes(f.shellMemory)
+		if err != nil {
+			return nil, fmt.Errorf("--shell-memory: %w", err)
+		}
+		lim.ShellMemory = n
 	}
 	opts = append(opts, sandbox.WithLimits(lim), sandbox.WithWorkdir(f.workdir))
 	for _, m := range f.mounts {

@@ -325,6 +325,19 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 		fmt.Fprintf(stderr, "wasmbox: internal shell error: %v\n", err)
 		return Result{Code: 1, Err: ErrInternal}, nil
 	}
+	r := Result{Code: int(rr.Code), Exited: rr.Flags&wire.FlagExited != 0, Commands: rr.Commands}
+	switch {
+	case rr.Flags&wire.FlagLimit != 0:
+		r.Err = &LimitError{Limit: rr.Limit}
+	case rr.Flags&wire.FlagInternal != 0:
+		r.Err = ErrInternal
+	}
+	if r.Err != nil {
+		// A limit, like a kill, ends the shell: the session goes on from
+		// the state it had before the run.
+		s.discard()
+		return r, nil
+	}
 	if state != nil {
 		if _, err := wire.DecodeState(state); err != nil {
 			s.discard()
@@ -334,13 +347,6 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 		s.state = append([]byte(nil), state...)
 	}
 	s.dir = rr.Dir
-	r := Result{Code: int(rr.Code), Exited: rr.Flags&wire.FlagExited != 0, Commands: rr.Commands}
-	switch {
-	case rr.Flags&wire.FlagLimit != 0:
-		r.Err = &LimitError{Limit: rr.Limit}
-	case rr.Flags&wire.FlagInternal != 0:
-		r.Err = ErrInternal
-	}
 	return r, nil
 }
 

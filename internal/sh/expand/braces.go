@@ -36,19 +36,22 @@ func Braces(word *syntax.Word) []*syntax.Word {
 //
 // The iteration yields an error and stops if the total expansion is too
 // large, including combinatorial blow-ups across multiple brace expansions
-// like {1..100}{1..100}{1..100}. This may be configurable with cfg in the
-// future; the parameter is entirely unused for now.
+// like {1..100}{1..100}{1..100}: past cfg.MaxBraceElems words (16Ki when
+// cfg is nil or the field is 0; no bound when it is negative).
 //
 // Note that the resulting words may share word parts.
 func BracesSeq(cfg *Config, word *syntax.Word) iter.Seq2[*syntax.Word, error] {
 	return func(yield func(*syntax.Word, error) bool) {
 		// 16Ki expanded elements is more than any script should need in practice,
 		// but it's small enough where we don't waste too much memory and CPU.
-		const limit = 16 << 10
+		limit := 16 << 10
+		if cfg != nil && cfg.MaxBraceElems != 0 {
+			limit = cfg.MaxBraceElems
+		}
 		count := 0
 		bracesSeqRec(word, func(w *syntax.Word) bool {
 			count++
-			if count > limit {
+			if limit > 0 && count > limit {
 				yield(nil, fmt.Errorf("brace expansion would exceed %d elements", limit))
 				return false
 			}

@@ -66,6 +66,11 @@ type Config struct {
 	// Use [os.ReadDir] to use the filesystem directly.
 	ReadDir2 func(string) ([]fs.DirEntry, error)
 
+	// MaxBraceElems bounds the words one brace expansion may produce:
+	// 0 means 16Ki, a negative value no bound (for a shell whose memory is
+	// bounded otherwise).
+	MaxBraceElems int
+
 	// GlobStar corresponds to the shell option which allows globbing with "**".
 	GlobStar bool
 

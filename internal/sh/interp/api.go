@@ -100,6 +100,9 @@ type Runner struct {
 	// ids are the user and group ids of [UserIDs], nil if not set.
 	ids *[2]uint32
 
+	// maxBraceElems is the bound of [MaxBraceElems].
+	maxBraceElems int
+
 	// readDirHandler is a function responsible for reading directories during
 	// glob expansion. It must be non-nil.
 	readDirHandler ReadDirHandlerFunc2
@@ -607,6 +610,16 @@ func AccessHandler(f AccessHandlerFunc) RunnerOption {
 	}
 }
 
+// MaxBraceElems bounds the words one brace expansion may produce (see
+// [expand.Config.MaxBraceElems]): 0 keeps the default of 16Ki, a negative
+// value removes the bound, for a shell whose memory is bounded otherwise.
+func MaxBraceElems(n int) RunnerOption {
+	return func(r *Runner) error {
+		r.maxBraceElems = n
+		return nil
+	}
+}
+
 // ProcessIDs sets what $$ and $PPID expand to, in place of the process's
 // own ids (an interpreter in a sandbox must not tell its host's). Zero keeps
 // the process's own.
@@ -926,6 +939,7 @@ func (r *Runner) Reset() {
 		pid:            r.pid,
 		ppid:           r.ppid,
 		ids:            r.ids,
+		maxBraceElems:  r.maxBraceElems,
 		readDirHandler: r.readDirHandler,
 		statHandler:    r.statHandler,
 		accessHandler:  r.accessHandler,
@@ -1122,6 +1136,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		pid:            r.pid,
 		ppid:           r.ppid,
 		ids:            r.ids,
+		maxBraceElems:  r.maxBraceElems,
 		readDirHandler: r.readDirHandler,
 		statHandler:    r.statHandler,
 		accessHandler:  r.accessHandler,
