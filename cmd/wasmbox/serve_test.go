@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -105,4 +106,116 @@ func TestServe(t *testing.T) {
 	if err != nil || head.Seq != 3 { // session created, two runs
 		t.Fatalf("audit log: %v, %d entries", err, head.Seq)
 	}
+}
+
+// TestServeBombIsolated: a memory bomb in one session of `wasmbox serve`
+// ends in that session (LIMIT_EXCEEDED or TIMEOUT) while another session
+// keeps answering, during the bomb and right after it; the process stays
+// far from the bomb's appetite. (With the interpreter in the host process,
+// one such run took every session down with the server.)
+func TestServeBombIsolated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a memory bomb")
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	cache := filepath.Join(base, "wasmbox-test", "compile")
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- doMain([]string{"--cachedir", cache, "serve", "--listen", "127.0.0.1:0", "--workers", "2"},
+			strings.NewReader(""), pw, &stderr)
+		pw.Close()
+	}()
+	defer func() {
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+	br := bufio.NewReader(pr)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no ready line: %v %s", err, stderr.String())
+	}
+	go io.Copy(io.Discard, br)
+	url := strings.TrimPrefix(strings.TrimSpace(line), "wasmbox: serving on ")
+	post := func(path, body string) (int, map[string]any) {
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	newSession := func() string {
+		code, m := post("/v1/sessions", "")
+		id, _ := m["id"].(string)
+		if code != 201 || id == "" {
+			t.Fatalf("create: %d %v", code, m)
+		}
+		return id
+	}
+	victim, bystander := newSession(), newSession()
+	if code, m := post("/v1/sessions/"+bystander+"/run", `{"script":"X=kept; echo ready"}`); code != 200 || m["stdout"] != "ready\n" {
+		t.Fatalf("bystander: %d %v", code, m)
+	}
+	rss0 := procRSS(t)
+	bomb := make(chan map[string]any, 1)
+	go func() {
+		_, m := post("/v1/sessions/"+victim+"/run",
+			`{"script":"y=$(head -c 1000000 /dev/zero | tr \"\\0\" a); z=${y//?/$y}","timeout_ms":3000}`)
+		bomb <- m
+	}()
+	var peak int64
+	answered := 0
+	for {
+		start := time.Now()
+		code, m := post("/v1/sessions/"+bystander+"/run", `{"script":"echo $X"}`)
+		if code != 200 || m["stdout"] != "kept\n" {
+			t.Fatalf("bystander during the bomb: %d %v", code, m)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("the bystander waited %v", d)
+		}
+		answered++
+		peak = max(peak, procRSS(t)-rss0)
+		select {
+		case m := <-bomb:
+			if c := m["error_class"]; c != "LIMIT_EXCEEDED" && c != "TIMEOUT" {
+				t.Errorf("the bomb ended with %v", m)
+			}
+			// Right after it, both sessions answer.
+			for _, id := range []string{bystander, victim} {
+				if code, m := post("/v1/sessions/"+id+"/run", `{"script":"echo alive"}`); code != 200 || m["stdout"] != "alive\n" {
+					t.Errorf("after the bomb, %s: %d %v", id, code, m)
+				}
+			}
+			t.Logf("the bystander answered %d times during the bomb; the process grew by at most %d MiB", answered, peak>>20)
+			if peak > 512<<20 {
+				t.Errorf("the process grew by %d MiB", peak>>20)
+			}
+			return
+		default:
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func procRSS(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skip("no /proc/self/statm")
+	}
+	var size, rss int64
+	fmt.Sscan(string(b), &size, &rss)
+	return rss * int64(os.Getpagesize())
 }
