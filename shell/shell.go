@@ -1,21 +1,33 @@
 // Package shell runs bash scripts from untrusted agents against a virtual
 // filesystem, with every command handed to an Executor.
 //
-// The interpreter is mvdan.cc/sh/v3 (syntax + interp). A Shell wires every
-// door the interpreter has to the outside world into the sandbox:
+// The interpreter is mvdan.cc/sh/v3 (syntax, and a copy of expand and
+// interp with small patches in internal/sh). A Shell wires every door the
+// interpreter has to the outside world into the sandbox:
 //
-//   - files (redirections, globbing, `test -f`, `cd`, `source`) go to a vfs.FS;
+//   - files (redirections, globbing, `test -f`, `cd`, `source`) go to an FS;
 //   - every command that is not a builtin or a function goes to an Executor;
 //   - the environment is exactly Config.Env plus a few sandbox defaults
 //     (HOME, UID/EUID/GID, $$, $PPID); nothing is read from the host;
-//   - `~user` reads /etc/passwd from the VFS, `pwd -P` resolves symlinks in
-//     the VFS, `type`/`command -v`/`source` search PATH in the VFS.
+//   - `~user` reads /etc/passwd from the FS, `pwd -P` resolves symlinks in
+//     the FS, `type`/`command -v`/`source` search PATH in the FS.
 //
 // State persists across Run calls like in an interactive session: the
 // current directory, variables, exports, functions, aliases and options.
 // Snapshot/Restore and Clone copy it, for sandbox fork and persistence.
 //
-// # Containment
+// # Where it runs
+//
+// The product runs this package inside WebAssembly: tools/shell builds it
+// for wasip1 into wasm/shell.wasm, where its FS is the sandbox's VFS
+// through WASI (GuestFS), its Executor the host's process ABI
+// (GuestExecutor) and its pipes the host's (Config.Pipe); shell/session
+// runs one instance per sandbox session, under the run's deadline and its
+// own memory limit. CONTAINMENT.md says what that boundary contains and
+// what is left outside. The package also builds natively, where its tests
+// drive the same code with a test executor and the VFS.
+//
+// # Limits
 //
 // A Run is bounded by its context (a deadline kills loops that never call
 // a command) and by Limits: script size, number of commands, total size of
@@ -24,8 +36,7 @@
 // with a *LimitError (errors.Is(err, ErrLimitExceeded)). A panic of the
 // interpreter in the goroutine that runs the script is recovered and
 // returned as a *PanicError; so is one in the goroutines the interpreter
-// starts for pipelines and background jobs (see guardCmd). CONTAINMENT.md
-// lists every closed door, and what a Go-hosted interpreter cannot bound.
+// starts for pipelines and background jobs (see guardCmd).
 //
 // A Shell is not safe for concurrent use: Run calls are serialized.
 package shell

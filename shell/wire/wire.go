@@ -109,7 +109,7 @@ const (
 // result and the state (variables are bounded by the shell's own
 // MaxVarBytes, 16 MiB by default, functions and aliases by the script
 // size).
-const MaxOutput = 256 << 20
+const MaxOutput = 64 << 20
 
 const runResultSize = 4 + 4 + 8 + 4 + 4
 
