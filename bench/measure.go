@@ -316,11 +316,16 @@ func measureScripts(ctx context.Context, e *Env) ([]Row, error) {
 		return nil, err
 	}
 	cases := []struct{ name, script, note string }{
+		{"small builtin-only Run", `x=1; y=$((x+1)); echo "$x $y"`, "no external command; in-process p50 against a whole bash process"},
 		{"builtin-only loop (2000 iterations)", `i=0; s=0; while [ $i -lt 2000 ]; do s=$((s+i*i)); i=$((i+1)); done; echo $s`, "no external command"},
 		{"5-stage pipeline on 1 MB", `cat IN | tr a-z A-Z | sort | uniq -c | wc -l`, "cat | tr | sort | uniq -c | wc -l"},
 	}
 	var rows []Row
 	for _, c := range cases {
+		n := n
+		if strings.HasPrefix(c.name, "small") {
+			n = e.reps(50, 500)
+		}
 		box, out, err := timeSandbox(ctx, sb, strings.ReplaceAll(c.script, "IN", "/tmp/in.txt"), n)
 		if err != nil {
 			return rows, err
@@ -454,6 +459,7 @@ func measureMemory(ctx context.Context, e *Env) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	pssNew := before.pss
 	boxes := make([]*sandbox.Sandbox, 0, k)
 	closeAll := func() {
 		for _, sb := range boxes {
@@ -478,6 +484,18 @@ func measureMemory(ctx context.Context, e *Env) ([]Row, error) {
 		row("idle sandbox, RSS", Bytes, []float64{(after.rss - before.rss) / float64(k)}, nil, note),
 		row("idle sandbox, Go heap", Bytes, []float64{(after.heap - before.heap) / float64(k)}, nil, note),
 	}
+	// The same sandboxes after a run: an idle session whose live shell
+	// has run a script.
+	for _, sb := range boxes {
+		if res, err := sb.Run(ctx, `x=1; cd /tmp; echo $x | cat`); err != nil || res.Stdout != "1\n" {
+			return rows, fmt.Errorf("idle session run: %v %+v", err, res)
+		}
+	}
+	if after, err = sampleMem(); err != nil {
+		return rows, err
+	}
+	note = fmt.Sprintf("delta over %d sandboxes from New and one run (`x=1; cd /tmp; echo $x | cat`), divided by %d", k, k)
+	rows = append(rows, row("idle session with a live shell, PSS", Bytes, []float64{(after.pss - pssNew) / float64(k)}, nil, note+"; shared snapshot pages divided among their mappings"))
 	closeAll()
 
 	k = e.reps(8, 64)
@@ -588,6 +606,11 @@ func measureSandbox(ctx context.Context, e *Env) ([]Row, error) {
 		}
 	}
 	tree := fmt.Sprintf("%d files of %d KiB (%.1f MB)", dirs*files, size>>10, float64(dirs*files*size)/1e6)
+	// And a shell with state: functions, variables, exports, aliases, a
+	// directory.
+	if res, err := sb.Run(ctx, `cd /home/user/tree; f() { echo "$1"; }; g() { f "$@" | tr a-z A-Z; }; A=1; B=two; export C=3; arr=(x y z); alias ll='ls -l'; set -o pipefail`); err != nil || res.ExitCode != 0 {
+		return rows, fmt.Errorf("shell state: %v %+v", err, res)
+	}
 	var forks []float64
 	for i := 0; i < n; i++ {
 		start := time.Now()
@@ -596,10 +619,17 @@ func measureSandbox(ctx context.Context, e *Env) ([]Row, error) {
 		if err != nil {
 			return rows, err
 		}
+		if i == 0 {
+			res, err := f.Run(ctx, `g hi; echo "$A $B $C ${arr[2]} $PWD"`)
+			if err != nil || res.Stdout != "HI\n1 two 3 z /home/user/tree\n" {
+				f.Close()
+				return rows, fmt.Errorf("the fork's shell: %v %+v", err, res)
+			}
+		}
 		f.Close()
 		forks = append(forks, seconds(d))
 	}
-	rows = append(rows, row("Fork of a 10 MB tree", Duration, forks, nil, tree))
+	rows = append(rows, row("Fork with a 10 MB tree and shell state", Duration, forks, nil, tree+"; functions, variables, aliases, options, directory"))
 
 	var snaps, restores []float64
 	var buf bytes.Buffer

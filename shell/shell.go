@@ -435,7 +435,9 @@ func (s *Shell) runTop(rs *runState, script string) (int, error) {
 	code, err := s.exitOf(rs, err)
 	// The EXIT trap fires at the end of every Run (each Run is a script);
 	// clear it so that it does not fire again at the end of the next one.
-	s.runNode(context.Background(), s.runner, resetTrap)
+	if s.runner.ExitTrap() != "" {
+		s.runNode(context.Background(), s.runner, resetTrap)
+	}
 	return code, err
 }
 
@@ -599,6 +601,22 @@ func syntaxMessage(err error) string {
 		return fmt.Sprintf("line %d: syntax error: %v", le.Pos.Line(), err)
 	}
 	return err.Error()
+}
+
+// StateKey summarizes the shell's persistent state cheaply: two equal
+// keys of the same Shell mean that Snapshot would return the same state.
+type StateKey struct {
+	runner *interp.Runner
+	interp interp.StateKey
+	vars   uint64
+	umask  uint32
+}
+
+// StateKey returns the shell's StateKey.
+func (s *Shell) StateKey() StateKey {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return StateKey{runner: s.runner, interp: s.runner.StateKey(), vars: s.runner.VarsGeneration(), umask: s.umask.Load()}
 }
 
 // pipe makes a pipe with Config.Pipe, or os.Pipe.

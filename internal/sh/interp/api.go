@@ -103,6 +103,10 @@ type Runner struct {
 	// maxBraceElems is the bound of [MaxBraceElems].
 	maxBraceElems int
 
+	// varsGen counts the changes of variables this runner made (see
+	// [Runner.VarsGeneration]).
+	varsGen uint64
+
 	// readDirHandler is a function responsible for reading directories during
 	// glob expansion. It must be non-nil.
 	readDirHandler ReadDirHandlerFunc2

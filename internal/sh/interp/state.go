@@ -4,8 +4,10 @@ package interp
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"slices"
+	"unsafe"
 
 	"mvdan.cc/sh/v3/syntax"
 
@@ -69,3 +71,42 @@ func (hc HandlerContext) HasFunc(name string) bool {
 	_, ok := hc.runner.Funcs[name]
 	return ok
 }
+
+// VarsGeneration counts the changes this runner made to variables (an
+// assignment of a value a variable already had is none): a caller that
+// saves the shell's state after a run can tell whether the variables
+// changed without reading them.
+func (r *Runner) VarsGeneration() uint64 { return r.varsGen }
+
+// StateKey is a cheap summary of the state that persists between runs
+// besides the variables' values: options, the directory, traps, and the
+// identity of every function body and alias. Two equal keys (and equal
+// VarsGeneration) mean an unchanged state.
+type StateKey struct {
+	opts     runnerOpts
+	dir      string
+	errTrap  string
+	exitTrap string
+	funcs    string
+	aliases  string
+}
+
+// StateKey returns the runner's StateKey.
+func (r *Runner) StateKey() StateKey {
+	k := StateKey{opts: r.opts, dir: r.Dir, errTrap: r.callbackErr, exitTrap: r.callbackExit}
+	var b []byte
+	for _, name := range slices.Sorted(maps.Keys(r.Funcs)) {
+		b = fmt.Appendf(b, "%s=%p;", name, r.Funcs[name])
+	}
+	k.funcs = string(b)
+	b = b[:0]
+	for _, name := range slices.Sorted(maps.Keys(r.alias)) {
+		als := r.alias[name]
+		b = fmt.Appendf(b, "%s=%p/%d/%t;", name, unsafe.SliceData(als.args), len(als.args), als.blank)
+	}
+	k.aliases = string(b)
+	return k
+}
+
+// ExitTrap returns the command of the EXIT trap, "" when none is set.
+func (r *Runner) ExitTrap() string { return r.callbackExit }

@@ -239,6 +239,7 @@ func (r *Runner) delVar(name string) {
 		r.exit.code = 1
 		return
 	}
+	r.varsGen++
 }
 
 func (r *Runner) setVarString(name, value string) {
@@ -264,8 +265,12 @@ func (r *Runner) setVarErr(name string, vr expand.Variable) error {
 	if r.opts[optAllExport] {
 		vr.Exported = true
 	}
+	changed := !sameVar(r.writeEnv.Get(name), vr)
 	if err := r.writeEnv.Set(name, vr); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if changed {
+		r.varsGen++
 	}
 	if name == "RANDOM" && vr.Kind == expand.String {
 		// Assigning to RANDOM seeds its generator; the stored value is never
@@ -551,4 +556,12 @@ func (r *Runner) assignVal(name string, prev expand.Variable, as *syntax.Assign,
 	prev.List = list
 	prev.Indexes = indexes
 	return name, prev
+}
+
+// sameVar reports whether setting b over a changes nothing (for
+// [Runner.VarsGeneration]); lists and maps count as changed.
+func sameVar(a, b expand.Variable) bool {
+	return a.Set == b.Set && a.Local == b.Local && a.Exported == b.Exported && a.ReadOnly == b.ReadOnly &&
+		a.Kind == b.Kind && a.Str == b.Str && a.List == nil && b.List == nil && a.Map == nil && b.Map == nil &&
+		a.Indexes == nil && b.Indexes == nil
 }
