@@ -106,11 +106,12 @@ func (r *Runtime) Instantiate(ctx context.Context, m *Module, opts InstanceOptio
 	}
 	if s := r.takeSpare(m, snap, limit, nil); s != nil {
 		in.mod, in.alloc = s.mod, s.alloc
-		in.alloc.onHit = opts.OnMemoryLimit
+		in.alloc.setOnHit(opts.OnMemoryLimit)
 		// The spare counts itself as live (see newSpare).
 		return in, nil
 	}
-	in.alloc = &limitAllocator{limit: limit, live: &r.liveMem, onHit: opts.OnMemoryLimit}
+	in.alloc = &limitAllocator{limit: limit, live: &r.liveMem}
+	in.alloc.setOnHit(opts.OnMemoryLimit)
 	if snap != nil {
 		in.alloc.image = snap.img
 	}
@@ -204,6 +205,24 @@ func (in *Instance) SetSpawner(sp Spawner) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.opts.Spawner = sp
+}
+
+// SetOnMemoryLimit replaces InstanceOptions.OnMemoryLimit.
+func (in *Instance) SetOnMemoryLimit(f func()) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.opts.OnMemoryLimit = f
+	if in.alloc != nil {
+		in.alloc.setOnHit(f)
+	}
+}
+
+// SetFS makes fsys what the metadata calls of the following calls act on
+// (see InstanceOptions.FS; the WASI state has its own, State.SetFS).
+func (in *Instance) SetFS(fsys vfs.FS) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.opts.FS = fsys
 }
 
 // Memory returns the guest's linear memory (nil once closed). The host

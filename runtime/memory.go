@@ -23,14 +23,22 @@ type limitAllocator struct {
 	mem      *limitedMemory // the memory Allocate made
 	// onHit, when set, is called when a growth is refused (see
 	// InstanceOptions.OnMemoryLimit).
-	onHit func()
+	onHit atomic.Pointer[func()]
+}
+
+func (a *limitAllocator) setOnHit(f func()) {
+	if f == nil {
+		a.onHit.Store(nil)
+		return
+	}
+	a.onHit.Store(&f)
 }
 
 // refuse records a growth refused for the limit or the budget.
 func (a *limitAllocator) refuse() []byte {
 	a.hit.Store(true)
-	if a.onHit != nil {
-		a.onHit()
+	if f := a.onHit.Load(); f != nil {
+		(*f)()
 	}
 	return nil
 }

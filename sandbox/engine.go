@@ -7,6 +7,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/shell/session"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasm"
 )
@@ -22,8 +23,10 @@ type Engine struct {
 	// /bin and /usr/bin of every sandbox (root-owned, as on a real system:
 	// the sandbox user cannot change them).
 	bin vfs.FS
-	// shell is shell.wasm, the interpreter every session runs in.
-	shell *runtime.Module
+	// shell is shell.wasm, the interpreter every session runs in, and
+	// shells are its instances started ahead of use.
+	shell  *runtime.Module
+	shells *session.Pool
 }
 
 // NewEngine returns an engine over a new runtime configured by cfg, with
@@ -57,7 +60,7 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	return &Engine{rt: rt, exec: ex, bin: vfs.ReadOnlyView(bin), shell: sh}, nil
+	return &Engine{rt: rt, exec: ex, bin: vfs.ReadOnlyView(bin), shell: sh, shells: session.NewPool(2)}, nil
 }
 
 // Executor returns the executor the engine runs commands with.
@@ -68,7 +71,10 @@ func (e *Engine) Runtime() *runtime.Runtime { return e.rt }
 
 // Close releases the runtime. Sandboxes using the engine must be closed
 // first.
-func (e *Engine) Close(ctx context.Context) error { return e.rt.Close(ctx) }
+func (e *Engine) Close(ctx context.Context) error {
+	e.shells.Close()
+	return e.rt.Close(ctx)
+}
 
 var (
 	defaultMu     sync.Mutex

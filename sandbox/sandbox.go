@@ -273,6 +273,7 @@ func (s *Sandbox) sessionConfig(dir string) session.Config {
 		Init:          ini,
 		MemoryLimit:   s.cfg.limits.ShellMemory,
 		Deterministic: s.cfg.deterministic,
+		Pool:          s.engine.shells,
 	}
 }
 

@@ -319,7 +319,7 @@ func SessionCall(op, inLen uint32) uint32 {
 		if session.sh == nil {
 			return 8
 		}
-		b, err := stateJSON()
+		b, err := stateBinary()
 		if err != nil {
 			guest.Output([]byte(err.Error()))
 			return 29
@@ -332,8 +332,8 @@ func SessionCall(op, inLen uint32) uint32 {
 		if session.sh == nil {
 			return 8
 		}
-		var st State
-		if err := json.Unmarshal(in, &st); err != nil {
+		st, err := wire.DecodeBinaryState(in)
+		if err != nil {
 			guest.Output([]byte(err.Error()))
 			return 28
 		}
@@ -388,19 +388,28 @@ func sessionInit(in []byte) error {
 	if err != nil {
 		return err
 	}
+	if len(ini.State) > 0 {
+		st, err := wire.DecodeBinaryState(ini.State)
+		if err != nil {
+			return err
+		}
+		if err := sh.Restore(st); err != nil {
+			return err
+		}
+	}
 	session.sh = sh
 	session.state = nil
 	return nil
 }
 
-func stateJSON() ([]byte, error) {
+func stateBinary() ([]byte, error) {
 	key := session.sh.StateKey()
 	st, err := session.sh.Snapshot()
 	if err != nil {
 		return nil, err
 	}
 	session.key = key
-	return wire.AppendStateJSON(nil, st), nil
+	return wire.AppendState(nil, st), nil
 }
 
 func sessionRun(script string) []byte {
@@ -423,7 +432,7 @@ func sessionRun(script string) []byte {
 	if session.state != nil && session.sh.StateKey() == session.key {
 		return wire.EncodeRunOutput(res, nil)
 	}
-	b, serr := stateJSON()
+	b, serr := stateBinary()
 	if serr == nil && string(b) != string(session.state) {
 		session.state = b
 		return wire.EncodeRunOutput(res, b)
@@ -489,8 +498,6 @@ func init() {
 	sh.Run(context.Background(), `x=1; a=(1 2); declare -A m=([k]=v); f() { local y="$1"; echo "${y:-z}${#a[@]}" > /dev/null; }
 f "$x"; for i in 1 2; do (( x += i )); done; [[ $x == 4 && -d / ]] && x=$(echo "$x"); set -o pipefail; alias q=:; q`)
 	if st, err := sh.Snapshot(); err == nil {
-		if b, err := json.Marshal(st); err == nil {
-			json.Unmarshal(b, &st)
-		}
+		wire.DecodeBinaryState(wire.AppendState(nil, st))
 	}
 }

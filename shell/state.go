@@ -1,15 +1,15 @@
 package shell
 
 import (
-	"context"
 	"fmt"
-	"github.com/wasmbox/wasmbox/shell/wire"
 	"maps"
 	"slices"
 	"strings"
 
-	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/wasmbox/wasmbox/internal/sh/expand"
+	"github.com/wasmbox/wasmbox/shell/wire"
 )
 
 // State is the part of a Shell that persists across Runs, in a form that
@@ -124,9 +124,17 @@ func (s *Shell) restore(st State) error {
 	return nil
 }
 
+// restoredOptions are the options a state restores (the others stay at
+// their defaults): `set -o` ones, then `shopt` ones. noexec would stop the
+// shell itself.
+var restoredOptions = []string{"allexport", "errexit", "noglob", "nounset", "pipefail", "xtrace",
+	"dotglob", "expand_aliases", "extglob", "globstar", "lastpipe", "nocaseglob", "nullglob"}
+
+// applyState loads st into the fresh runner: variables, aliases, options,
+// the ERR trap, functions and the umask, directly (no statement runs).
 func (s *Shell) applyState(st State) error {
-	var b strings.Builder
-	// Variables of the base environment the snapshot does not have were
+	r := s.runner
+	// Variables of the base environment the state does not have were
 	// unset in the original shell.
 	have := map[string]bool{}
 	for _, v := range st.Vars {
@@ -134,91 +142,99 @@ func (s *Shell) applyState(st State) error {
 	}
 	for _, name := range s.env.names {
 		if !have[name] && !stateSkip[name] && !s.env.vars[name].ReadOnly {
-			fmt.Fprintf(&b, "unset %s\n", name)
+			if err := r.UnsetVar(name); err != nil {
+				return fmt.Errorf("shell: restore: %w", err)
+			}
 		}
 	}
 	for _, v := range st.Vars {
 		if !syntax.ValidName(v.Name) || stateSkip[v.Name] {
 			continue
 		}
-		flags := ""
+		vr := expand.Variable{Set: true, Exported: v.Exported, ReadOnly: v.ReadOnly}
 		switch v.Kind {
 		case "indexed":
-			flags += "a"
-		case "associative":
-			flags += "A"
-		case "nameref":
-			flags += "n"
-		}
-		if v.Exported {
-			flags += "x"
-		}
-		if v.ReadOnly {
-			flags += "r"
-		}
-		if flags != "" {
-			flags = " -" + flags
-		}
-		switch v.Kind {
-		case "indexed":
-			fmt.Fprintf(&b, "declare -g%s %s=(", flags, v.Name)
-			for i, e := range v.List {
-				idx := i
-				if v.Indexes != nil && i < len(v.Indexes) {
-					idx = v.Indexes[i]
+			vr.Kind, vr.List = expand.Indexed, slices.Clone(v.List)
+			if v.Indexes != nil {
+				if len(v.Indexes) != len(v.List) {
+					return fmt.Errorf("shell: restore: array %s: %d indexes for %d elements", v.Name, len(v.Indexes), len(v.List))
 				}
-				fmt.Fprintf(&b, "[%d]=%s ", idx, quote(e))
+				vr.Indexes = slices.Clone(v.Indexes)
 			}
-			b.WriteString(")\n")
 		case "associative":
-			fmt.Fprintf(&b, "declare -g%s %s=(", flags, v.Name)
-			for _, k := range slices.Sorted(maps.Keys(v.Map)) {
-				fmt.Fprintf(&b, "[%s]=%s ", quote(k), quote(v.Map[k]))
+			vr.Kind, vr.Map = expand.Associative, maps.Clone(v.Map)
+			if vr.Map == nil {
+				vr.Map = map[string]string{}
 			}
-			b.WriteString(")\n")
+		case "nameref":
+			if !syntax.ValidName(v.Str) {
+				return fmt.Errorf("shell: restore: nameref %s to %q", v.Name, v.Str)
+			}
+			vr.Kind, vr.Str = expand.NameRef, v.Str
 		default:
-			fmt.Fprintf(&b, "declare -g%s %s=%s\n", flags, v.Name, quote(v.Str))
+			vr.Kind, vr.Str = expand.String, strings.ReplaceAll(v.Str, "\x00", "")
+		}
+		if err := r.SetVar(v.Name, vr); err != nil {
+			return fmt.Errorf("shell: restore: %w", err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(st.Aliases)) {
-		fmt.Fprintf(&b, "alias %s=%s\n", name, quote(st.Aliases[name]))
+		if !validAliasName(name) {
+			return fmt.Errorf("shell: restore: alias name %q", name)
+		}
+		if err := r.SetAlias(name, st.Aliases[name]); err != nil {
+			return fmt.Errorf("shell: restore: %w", err)
+		}
 	}
-	known := map[string]bool{"allexport": true, "errexit": true, "noexec": true, "noglob": true, "nounset": true, "xtrace": true, "pipefail": true}
 	on := map[string]bool{}
 	for _, o := range st.Options {
 		on[o] = true
 	}
-	for _, o := range slices.Sorted(maps.Keys(known)) {
-		if o == "noexec" {
-			continue // would stop the restore script itself
-		}
-		sign := "+"
-		if on[o] {
-			sign = "-"
-		}
-		fmt.Fprintf(&b, "set %so %s\n", sign, o)
+	for _, o := range st.ShellOptions {
+		on[o] = true
 	}
-	for _, o := range []string{"dotglob", "expand_aliases", "extglob", "globstar", "nocaseglob", "nullglob"} {
-		mode := "-u"
-		if slices.Contains(st.ShellOptions, o) {
-			mode = "-s"
+	for _, o := range restoredOptions {
+		if err := r.SetOption(o, on[o]); err != nil {
+			return fmt.Errorf("shell: restore: %w", err)
 		}
-		fmt.Fprintf(&b, "shopt %s %s\n", mode, o)
 	}
-	if st.ErrTrap != "" {
-		fmt.Fprintf(&b, "trap -- %s ERR\n", quote(st.ErrTrap))
-	}
+	r.SetErrTrap(st.ErrTrap)
 	for _, name := range slices.Sorted(maps.Keys(st.Funcs)) {
-		b.WriteString(st.Funcs[name])
-		b.WriteByte('\n')
-	}
-	if err := s.runInternal(context.Background(), b.String()); err != nil {
-		return fmt.Errorf("shell: restore: %w", err)
+		body, err := s.parseFunc(name, st.Funcs[name])
+		if err != nil {
+			return fmt.Errorf("shell: restore: %w", err)
+		}
+		r.SetFunc(name, body)
 	}
 	if st.Umask != 0 || len(st.Vars) > 0 {
 		s.umask.Store(st.Umask & 0o777)
 	}
 	return nil
+}
+
+// parseFunc parses the saved text of function name: exactly one
+// declaration of that function, nothing else, sanitized like any script.
+func (s *Shell) parseFunc(name, src string) (*syntax.Stmt, error) {
+	file, err := parse(src, "")
+	if err != nil {
+		return nil, fmt.Errorf("function %s: %v", name, err)
+	}
+	if len(file.Stmts) != 1 {
+		return nil, fmt.Errorf("function %s: %d statements in its text", name, len(file.Stmts))
+	}
+	decl, ok := file.Stmts[0].Cmd.(*syntax.FuncDecl)
+	if !ok || decl.Name == nil || decl.Name.Value != name || decl.Body == nil {
+		return nil, fmt.Errorf("function %s: its text is not its declaration", name)
+	}
+	if err := s.sanitize(file); err != nil {
+		return nil, fmt.Errorf("function %s: %v", name, err)
+	}
+	return decl.Body, nil
+}
+
+// validAliasName reports a name the alias builtin would take.
+func validAliasName(name string) bool {
+	return name != "" && !strings.ContainsAny(name, " \t\n=$`'\"\\/|&;()<>\x00")
 }
 
 // Clone returns a new Shell with the same Config and a copy of this

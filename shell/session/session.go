@@ -42,7 +42,7 @@
 // # State, kills and forks
 //
 // After a run whose state changed, the guest gives the host the state (a
-// JSON wire.State, the form sandbox snapshots keep). When a run is killed
+// wire.State in its binary form; sandbox snapshots keep it as JSON). When a run is killed
 // — deadline, cancel, the memory limit, an internal error — the instance
 // is discarded at once; the next run starts a new instance (from the
 // module's copy-on-write snapshot, usually a spare that is ready) and
@@ -90,6 +90,8 @@ type Config struct {
 	// Deterministic, when set, gives the shell fixed clocks and seeded
 	// randomness.
 	Deterministic *wasi.Deterministic
+	// Pool, when set, provides shells started ahead of use (see Pool).
+	Pool *Pool
 }
 
 // Result is how a run ended.
@@ -133,7 +135,7 @@ type Session struct {
 	mu     sync.Mutex // serializes everything below
 	st     *preview1.State
 	in     *runtime.Instance
-	state  []byte // the last state the guest gave, JSON; nil: Init's
+	state  []byte // the last state the guest gave (wire.AppendState); nil: Init's
 	dir    string // the shell's working directory, as last known
 	closed bool
 
@@ -159,6 +161,9 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 
 // start makes a new instance and brings it to the session's state.
 func (s *Session) start(ctx context.Context) error {
+	if p := s.cfg.Pool; p != nil && p.take(ctx, s) {
+		return nil
+	}
 	src := wasi.NewSources(wasi.Options{Deterministic: s.cfg.Deterministic})
 	st, err := preview1.NewState(preview1.Config{
 		FS: s.cfg.FS, Args: []string{"sh"},
@@ -176,24 +181,19 @@ func (s *Session) start(ctx context.Context) error {
 	_ = st.SetQuietPipe(1, true)
 	_ = st.SetQuietPipe(2, true)
 	in, err := s.cfg.Runtime.Instantiate(ctx, s.cfg.Module, runtime.InstanceOptions{
-		MemoryLimit: s.cfg.MemoryLimit,
-		WASI:        st,
-		FS:          s.cfg.FS,
-		Spawner:     s.cfg.Spawner,
-		OnMemoryLimit: func() {
-			// The guest sees memory.grow fail; end it at its next host
-			// call rather than let it print the Go runtime's trace.
-			s.hit.Store(true)
-			if c := s.cancelRun.Load(); c != nil {
-				(*c)(ErrMemoryLimit)
-			}
-		},
+		MemoryLimit:   s.cfg.MemoryLimit,
+		WASI:          st,
+		FS:            s.cfg.FS,
+		Spawner:       s.cfg.Spawner,
+		OnMemoryLimit: s.onMemoryLimit,
 	})
 	if err != nil {
 		st.Close()
 		return fmt.Errorf("session: %w", err)
 	}
-	ini, err := json.Marshal(s.cfg.Init)
+	init := s.cfg.Init
+	init.State = s.state // the state to come back to, if any
+	ini, err := json.Marshal(init)
 	if err != nil {
 		in.Close(ctx)
 		st.Close()
@@ -204,15 +204,18 @@ func (s *Session) start(ctx context.Context) error {
 		st.Close()
 		return fmt.Errorf("session: starting the shell: %w", err)
 	}
-	if s.state != nil {
-		if err := s.call(ctx, in, wire.OpRestore, s.state, nil); err != nil {
-			in.Close(ctx)
-			st.Close()
-			return fmt.Errorf("session: restoring the shell's state: %w", err)
-		}
-	}
 	s.st, s.in = st, in
 	return nil
+}
+
+// onMemoryLimit is called when the shell asks for memory past its limit:
+// the guest sees memory.grow fail; end it at its next host call rather
+// than let it print the Go runtime's trace.
+func (s *Session) onMemoryLimit() {
+	s.hit.Store(true)
+	if c := s.cancelRun.Load(); c != nil {
+		(*c)(ErrMemoryLimit)
+	}
 }
 
 // call makes one session call that is not a run; out, when not nil,
@@ -339,7 +342,7 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 		return r, nil
 	}
 	if state != nil {
-		if _, err := wire.DecodeState(state); err != nil {
+		if _, err := wire.DecodeBinaryState(state); err != nil {
 			s.discard()
 			fmt.Fprintf(stderr, "wasmbox: internal shell error: %v\n", err)
 			return Result{Code: 1, Err: ErrInternal}, nil
@@ -438,7 +441,7 @@ func (s *Session) State(ctx context.Context) (wire.State, error) {
 		s.discard()
 		return wire.State{}, fmt.Errorf("session: state: %w", err)
 	}
-	st, err := wire.DecodeState(b)
+	st, err := wire.DecodeBinaryState(b)
 	if err != nil {
 		s.discard()
 		return wire.State{}, err
@@ -456,10 +459,7 @@ func (s *Session) Restore(ctx context.Context, st wire.State) error {
 	if err := st.Check(); err != nil {
 		return err
 	}
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
+	b := wire.AppendState(nil, st)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.ready(ctx); err != nil {

@@ -6,7 +6,6 @@ package wire
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -20,9 +19,9 @@ const (
 	// OpRun runs a script: input the script's bytes; output a RunResult,
 	// then, if the shell's state changed, the state (see EncodeRunOutput).
 	OpRun = 2
-	// OpState answers the state (JSON State) of the idle shell.
+	// OpState answers the state of the idle shell (binary, AppendState).
 	OpState = 3
-	// OpRestore replaces the state: input a JSON State.
+	// OpRestore replaces the state: input its binary form.
 	OpRestore = 4
 )
 
@@ -48,6 +47,10 @@ type Init struct {
 	// Commands maps names that no file of the filesystem's PATH provides
 	// (native commands) to the path `command -v` reports.
 	Commands map[string]string `json:"commands,omitempty"`
+	// State, when set, is the binary form of a state (AppendState) loaded
+	// right after the shell starts (a fork, or a restart after a killed
+	// run): one call instead of OpInit and OpRestore.
+	State []byte `json:"state,omitempty"`
 }
 
 // State is the part of a shell that persists across runs.
@@ -114,7 +117,7 @@ const MaxOutput = 64 << 20
 const runResultSize = 4 + 4 + 8 + 4 + 4
 
 // EncodeRunOutput is what OpRun gives the host: the result, then the
-// state as JSON when state is not nil.
+// state's binary form when state is not nil.
 func EncodeRunOutput(res RunResult, state []byte) []byte {
 	if state != nil {
 		res.Flags |= FlagState
@@ -170,18 +173,6 @@ func DecodeRunOutput(b []byte) (res RunResult, state []byte, err error) {
 		return res, nil, fmt.Errorf("%w: exit status %d", ErrMalformed, res.Code)
 	}
 	return res, state, nil
-}
-
-// DecodeState decodes and checks a state the guest gave.
-func DecodeState(b []byte) (State, error) {
-	var st State
-	if err := json.Unmarshal(b, &st); err != nil {
-		return State{}, fmt.Errorf("%w: state: %v", ErrMalformed, err)
-	}
-	if err := st.Check(); err != nil {
-		return State{}, err
-	}
-	return st, nil
 }
 
 // Check reports a state that no shell could have: a relative directory,

@@ -2,12 +2,14 @@ package preview1
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 
+	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
 )
 
@@ -350,4 +352,44 @@ func (s *State) StreamReader(fd uint32) (io.Reader, error) {
 		return nil, ErrnoBadf
 	}
 	return e.r, nil
+}
+
+// ErrBusy is returned by SetFS while descriptors of the old filesystem
+// are open.
+var ErrBusy = errors.New("preview1: files of the filesystem are open")
+
+// SetFS makes fsys the guest's root from now on, in place of Config.FS
+// (for a guest that lives across calls and was started ahead of the
+// filesystem it will work on). Only the standard streams, the preopen and
+// host streams may be open: a descriptor of another file or directory of
+// the old filesystem is ErrBusy. The preopen keeps its descriptor.
+func (s *State) SetFS(fsys vfs.FS) error {
+	if s.fs == nil || fsys == nil {
+		return errors.New("preview1: SetFS on a state without a filesystem")
+	}
+	pre := -1
+	for i, e := range s.files {
+		switch {
+		case e == nil, e.kind == kindReader, e.kind == kindWriter:
+		case e.preopen != "":
+			pre = i
+		default:
+			return ErrBusy
+		}
+	}
+	tap := &tapFS{fs: fsys}
+	newFS := wasi.NewFS(tap)
+	if s.cfg.AbsoluteSymlinks {
+		newFS = absSymlinkFS{FS: newFS, vfs: tap}
+	}
+	root, errno := newFS.OpenFile(".", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY, 0)
+	if errno != 0 {
+		return fmt.Errorf("preview1: open the root of %s: %w", fsys.Name(), ErrnoOf(errno))
+	}
+	if pre >= 0 {
+		_ = s.files[pre].close()
+		s.files[pre].file, s.files[pre].dir = root, nil
+	}
+	s.cfg.FS, s.tap, s.fs = fsys, tap, newFS
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -110,3 +111,62 @@ func (r *Runner) StateKey() StateKey {
 
 // ExitTrap returns the command of the EXIT trap, "" when none is set.
 func (r *Runner) ExitTrap() string { return r.callbackExit }
+
+// SetVar sets a variable of the runner's current scope, as an assignment
+// would (a read-only variable is an error), without running a statement:
+// for restoring a saved state.
+func (r *Runner) SetVar(name string, vr expand.Variable) error {
+	if !r.didReset {
+		r.Reset()
+	}
+	return r.setVarErr(name, vr)
+}
+
+// UnsetVar unsets a variable, as the unset builtin does.
+func (r *Runner) UnsetVar(name string) error {
+	if !r.didReset {
+		r.Reset()
+	}
+	if vr := r.lookupVar(name); vr.ReadOnly {
+		return fmt.Errorf("%s: %w", name, errReadOnly)
+	}
+	r.delVar(name)
+	return nil
+}
+
+// SetOption turns an option of `set -o` (errexit, pipefail, ...) or of
+// `shopt` (extglob, ...) on or off.
+func (r *Runner) SetOption(name string, on bool) error {
+	if p := r.posixOptByName(name); p != nil {
+		*p = on
+		return nil
+	}
+	if p, supported := r.bashOptByName(name); p != nil && supported {
+		*p = on
+		return nil
+	}
+	return fmt.Errorf("%s: invalid option name", name)
+}
+
+// SetAlias defines an alias, as `alias name=text` does.
+func (r *Runner) SetAlias(name, text string) error {
+	parser := syntax.NewParser()
+	var words []*syntax.Word
+	for w, err := range parser.WordsSeq(strings.NewReader(text)) {
+		if err != nil {
+			return fmt.Errorf("alias %s: %w", name, err)
+		}
+		words = append(words, w)
+	}
+	if r.alias == nil {
+		r.alias = make(map[string]alias)
+	}
+	r.alias[name] = alias{args: words, blank: strings.TrimRight(text, " \t") != text}
+	return nil
+}
+
+// SetErrTrap sets the command of the ERR trap ("" for none).
+func (r *Runner) SetErrTrap(cmd string) { r.callbackErr = cmd }
+
+// SetFunc defines a function, as running its declaration would.
+func (r *Runner) SetFunc(name string, body *syntax.Stmt) { r.setFunc(name, body) }
