@@ -361,6 +361,14 @@ func (s *Shell) checkVars(rs *runState, hc interp.HandlerContext) error {
 	if l, ok := unwrapWriter(hc.Stdout).(interface{ Len() int }); ok && int64(l.Len()) > max {
 		return rs.fail(&LimitError{Limit: "variable size", Max: max})
 	}
+	// The walk over every variable is skipped while the runner of the last
+	// passing check has stored less than varsSlack bytes since: the total
+	// cannot have grown by more (the shell's memory limit bounds the rest).
+	id, _, assigned := hc.VarsVersion()
+	if id != 0 && rs.varsChecked[0] == uint64(id) && assigned-rs.varsChecked[1] < varsSlack &&
+		rs.varsTotal+int64(assigned-rs.varsChecked[1]) <= max {
+		return nil
+	}
 	var total int64
 	hc.Env.Each(func(name string, vr expand.Variable) bool {
 		total += int64(len(name) + len(vr.Str))
@@ -375,5 +383,23 @@ func (s *Shell) checkVars(rs *runState, hc interp.HandlerContext) error {
 	if total > max {
 		return rs.fail(&LimitError{Limit: "variable size", Max: max})
 	}
+	rs.varsChecked = [2]uint64{uint64(id), assigned}
+	rs.varsTotal = total
 	return nil
+}
+
+// varsSlack is how many bytes of assignments the variable size check lets
+// pass before it counts every variable again.
+const varsSlack = 64 << 10
+
+// loopHook runs at the top of every loop iteration (interp.LoopHook): an
+// iteration counts as a command, and the variables' size is checked, so
+// that a loop that runs no command is bounded like one that does.
+func (s *Shell) loopHook(ctx context.Context) error {
+	hc := interp.HandlerCtx(ctx)
+	rs := s.curRun()
+	if n := rs.commands.Add(1); n > rs.lim.MaxCommands {
+		return rs.fail(&LimitError{Limit: "commands", Max: rs.lim.MaxCommands})
+	}
+	return s.checkVars(rs, hc)
 }

@@ -24,6 +24,10 @@ type runState struct {
 	commands atomic.Int64
 	frames   atomic.Int64
 	jobs     atomic.Int64
+	// varsChecked is the runner and assigned bytes the last passing size
+	// check saw, varsTotal the total it counted (see checkVars).
+	varsChecked [2]uint64
+	varsTotal   int64
 
 	stdout, stderr *capWriter
 

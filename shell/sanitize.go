@@ -9,8 +9,9 @@ import (
 
 // Names the sanitizer writes into scripts.
 const (
-	// checkCmd is prepended to loop bodies and conditions so that limits
-	// are checked on every iteration even when the loop runs no command.
+	// checkCmd was prepended to loop bodies and conditions by earlier
+	// versions (the interpreter's loop hook does its work now); function
+	// texts of old snapshots still hold it, and it still runs as true.
 	checkCmd = "__wasmbox_check"
 	// procSubstCmd reads its stdin into a VFS temporary file and prints the
 	// file's path: `<(cmds)` becomes `$({ cmds; } | __wasmbox_procsubst)`.
@@ -33,7 +34,6 @@ const (
 //     interpreter would create a FIFO in the host's temp directory);
 //     `>(...)` and zsh's `=(...)` are refused;
 //   - `$$` and `$PPID` expand to the sandbox's pids, not the host's;
-//   - loops check limits on every iteration;
 //   - function calls, command substitutions and background jobs open a
 //     frame (see framePath and jobPath) so that depth and jobs are counted.
 //
@@ -78,21 +78,6 @@ func (s *Shell) sanitize(node syntax.Node) error {
 				default:
 					positionalAbove9(n)
 				}
-			}
-		case *syntax.WhileClause:
-			if !startsWithCheck(n.Cond) {
-				n.Cond = append([]*syntax.Stmt{{Cmd: call(checkCmd)}}, n.Cond...)
-			}
-		case *syntax.ForClause:
-			if !startsWithCheck(n.Do) {
-				n.Do = append([]*syntax.Stmt{{Cmd: call(checkCmd)}}, n.Do...)
-			}
-			if _, ok := n.Loop.(*syntax.CStyleLoop); ok && !isCheck(n.Do[len(n.Do)-1]) {
-				// interp v3.14.1 ends a for ((;;)) loop as soon as an
-				// iteration's last command fails, e.g. (( x += 0 )); bash
-				// does not. A final check (status 0) keeps it going; the
-				// cost is that such a loop's own status is 0.
-				n.Do = append(n.Do, &syntax.Stmt{Cmd: call(checkCmd)})
 			}
 		case *syntax.FuncDecl:
 			if n.Body != nil && !hasFrame(n.Body, framePath) {
@@ -268,15 +253,6 @@ func frameRedirect(p string) *syntax.Redirect {
 func hasFrame(st *syntax.Stmt, p string) bool {
 	return len(st.Redirs) > 0 && st.Redirs[0].Op == syntax.AppOut && st.Redirs[0].N == nil &&
 		st.Redirs[0].Word.Lit() == p
-}
-
-func startsWithCheck(stmts []*syntax.Stmt) bool {
-	return len(stmts) > 0 && isCheck(stmts[0])
-}
-
-func isCheck(st *syntax.Stmt) bool {
-	ce, ok := st.Cmd.(*syntax.CallExpr)
-	return ok && len(ce.Args) == 1 && len(ce.Assigns) == 0 && ce.Args[0].Lit() == checkCmd
 }
 
 // isCatShortcut reports the `$(<file)` form, which the interpreter reads

@@ -336,6 +336,7 @@ func (s *Shell) newRunner(dir string) (*interp.Runner, error) {
 		interp.ProcessIDs(s.pid, s.ppid),
 		interp.PipeHandler(s.cfg.Pipe),
 		interp.MaxBraceElems(s.lim.MaxBraceElems),
+		interp.LoopHook(s.loopHook),
 	)
 	if err != nil {
 		return nil, err

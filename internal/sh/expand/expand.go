@@ -121,7 +121,11 @@ var zeroConfig = &Config{}
 
 func prepareConfig(cfg *Config) *Config {
 	cfg = cmp.Or(cfg, zeroConfig)
-	cfg.Env = cmp.Or(cfg.Env, FuncEnviron(func(string) string { return "" }))
+	if cfg.Env == nil {
+		// Not cmp.Or: it would build (and allocate) the default for every
+		// expansion.
+		cfg.Env = FuncEnviron(func(string) string { return "" })
+	}
 
 	cfg.ifs = " \t\n"
 	if vr := cfg.Env.Get("IFS"); vr.IsSet() {

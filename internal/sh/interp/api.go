@@ -104,8 +104,11 @@ type Runner struct {
 	maxBraceElems int
 
 	// varsGen counts the changes of variables this runner made (see
-	// [Runner.VarsGeneration]).
-	varsGen uint64
+	// [Runner.VarsGeneration]), varsBytes the bytes they assigned.
+	varsGen, varsBytes uint64
+
+	// loopHook is the [LoopHook], nil if none.
+	loopHook func(ctx context.Context) error
 
 	// readDirHandler is a function responsible for reading directories during
 	// glob expansion. It must be non-nil.
@@ -614,6 +617,18 @@ func AccessHandler(f AccessHandlerFunc) RunnerOption {
 	}
 }
 
+// LoopHook sets a function the interpreter calls at the top of every
+// iteration of a while, until or for loop, with a context that carries a
+// [HandlerContext]: a host can bound loops that run no command (count
+// iterations, check memory) without the cost of running a command. An
+// error stops the script, as a handler's fatal error does.
+func LoopHook(f func(ctx context.Context) error) RunnerOption {
+	return func(r *Runner) error {
+		r.loopHook = f
+		return nil
+	}
+}
+
 // MaxBraceElems bounds the words one brace expansion may produce (see
 // [expand.Config.MaxBraceElems]): 0 keeps the default of 16Ki, a negative
 // value removes the bound, for a shell whose memory is bounded otherwise.
@@ -944,6 +959,7 @@ func (r *Runner) Reset() {
 		ppid:           r.ppid,
 		ids:            r.ids,
 		maxBraceElems:  r.maxBraceElems,
+		loopHook:       r.loopHook,
 		readDirHandler: r.readDirHandler,
 		statHandler:    r.statHandler,
 		accessHandler:  r.accessHandler,
@@ -1141,6 +1157,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		ppid:           r.ppid,
 		ids:            r.ids,
 		maxBraceElems:  r.maxBraceElems,
+		loopHook:       r.loopHook,
 		readDirHandler: r.readDirHandler,
 		statHandler:    r.statHandler,
 		accessHandler:  r.accessHandler,

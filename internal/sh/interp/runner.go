@@ -554,7 +554,7 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 			r.cmd(ctx, cm.Else)
 		}
 	case *syntax.WhileClause:
-		for !r.stop(ctx) {
+		for !r.stop(ctx) && r.loopHookOK(ctx, cm.Pos()) {
 			oldNoErrExit := r.noErrExit
 			r.noErrExit = true
 			r.stmts(ctx, cm.Cond)
@@ -619,6 +619,9 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 			}
 
 			for _, field := range items {
+				if !r.loopHookOK(ctx, cm.Pos()) {
+					break
+				}
 				r.setVarString(name, field)
 				trace.stringf("for %s in", y.Name.Value)
 				if inToken {
@@ -638,13 +641,26 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 			if y.Init != nil {
 				r.arithm(y.Init)
 			}
-			for y.Cond == nil || r.arithm(y.Cond) != 0 {
-				if !r.exit.ok() || r.loopStmtsBroken(ctx, cm.Do) {
+			// As in bash, the loop goes on whatever its body's last command
+			// returned; only an arithmetic error stops it. Its status is
+			// that of the last command of its body.
+			var last exitStatus
+			for r.exit.ok() && r.loopHookOK(ctx, cm.Pos()) {
+				if y.Cond != nil && (r.arithm(y.Cond) == 0 || !r.exit.ok()) {
 					break
 				}
+				broken := r.loopStmtsBroken(ctx, cm.Do)
+				last = r.exit
+				if broken || r.stop(ctx) {
+					break
+				}
+				r.exit.clear()
 				if y.Post != nil {
 					r.arithm(y.Post)
 				}
+			}
+			if r.exit.ok() {
+				r.exit = last
 			}
 		}
 	case *syntax.FuncDecl:
@@ -1135,6 +1151,19 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		return nil, fmt.Errorf("unhandled redirect op: %v", rd.Op)
 	}
 	return f, nil
+}
+
+// loopHookOK runs the LoopHook, if any, at the top of a loop iteration;
+// false stops the loop (the hook's error is fatal).
+func (r *Runner) loopHookOK(ctx context.Context, pos syntax.Pos) bool {
+	if r.loopHook == nil {
+		return true
+	}
+	if err := r.loopHook(r.handlerCtx(ctx, handlerKindCall, pos)); err != nil {
+		r.exit.fatal(err)
+		return false
+	}
+	return true
 }
 
 func (r *Runner) loopStmtsBroken(ctx context.Context, stmts []*syntax.Stmt) bool {

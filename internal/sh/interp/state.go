@@ -170,3 +170,15 @@ func (r *Runner) SetErrTrap(cmd string) { r.callbackErr = cmd }
 
 // SetFunc defines a function, as running its declaration would.
 func (r *Runner) SetFunc(name string, body *syntax.Stmt) { r.setFunc(name, body) }
+
+// VarsVersion identifies the variables a handler sees: the runner they
+// belong to, its VarsGeneration, and how many bytes of values its
+// assignments have stored so far. An equal version means unchanged
+// variables; a small growth of assigned bytes means they cannot have grown
+// by more (for a check that is costly to repeat).
+func (hc HandlerContext) VarsVersion() (runner uintptr, gen, assigned uint64) {
+	if hc.runner == nil {
+		return 0, 0, 0
+	}
+	return uintptr(unsafe.Pointer(hc.runner)), hc.runner.varsGen, hc.runner.varsBytes
+}

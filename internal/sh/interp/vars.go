@@ -271,6 +271,13 @@ func (r *Runner) setVarErr(name string, vr expand.Variable) error {
 	}
 	if changed {
 		r.varsGen++
+		r.varsBytes += uint64(len(name) + len(vr.Str))
+		for _, e := range vr.List {
+			r.varsBytes += uint64(len(e)) + 8
+		}
+		for k, e := range vr.Map {
+			r.varsBytes += uint64(len(k)+len(e)) + 16
+		}
 	}
 	if name == "RANDOM" && vr.Kind == expand.String {
 		// Assigning to RANDOM seeds its generator; the stored value is never
