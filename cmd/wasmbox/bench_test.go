@@ -16,7 +16,7 @@ func TestBenchCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	for _, want := range []string{"| group | measurement | n | median | p99 | native | ratio | notes |", "| sandbox | Fork of a 10 MB tree | 3 |", "Machine: "} {
+	for _, want := range []string{"| group | measurement | n | median | p99 | native | ratio | notes |", "| sandbox | Fork with a 10 MB tree and shell state | 3 |", "Machine: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in\n%s", want, out)
 		}
