@@ -154,9 +154,10 @@ type Job struct {
 	// Delegate, when set, is offered every child this job spawns
 	// (xargs, find -exec, env CMD, awk's system()...) before the
 	// executor looks it up: it returns handled=false to let the
-	// executor run the child as usual. A sandbox uses it to run `sh -c`
-	// in a child shell and native binaries in the native lane, so that a
-	// spawned command goes through the same path as one the script runs.
+	// executor run the child as usual. A sandbox uses it to run native
+	// binaries in the native lane, so that a spawned command goes through
+	// the same path as one the script runs (`sh -c` is the shell module's
+	// command, run like any other).
 	// The child's Timeout is already applied to ctx. Children of a
 	// delegated child are the delegate's business.
 	Delegate func(ctx context.Context, child Job) (res Result, handled bool)
