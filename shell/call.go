@@ -365,8 +365,11 @@ func (s *Shell) checkVars(rs *runState, hc interp.HandlerContext) error {
 	// passing check has stored less than varsSlack bytes since: the total
 	// cannot have grown by more (the shell's memory limit bounds the rest).
 	id, _, assigned := hc.VarsVersion()
-	if id != 0 && rs.varsChecked[0] == uint64(id) && assigned-rs.varsChecked[1] < varsSlack &&
-		rs.varsTotal+int64(assigned-rs.varsChecked[1]) <= max {
+	rs.mu.Lock()
+	skip := id != 0 && rs.varsChecked[0] == uint64(id) && assigned-rs.varsChecked[1] < varsSlack &&
+		rs.varsTotal+int64(assigned-rs.varsChecked[1]) <= max
+	rs.mu.Unlock()
+	if skip {
 		return nil
 	}
 	var total int64
@@ -383,8 +386,10 @@ func (s *Shell) checkVars(rs *runState, hc interp.HandlerContext) error {
 	if total > max {
 		return rs.fail(&LimitError{Limit: "variable size", Max: max})
 	}
+	rs.mu.Lock()
 	rs.varsChecked = [2]uint64{uint64(id), assigned}
 	rs.varsTotal = total
+	rs.mu.Unlock()
 	return nil
 }
 

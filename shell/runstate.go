@@ -25,7 +25,8 @@ type runState struct {
 	frames   atomic.Int64
 	jobs     atomic.Int64
 	// varsChecked is the runner and assigned bytes the last passing size
-	// check saw, varsTotal the total it counted (see checkVars).
+	// check saw, varsTotal the total it counted (see checkVars; under mu:
+	// pipeline stages check at once).
 	varsChecked [2]uint64
 	varsTotal   int64
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -74,8 +75,9 @@ type State struct {
 	start time.Time
 	// monoShift is added to every monotonic reading (ShiftMonotonic).
 	monoShift int64
-	// streams counts the open host streams of AddStream.
-	streams int
+	// streams counts the open host streams of AddStream (atomic: a child
+	// that holds the last reference releases it on its own goroutine).
+	streams atomic.Int32
 }
 
 // ShiftMonotonic adds ns to every reading of the monotonic clock from now

@@ -94,7 +94,7 @@ func (s *State) AddStream(r io.Reader, w io.Writer, closeFn func() error, nonblo
 	if (r == nil) == (w == nil) {
 		return 0, errors.New("preview1: AddStream needs a reader or a writer")
 	}
-	if s.streams >= maxStreams {
+	if s.streams.Load() >= maxStreams {
 		return 0, ErrTooManyStreams
 	}
 	if s.free() < 0 {
@@ -110,9 +110,10 @@ func (s *State) AddStream(r io.Reader, w io.Writer, closeFn func() error, nonblo
 	if nonblock {
 		e.fdflags = fdflagNonblock
 	}
-	s.streams++
+	s.streams.Add(1)
 	e.obj = &object{close: func() error {
-		s.streams--
+		// The last holder may be a child's goroutine.
+		s.streams.Add(-1)
 		if closeFn != nil {
 			return closeFn()
 		}
@@ -184,7 +185,7 @@ func (s *State) SetNonblock(fd uint32, on bool) error {
 }
 
 // Streams returns how many host streams (AddStream) are open.
-func (s *State) Streams() int { return s.streams }
+func (s *State) Streams() int { return int(s.streams.Load()) }
 
 // share makes the descriptor's object shareable and takes a reference for
 // the borrower.
