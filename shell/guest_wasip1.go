@@ -498,8 +498,7 @@ func init() {
 	sh.Run(context.Background(), `x=1; a=(1 2); declare -A m=([k]=v); f() { local y="$1"; echo "${y:-z}${#a[@]}" > /dev/null; }
 f "$x"; for i in 1 2; do (( x += i )); done; [[ $x == 4 && -d / ]] && x=$(echo "$x"); set -o pipefail; alias q=:; q
 g() { while read -r l; do echo "$l"; done; }; f a | g | g > /dev/null; y=$(f b | g); echo c | { read -r z; }
-while [ "$x" -lt 6 ]; do x=$((x+1)); done; case $y in b) : ;; esac; printf '%s\n' "$y" > /dev/null
-cat < /dev/null > /dev/null 2>&1; y=$(cat < /dev/null 2>&1); : "$y$z"`)
+while [ "$x" -lt 6 ]; do x=$((x+1)); done; case $y in b) : ;; esac; printf '%s\n' "$y" > /dev/null`)
 	if st, err := sh.Snapshot(); err == nil {
 		wire.DecodeBinaryState(wire.AppendState(nil, st))
 	}
