@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -83,6 +84,11 @@ type Rule struct {
 	// a stuck value ("-cfoo"), and inside a cluster ("-qc") up to the
 	// first letter of ValueShorts.
 	DeniedFlags []string
+	// GlobalFlags are denied flags only before the subcommand, where
+	// they are the binary's own options (git's "-c key=value" and
+	// "-C dir"); after it they are the subcommand's ("switch -c",
+	// "grep -C 3").
+	GlobalFlags []string
 	// SubcommandDeniedFlags adds denied flags per subcommand.
 	SubcommandDeniedFlags map[string][]string
 	// ValueShorts are the short options that take a stuck value: in a
@@ -96,6 +102,15 @@ type Rule struct {
 	DeniedArgPrefixes []string
 	// Env is added to the child's environment (after sanitization).
 	Env map[string]string
+	// AllowedConfig lists config keys (lowercase, "user.name") that
+	// "-c key=value" may set on the command line although "-c" is a
+	// denied flag.
+	AllowedConfig []string
+	// ReadOnlySubcommands are the subcommands that never write the
+	// repository; only they may run in a read-only mount when the lane
+	// runs without the OS jail (in the jail a read-only mount is a
+	// read-only bind, whatever the subcommand).
+	ReadOnlySubcommands []string
 	// Git turns on git's repository checks: the repository config is
 	// scanned for command-running keys, a ".git" file must point inside
 	// the jail, git is kept from discovering a repository above the jail,
@@ -123,8 +138,27 @@ type Policy struct {
 	RequestEnv []string
 }
 
-// GitSubcommands is the default git allowlist.
-var GitSubcommands = []string{"status", "log", "diff", "show", "rev-parse", "ls-files", "branch", "add", "commit"}
+// GitSubcommands is the default git allowlist: the local porcelain agents
+// use. clone, fetch, push and pull work only between paths inside the
+// mount (see checkGitArgs); rebase only non-interactively; config only
+// reads, and sets user.name and user.email.
+var GitSubcommands = []string{
+	"status", "log", "diff", "show", "rev-parse", "ls-files", "branch", "add", "commit",
+	"init", "checkout", "switch", "restore", "reset", "stash", "merge", "rebase", "cherry-pick",
+	"revert", "tag", "blame", "grep", "mv", "rm", "apply", "am", "format-patch", "cat-file",
+	"show-ref", "config", "clone", "fetch", "push", "pull",
+}
+
+// gitReadOnly are the subcommands of GitSubcommands that never write.
+var gitReadOnly = []string{"status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "grep", "cat-file", "show-ref"}
+
+// The identity git commits with in the sandbox unless the repository's
+// config, "-c user.name=…", or the GIT_AUTHOR_*/GIT_COMMITTER_* variables
+// give another.
+const (
+	DefaultGitName  = "wasmbox sandbox"
+	DefaultGitEmail = "sandbox@wasmbox.invalid"
+)
 
 // GitRule returns the default rule for git.
 //
@@ -195,15 +229,17 @@ func GitRule() Rule {
 		env[fmt.Sprintf("GIT_CONFIG_KEY_%d", i)] = kv[0]
 		env[fmt.Sprintf("GIT_CONFIG_VALUE_%d", i)] = kv[1]
 	}
-	network := []string{"-u", "--upload-pack", "--receive-pack", "--exec"}
+	network := []string{"-u", "-c", "--upload-pack", "--receive-pack", "--exec", "--config", "--reference", "--reference-if-able", "--shared", "--separate-git-dir", "--server-option"}
 	diffish := []string{"-O", "--orderfile"}
 	return Rule{
 		Subcommands: append([]string(nil), GitSubcommands...),
+		GlobalFlags: []string{"-c", "-C"},
 		DeniedFlags: []string{
-			"-c", "-C", "--config-env", "--git-dir", "--work-tree", "--exec-path",
+			"--config-env", "--git-dir", "--work-tree", "--exec-path",
 			"--namespace", "--super-prefix", "--bare", "--upload-pack", "--receive-pack", "--exec",
 			"--output", "--no-index", "--template", "--pathspec-from-file", "--orderfile",
 			"--resolve-git-dir", "--ext-diff", "--help", "--show-signature",
+			"--recurse-submodules", "--recursive", "--separate-git-dir", "--unsafe-paths",
 		},
 		SubcommandDeniedFlags: map[string][]string{
 			"commit":    {"-F", "--file", "-t", "-S", "--gpg-sign"},
@@ -215,11 +251,17 @@ func GitRule() Rule {
 			"pull":      network,
 			"ls-remote": network,
 			"archive":   append([]string{"--remote"}, network...),
+			"push":      network,
+			"grep":      {"-O", "--open-files-in-pager"},
+			"rebase":    {"-i", "--interactive", "-x", "--exec", "--edit-todo"},
+			"config":    {"-f", "--file", "--global", "--system", "--worktree", "--blob", "--includes", "-e", "--edit"},
 		},
-		ValueShorts:       "mFCctSGnOLXABUlNjgeIBM",
-		DeniedArgPrefixes: []string{"core.", "alias."},
-		Env:               env,
-		Git:               true,
+		ValueShorts:         "mFCctSGnOLXABUlNjgeIBM",
+		DeniedArgPrefixes:   []string{"core.", "alias."},
+		Env:                 env,
+		AllowedConfig:       []string{"user.name", "user.email"},
+		ReadOnlySubcommands: append([]string(nil), gitReadOnly...),
+		Git:                 true,
 	}
 }
 
@@ -237,27 +279,120 @@ func DefaultPolicy() Policy {
 
 // checkPathArgs refuses arguments that, read as paths relative to dirReal,
 // lie outside the jail. Flags are skipped (their path-taking forms are
-// denied flags); revision ranges such as "HEAD~2..HEAD" stay inside.
-func checkPathArgs(jailReal, dirReal string, args []string) error {
+// denied flags), but for --output-directory=DIR; revision ranges such as
+// "HEAD~2..HEAD" stay inside. guest, when set, is where the jail root
+// appears to the command (the OS jail): absolute paths under it are
+// paths in the jail.
+func checkPathArgs(jailReal, dirReal, guest string, args []string) error {
 	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--output-directory="); ok {
+			a = v
+		}
 		if strings.HasPrefix(a, "-") && a != "-" {
 			continue
 		}
-		p := a
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dirReal, p)
-		}
-		if !within(jailReal, filepath.Clean(p)) {
+		if h, ok := hostPath(jailReal, dirReal, guest, a); !ok || !within(jailReal, h) {
 			return jailDenied("argument %q names a path outside the jail", a)
 		}
 	}
 	return nil
 }
 
+// hostPath maps a path argument of the command onto the host; ok is
+// false for an absolute path outside the mount in the OS jail, where it
+// names nothing of the host.
+func hostPath(jailReal, dirReal, guest, p string) (h string, ok bool) {
+	switch {
+	case !filepath.IsAbs(p):
+		return filepath.Clean(filepath.Join(dirReal, p)), true
+	case guest != "":
+		p = filepath.Clean(p)
+		if rel, err := filepath.Rel(guest, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return filepath.Join(jailReal, rel), true
+		}
+		return "", false
+	}
+	return filepath.Clean(p), true
+}
+
+// checkGitArgs applies the per-subcommand rules of git's arguments:
+// repository arguments of clone, fetch, push and pull must be local
+// paths inside the jail (a path, or a file:// URL); config only reads,
+// or sets the keys of Rule.AllowedConfig.
+func checkGitArgs(rule Rule, sub string, args []string, jailReal, dirReal, guest string) error {
+	rest := args
+	for i, a := range args {
+		if a == sub {
+			rest = args[i+1:]
+			break
+		}
+	}
+	switch sub {
+	case "clone", "fetch", "push", "pull":
+		for _, a := range rest {
+			if strings.HasPrefix(a, "-") {
+				continue
+			}
+			if !localRepoArg(jailReal, dirReal, guest, a) {
+				return denied("git %s: %q is not a path inside the mount (only local repositories inside the mount can be reached)", sub, a)
+			}
+		}
+	case "config":
+		reading := false
+		var names []string
+		for _, a := range rest {
+			switch {
+			case a == "--get" || a == "--get-all" || a == "--get-regexp" || a == "--list" || a == "-l" ||
+				a == "--get-urlmatch" || a == "--get-color" || a == "--get-colorbool":
+				reading = true
+			case a == "--local" || a == "--unset" || a == "--unset-all" || a == "--replace-all" || a == "--add" ||
+				a == "--null" || a == "-z" || a == "--name-only" || a == "--show-origin" || a == "--show-scope" ||
+				a == "--bool" || a == "--int" || a == "--path" || a == "--bool-or-int" || strings.HasPrefix(a, "--type=") ||
+				a == "--default" || strings.HasPrefix(a, "--default="):
+			case strings.HasPrefix(a, "-"):
+				return denied("git config %s is not allowed", a)
+			default:
+				names = append(names, a)
+			}
+		}
+		if reading {
+			return nil
+		}
+		if len(names) == 0 {
+			return denied("git config: name a key")
+		}
+		if !slices.Contains(rule.AllowedConfig, strings.ToLower(names[0])) {
+			return denied("git config may set only %s (not %q)", strings.Join(rule.AllowedConfig, ", "), names[0])
+		}
+	}
+	return nil
+}
+
+// localRepoArg reports whether a repository argument (a path, a file://
+// URL or a remote's name) is local and inside the jail.
+func localRepoArg(jailReal, dirReal, guest, a string) bool {
+	if u, ok := strings.CutPrefix(a, "file://"); ok {
+		a = u
+		if a == "" || a[0] != '/' {
+			return false
+		}
+	} else if strings.Contains(a, "://") || strings.Contains(a, "::") {
+		return false
+	} else if i := strings.IndexByte(a, ':'); i >= 0 && !strings.Contains(a[:i], "/") {
+		return false // host:path, an ssh address
+	}
+	h, ok := hostPath(jailReal, dirReal, guest, a)
+	return ok && within(jailReal, h)
+}
+
 // checkArgs applies rule to args (argv without argv[0]) and returns the
 // subcommand, if the rule has any.
 func checkArgs(rule Rule, args []string) (string, error) {
 	sub := ""
+	args, err := allowedConfigArgs(rule, args)
+	if err != nil {
+		return "", err
+	}
 	if len(rule.Subcommands) > 0 {
 		for _, a := range args {
 			if a == "--" {
@@ -280,11 +415,21 @@ func checkArgs(rule Rule, args []string) (string, error) {
 		}
 	}
 	deny := append(append([]string(nil), rule.DeniedFlags...), rule.SubcommandDeniedFlags[sub]...)
+	global := append(append([]string(nil), deny...), rule.GlobalFlags...)
+	seenSub := sub == ""
 	for _, a := range args {
+		if !seenSub && a == sub {
+			seenSub = true
+			continue
+		}
 		if strings.ContainsRune(a, 0) {
 			return "", denied("argument contains a NUL byte")
 		}
-		if f := matchDenied(a, deny, rule.ValueShorts); f != "" {
+		d := deny
+		if !seenSub {
+			d = global
+		}
+		if f := matchDenied(a, d, rule.ValueShorts); f != "" {
 			return "", denied("flag %s is not allowed (argument %q)", f, a)
 		}
 		if p := matchPrefix(a, rule.DeniedArgPrefixes, sub == "config"); p != "" {
@@ -292,6 +437,56 @@ func checkArgs(rule Rule, args []string) (string, error) {
 		}
 	}
 	return sub, nil
+}
+
+// allowedConfigArgs returns args without the "-c key=value" options
+// (before the subcommand) whose key is in rule.AllowedConfig; any other
+// "-c" stays for the denied-flag check.
+func allowedConfigArgs(rule Rule, args []string) ([]string, error) {
+	if len(rule.AllowedConfig) == 0 {
+		return args, nil
+	}
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			return append(out, args[i:]...), nil // the subcommand
+		}
+		kv, ok := strings.CutPrefix(a, "-c")
+		if !ok {
+			out = append(out, a)
+			continue
+		}
+		if kv == "" {
+			if i+1 == len(args) {
+				return nil, denied("-c needs key=value")
+			}
+			i++
+			kv = args[i]
+		}
+		key, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(rule.AllowedConfig, strings.ToLower(key)) {
+			return nil, denied("-c %s is not allowed (only %s)", kv, strings.Join(rule.AllowedConfig, ", "))
+		}
+	}
+	return out, nil
+}
+
+// argsSetConfig reports whether argv (without argv[0]) sets key with -c.
+func argsSetConfig(args []string, key string) bool {
+	for i, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			return false
+		}
+		kv, ok := strings.CutPrefix(a, "-c")
+		if ok && kv == "" && i+1 < len(args) {
+			kv = args[i+1]
+		}
+		if k, _, _ := strings.Cut(kv, "="); ok && strings.EqualFold(k, key) {
+			return true
+		}
+	}
+	return false
 }
 
 // matchDenied returns the denied flag that arg uses, or "".

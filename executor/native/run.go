@@ -8,8 +8,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,6 +63,14 @@ type Config struct {
 	// the Run's context, so values the caller put in it (session, job id)
 	// reach the hook. It must not block for long.
 	OnDecision func(ctx context.Context, d Decision)
+	// Unjailed runs commands without the OS jail (see the package doc):
+	// with the host user's rights, the host's filesystem and network,
+	// behind the policy alone. Off by default; New refuses to build a
+	// Runner when the jail is unavailable unless it is set.
+	Unjailed bool
+	// Limits are the rlimits of a jailed command; zero fields take
+	// DefaultJailLimits.
+	Limits JailLimits
 }
 
 // Decision is a policy decision, reported through Config.OnDecision.
@@ -79,6 +90,14 @@ type Request struct {
 	Jail string
 	// Dir is the working directory relative to Jail ("" for the root).
 	Dir string
+	// Guest is where Jail appears inside the OS jail: the guest path of
+	// the sandbox's mount (default "/work"). Paths in the command's
+	// output and errors are guest paths.
+	Guest string
+	// ReadOnly binds Jail read-only in the OS jail: the command can write
+	// nothing (an unjailed Runner refuses such a request for a command
+	// that is not known to only read).
+	ReadOnly bool
 	// Env sets variables listed in Policy.RequestEnv; any other name is
 	// refused.
 	Env map[string]string
@@ -111,13 +130,15 @@ type Runner struct {
 	cfg      Config
 	policy   Policy
 	binaries map[string]string // name -> real absolute path ("" = not installed)
+	jail     *jailTool         // nil when Unjailed
 }
 
 // New resolves every allowlisted binary once (exec.LookPath in
 // Policy.Path, then filepath.EvalSymlinks) and returns a Runner. A binary
 // that is not installed is not an error here: running it gives exit code
-// 127 and [ErrNotFound]. New fails only for an invalid policy (a binary
-// name containing a path separator).
+// 127 and [ErrNotFound]. New fails for an invalid policy (a binary name
+// containing a path separator) and, unless Config.Unjailed is set, when
+// the OS jail cannot be used here (an error matching [ErrNoJail]).
 func New(cfg Config) (*Runner, error) {
 	if cfg.Policy == nil {
 		p := DefaultPolicy()
@@ -140,6 +161,13 @@ func New(cfg Config) (*Runner, error) {
 		pol.Lang = "C.UTF-8"
 	}
 	r := &Runner{cfg: cfg, policy: pol, binaries: make(map[string]string)}
+	if !cfg.Unjailed {
+		t, err := findJail()
+		if err != nil {
+			return nil, fmt.Errorf("%w (native commands run only in the OS jail; an embedder can opt out with --native-unjailed)", err)
+		}
+		r.jail = t
+	}
 	for name := range pol.Binaries {
 		if name == "" || strings.ContainsRune(name, '/') || strings.ContainsRune(name, 0) {
 			return nil, fmt.Errorf("native: invalid binary name %q in policy", name)
@@ -169,6 +197,9 @@ func lookPath(name, path string) string {
 	return ""
 }
 
+// Jailed reports whether the Runner runs its commands in the OS jail.
+func (r *Runner) Jailed() bool { return r.jail != nil }
+
 // Binary returns the resolved path of an allowlisted binary, or "".
 func (r *Runner) Binary(name string) string { return r.binaries[name] }
 
@@ -193,7 +224,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		return res, err
 	}
-	bin, dirReal, env, err := r.prepare(req)
+	bin, jailReal, dirReal, env, err := r.prepare(req)
 	res.Binary, res.Dir = bin, dirReal
 	r.decide(ctx, res, err)
 	switch {
@@ -220,7 +251,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		r.decide(ctx, res, err)
 		return finish(ExitDenied, ClassDenied, err)
 	}
-	out, errOut, code, truncated, err := r.exec(ctx, bin, req, dirReal, env)
+	out, errOut, code, truncated, err := r.exec(ctx, bin, req, jailReal, dirReal, env)
 	res.Stdout, res.Stderr, res.Truncated = out, errOut, truncated
 	if err != nil {
 		return finish(-1, ClassNone, err)
@@ -254,79 +285,141 @@ func (r *Runner) decide(ctx context.Context, res Result, err error) {
 }
 
 // prepare applies the policy: binary, arguments, jail, environment.
-func (r *Runner) prepare(req Request) (bin, dirReal string, env []string, err error) {
+func (r *Runner) prepare(req Request) (bin, jailReal, dirReal string, env []string, err error) {
 	if len(req.Argv) == 0 {
-		return "", "", nil, denied("empty command")
+		return "", "", "", nil, denied("empty command")
 	}
 	name := req.Argv[0]
 	rule, ok := r.policy.Binaries[name]
 	if !ok {
-		return "", "", nil, denied("binary %q is not allowlisted", name)
+		return "", "", "", nil, denied("binary %q is not allowlisted", name)
 	}
 	bin = r.binaries[name]
 	if bin == "" {
-		return "", "", nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+		return "", "", "", nil, fmt.Errorf("%w: %s", ErrNotFound, name)
 	}
 	sub, err := checkArgs(rule, req.Argv[1:])
 	if err != nil {
-		return bin, "", nil, err
+		return bin, "", "", nil, err
 	}
-	jailReal, dirReal, err := ResolveDir(req.Jail, req.Dir)
+	jailReal, dirReal, err = ResolveDir(req.Jail, req.Dir)
 	if err != nil {
-		return bin, "", nil, err
+		return bin, "", "", nil, err
 	}
 	if within(jailReal, bin) {
-		return bin, dirReal, nil, denied("binary %s lies inside the jail", bin)
+		return bin, jailReal, dirReal, nil, denied("binary %s lies inside the jail", bin)
 	}
+	if req.ReadOnly && r.jail == nil && !slices.Contains(rule.ReadOnlySubcommands, sub) {
+		return bin, jailReal, dirReal, nil, denied("%s %s may write, and a read-only mount is enforced only by the OS jail (this lane runs unjailed)", name, sub)
+	}
+	guest := r.guestRoot(req)
+	pathGuest := "" // absolute paths in argv are host paths unjailed
+	if r.jail != nil {
+		pathGuest = guest
+	}
+	var cfg gitConfigFacts
 	if rule.Git {
-		if err := checkPathArgs(jailReal, dirReal, req.Argv[1:]); err != nil {
-			return bin, dirReal, nil, err
+		if err := checkPathArgs(jailReal, dirReal, pathGuest, req.Argv[1:]); err != nil {
+			return bin, jailReal, dirReal, nil, err
 		}
-		found, err := gitRepoCheck(jailReal, dirReal)
+		if err := checkGitArgs(rule, sub, req.Argv[1:], jailReal, dirReal, pathGuest); err != nil {
+			return bin, jailReal, dirReal, nil, err
+		}
+		found, facts, err := gitRepoCheck(jailReal, dirReal)
 		if err != nil {
-			return bin, dirReal, nil, err
+			return bin, jailReal, dirReal, nil, err
 		}
 		if !found && sub == "diff" {
-			return bin, dirReal, nil, denied("git diff outside a repository (it would compare arbitrary files)")
+			return bin, jailReal, dirReal, nil, denied("git diff outside a repository (it would compare arbitrary files)")
+		}
+		cfg = facts
+		switch sub {
+		case "fetch", "push", "pull":
+			for name, urls := range cfg.remotes {
+				for _, u := range urls {
+					if !localRepoArg(jailReal, dirReal, pathGuest, u) {
+						return bin, jailReal, dirReal, nil, denied("git %s: remote %q is %q, not a path inside the mount (only local repositories inside the mount can be reached)", sub, name, u)
+					}
+				}
+			}
 		}
 	}
-	vars := map[string]string{"PATH": r.policy.Path, "HOME": jailReal, "LANG": r.policy.Lang}
+	home := jailReal
+	if r.jail != nil {
+		home = jailHome
+	}
+	vars := map[string]string{"PATH": r.policy.Path, "HOME": home, "LANG": r.policy.Lang}
 	for _, k := range r.policy.HostEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			vars[k] = v
 		}
 	}
 	for k, v := range req.Env {
-		allowed := false
-		for _, a := range r.policy.RequestEnv {
-			allowed = allowed || a == k
-		}
-		if !allowed {
-			return bin, dirReal, nil, denied("environment variable %q may not be set", k)
+		if !slices.Contains(r.policy.RequestEnv, k) {
+			return bin, jailReal, dirReal, nil, denied("environment variable %q may not be set", k)
 		}
 		if strings.ContainsRune(v, 0) {
-			return bin, dirReal, nil, denied("environment variable %q contains a NUL byte", k)
+			return bin, jailReal, dirReal, nil, denied("environment variable %q contains a NUL byte", k)
 		}
 		vars[k] = v
 	}
 	for k, v := range rule.Env {
 		vars[k] = v
 	}
+	if rule.Git && slices.Contains([]string{"clone", "fetch", "push", "pull"}, sub) {
+		// Local paths only: their repositories were checked above.
+		vars["GIT_ALLOW_PROTOCOL"] = "file"
+	}
 	if rule.Git {
 		// Never discover a repository above the jail.
 		vars["GIT_CEILING_DIRECTORIES"] = filepath.Dir(jailReal)
+		if r.jail != nil {
+			vars["GIT_CEILING_DIRECTORIES"] = path.Dir(guest)
+		}
+		// The sandbox's identity, unless the repository, the command
+		// line or the request's environment gives one: as the lowest
+		// of git's command-line configuration, it outranks no setting
+		// of the user's.
+		n, _ := strconv.Atoi(vars["GIT_CONFIG_COUNT"])
+		for _, id := range [][2]string{{"user.name", DefaultGitName}, {"user.email", DefaultGitEmail}} {
+			if cfg.sets(id[0]) || argsSetConfig(req.Argv[1:], id[0]) {
+				continue
+			}
+			vars[fmt.Sprintf("GIT_CONFIG_KEY_%d", n)] = id[0]
+			vars[fmt.Sprintf("GIT_CONFIG_VALUE_%d", n)] = id[1]
+			n++
+		}
+		vars["GIT_CONFIG_COUNT"] = strconv.Itoa(n)
 	}
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}
 	sort.Strings(env)
-	return bin, dirReal, env, nil
+	return bin, jailReal, dirReal, env, nil
+}
+
+// jailHome is HOME in the OS jail: a directory of its private /tmp.
+const jailHome = "/tmp/home"
+
+// guestRoot is where the jail root appears in the OS jail: the request's
+// guest path, or /work when it is unset or would shadow (or be shadowed
+// by) a directory of the jail itself.
+func (r *Runner) guestRoot(req Request) string {
+	if req.Guest == "" {
+		return "/work"
+	}
+	g := path.Clean("/" + filepath.ToSlash(req.Guest))
+	switch top, _, _ := strings.Cut(g[1:], "/"); top {
+	case "", "tmp", "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "proc", "dev":
+		return "/work"
+	}
+	return g
 }
 
 // exec starts the process in its own process group and waits for it,
 // killing the whole group on ctx's end (SIGTERM, then SIGKILL after the
 // grace period) and whatever is left of the group once the leader exits.
-func (r *Runner) exec(ctx context.Context, bin string, req Request, dir string, env []string) (stdout, stderr []byte, code int, truncated bool, err error) {
+func (r *Runner) exec(ctx context.Context, bin string, req Request, jailReal, dir string, env []string) (stdout, stderr []byte, code int, truncated bool, err error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, 0, false, fmt.Errorf("native: %w", err)
@@ -344,7 +437,32 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, dir string, 
 		Dir:         dir,
 		Stdout:      outW,
 		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	var info *jailInfo
+	if r.jail != nil {
+		if info, err = newJailInfo(); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, nil, 0, false, err
+		}
+		defer info.close()
+		cmd.ExtraFiles = []*os.File{info.w}
+		argv, err := r.jail.argv(bin, req.Argv[1:], jailReal, r.guestRoot(req), dir, !req.ReadOnly, env, r.cfg.Limits.withDefaults())
+		if err == nil {
+			cmd.SysProcAttr.Credential, err = jailCredential(jailReal)
+		}
+		if err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, nil, 0, false, err
+		}
+		cmd.Path, cmd.Args, cmd.Dir = r.jail.bwrap, append([]string{"bwrap"}, argv...), "/"
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
 	}
 	// Stdin other than a file is copied through a pipe of our own (not by
 	// os/exec, whose Wait would wait for a reader that may never end).
@@ -368,6 +486,9 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, dir string, 
 	startErr := cmd.Start()
 	outW.Close()
 	errW.Close()
+	if info != nil {
+		info.started()
+	}
 	if cmd.Stdin != nil && inW != nil {
 		cmd.Stdin.(*os.File).Close()
 	}
@@ -424,7 +545,13 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, dir string, 
 	select {
 	case <-exited:
 	case <-ctx.Done():
-		unix.Kill(-pid, unix.SIGTERM)
+		if info == nil {
+			unix.Kill(-pid, unix.SIGTERM)
+		} else if !info.terminate() {
+			// Killing bwrap ends the jail: its init dies with it, and
+			// the kernel kills every process of the pid namespace.
+			unix.Kill(-pid, unix.SIGKILL)
+		}
 		grace := time.NewTimer(r.cfg.KillGrace)
 		select {
 		case <-exited:
@@ -496,3 +623,6 @@ func (c *capBuffer) bytes() []byte {
 	}
 	return c.buf.Bytes()
 }
+
+// Policy returns the Runner's policy (with its defaults filled in).
+func (r *Runner) Policy() Policy { return r.policy }

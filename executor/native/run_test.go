@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,16 +30,56 @@ func testPolicy() *Policy {
 	return &p
 }
 
+// newRunner builds a Runner of testPolicy. It runs in the OS jail when the
+// jail works here; without it, the test runs unjailed, unless
+// WASMBOX_REQUIRE_JAIL is set (as in CI), which makes that a failure.
 func newRunner(t testing.TB, cfg Config) *Runner {
 	t.Helper()
 	if cfg.Policy == nil {
 		cfg.Policy = testPolicy()
+	}
+	if !cfg.Unjailed {
+		if _, err := findJail(); err != nil {
+			if os.Getenv("WASMBOX_REQUIRE_JAIL") != "" {
+				t.Fatalf("WASMBOX_REQUIRE_JAIL is set: %v", err)
+			}
+			t.Logf("running unjailed: %v", err)
+			cfg.Unjailed = true
+		}
 	}
 	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// modes are the Runner configurations a lane test runs in: jailed (when
+// the jail works here) and unjailed.
+func modes(t *testing.T) []Config {
+	if _, err := findJail(); err != nil {
+		if os.Getenv("WASMBOX_REQUIRE_JAIL") != "" {
+			t.Fatalf("WASMBOX_REQUIRE_JAIL is set: %v", err)
+		}
+		return []Config{{Unjailed: true}}
+	}
+	return []Config{{}, {Unjailed: true}}
+}
+
+func modeName(c Config) string {
+	if c.Unjailed {
+		return "unjailed"
+	}
+	return "jailed"
+}
+
+// guestOf is where the command sees jail: /work in the OS jail (requests
+// without Guest), the host path itself without it.
+func guestOf(r *Runner, jail string) string {
+	if r.Jailed() {
+		return "/work"
+	}
+	return jail
 }
 
 func realTempDir(t testing.TB) string {
@@ -66,7 +105,12 @@ func TestEnvSanitized(t *testing.T) {
 			t.Errorf("child sees %q:\n%s", bad, out)
 		}
 	}
-	for _, want := range []string{"PATH=/usr/local/bin:/usr/bin:/bin\n", "HOME=" + jail + "\n", "LANG=C.UTF-8\n"} {
+	home := jail
+	if r.Jailed() {
+		home = jailHome
+		out = strings.Replace(out, "PWD=/work\n", "", 1) // bwrap's --chdir
+	}
+	for _, want := range []string{"PATH=/usr/local/bin:/usr/bin:/bin\n", "HOME=" + home + "\n", "LANG=C.UTF-8\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("child env lacks %q:\n%s", want, out)
 		}
@@ -130,15 +174,16 @@ func TestJail(t *testing.T) {
 	os.Symlink(outside, filepath.Join(jail, "out"))
 	os.Symlink("a", filepath.Join(jail, "inner"))
 	r := newRunner(t, Config{})
+	g := guestOf(r, jail)
 	tests := []struct {
 		dir  string
 		want string // "" = allowed, else the resulting real cwd
 		ok   bool
 	}{
-		{"", jail, true},
-		{".", jail, true},
-		{"a/b", jail + "/a/b", true},
-		{"a/../a/b", jail + "/a/b", true},
+		{"", g, true},
+		{".", g, true},
+		{"a/b", g + "/a/b", true},
+		{"a/../a/b", g + "/a/b", true},
 		{"..", "", false},
 		{"../outside", "", false},
 		{"a/../../outside", "", false},
@@ -165,7 +210,7 @@ func TestJail(t *testing.T) {
 	// The jail root itself may be reached through a symlink.
 	link := filepath.Join(root, "jail-link")
 	os.Symlink(jail, link)
-	if res, err := r.Run(context.Background(), Request{Argv: []string{"pwd"}, Jail: link}); err != nil || strings.TrimSpace(string(res.Stdout)) != jail {
+	if res, err := r.Run(context.Background(), Request{Argv: []string{"pwd"}, Jail: link}); err != nil || strings.TrimSpace(string(res.Stdout)) != g {
 		t.Errorf("symlinked jail root: %v %q", err, res.Stdout)
 	}
 }
@@ -183,105 +228,140 @@ func TestDeniedAndNotFound(t *testing.T) {
 	if !errors.Is(err, ErrNotFound) || res.ExitCode != 127 || res.Class != ClassNotFound {
 		t.Fatalf("missing binary: %v %+v", err, res)
 	}
-	res, err = r.Run(context.Background(), Request{Argv: []string{"git", "push"}, Jail: jail})
+	res, err = r.Run(context.Background(), Request{Argv: []string{"git", "gc"}, Jail: jail})
 	if !errors.Is(err, ErrDenied) || res.ExitCode != 126 {
-		t.Fatalf("git push: %v %+v", err, res)
+		t.Fatalf("git gc: %v %+v", err, res)
 	}
 	if len(decisions) != 3 || decisions[0].Allowed || decisions[2].Reason == "" {
 		t.Fatalf("decisions %+v", decisions)
 	}
 }
 
-// alive reports whether pid is a live (non-zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+// sleeper returns a sleep argument unique to this test, to find its
+// processes in /proc whatever pid namespace they run in.
+func sleeper(t *testing.T) string {
+	return fmt.Sprintf("1000.%d%06d", os.Getpid(), time.Now().UnixNano()%1e6)
 }
 
-func waitDead(t *testing.T, pid int) {
+// waitGone waits until no process runs "sleep arg".
+func waitGone(t *testing.T, arg string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
-	for alive(pid) {
+	for {
+		if !sleeping(arg) {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("process %d survived", pid)
+			t.Fatalf("a process \"sleep %s\" survived", arg)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
-func readPid(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+func sleeping(arg string) bool {
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		b, err := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+		if err == nil && bytes.Contains(b, []byte("sleep\x00"+arg+"\x00")) {
+			st, _ := os.ReadFile("/proc/" + p.Name() + "/stat")
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
+				continue
+			}
+			return true
+		}
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
+	return false
 }
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {
-	jail := realTempDir(t)
-	r := newRunner(t, Config{KillGrace: 100 * time.Millisecond})
-	start := time.Now()
-	res, err := r.Run(context.Background(), Request{
-		Argv:    []string{"sh", "-c", "sleep 1000 & echo $! > bg.pid; echo started; sleep 1000"},
-		Jail:    jail,
-		Timeout: 300 * time.Millisecond,
-	})
-	if !errors.Is(err, context.DeadlineExceeded) || res.ExitCode != ExitTimeout || res.Class != ClassTimeout {
-		t.Fatalf("got %v %+v", err, res)
+	for _, cfg := range modes(t) {
+		t.Run(modeName(cfg), func(t *testing.T) {
+			jail := realTempDir(t)
+			cfg.KillGrace = 100 * time.Millisecond
+			r := newRunner(t, cfg)
+			arg := sleeper(t)
+			res, err := r.Run(context.Background(), Request{
+				Argv:    []string{"sh", "-c", "sleep " + arg + " & echo started; sleep " + arg},
+				Jail:    jail,
+				Timeout: 300 * time.Millisecond,
+			})
+			if !errors.Is(err, context.DeadlineExceeded) || res.ExitCode != ExitTimeout || res.Class != ClassTimeout {
+				t.Fatalf("got %v %+v", err, res)
+			}
+			if string(res.Stdout) != "started\n" {
+				t.Errorf("stdout %q", res.Stdout)
+			}
+			waitGone(t, arg)
+		})
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("took %v", d)
-	}
-	if string(res.Stdout) != "started\n" {
-		t.Errorf("stdout %q", res.Stdout)
-	}
-	waitDead(t, readPid(t, filepath.Join(jail, "bg.pid")))
 }
 
 func TestSigtermIgnoredGetsSigkill(t *testing.T) {
-	jail := realTempDir(t)
-	r := newRunner(t, Config{KillGrace: 200 * time.Millisecond})
-	start := time.Now()
-	res, err := r.Run(context.Background(), Request{
-		Argv:    []string{"sh", "-c", "trap '' TERM; sleep 1000 & echo $! > bg.pid; wait"},
-		Jail:    jail,
-		Timeout: 200 * time.Millisecond,
-	})
-	d := time.Since(start)
-	if !errors.Is(err, context.DeadlineExceeded) || res.ExitCode != 124 {
-		t.Fatalf("got %v %+v", err, res)
+	for _, cfg := range modes(t) {
+		t.Run(modeName(cfg), func(t *testing.T) {
+			jail := realTempDir(t)
+			cfg.KillGrace = 200 * time.Millisecond
+			r := newRunner(t, cfg)
+			arg := sleeper(t)
+			start := time.Now()
+			res, err := r.Run(context.Background(), Request{
+				Argv:    []string{"sh", "-c", "trap '' TERM; sleep " + arg + " & wait"},
+				Jail:    jail,
+				Timeout: 200 * time.Millisecond,
+			})
+			d := time.Since(start)
+			if !errors.Is(err, context.DeadlineExceeded) || res.ExitCode != 124 {
+				t.Fatalf("got %v %+v", err, res)
+			}
+			if d < 400*time.Millisecond {
+				t.Fatalf("took %v, want timeout + grace (SIGTERM first)", d)
+			}
+			waitGone(t, arg)
+		})
 	}
-	if d < 400*time.Millisecond || d > 3*time.Second {
-		t.Fatalf("took %v, want timeout + grace", d)
+}
+
+// SIGTERM reaches the command first, so that it can clean up (git removes
+// its lock files).
+func TestSigtermReachesCommand(t *testing.T) {
+	for _, cfg := range modes(t) {
+		t.Run(modeName(cfg), func(t *testing.T) {
+			jail := realTempDir(t)
+			cfg.KillGrace = 5 * time.Second
+			r := newRunner(t, cfg)
+			arg := sleeper(t)
+			res, err := r.Run(context.Background(), Request{
+				Argv:    []string{"sh", "-c", "trap 'echo cleaned > cleanup; exit 1' TERM; echo ready; sleep " + arg + " & wait"},
+				Jail:    jail,
+				Timeout: 300 * time.Millisecond,
+			})
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("got %v %+v", err, res)
+			}
+			if b, err := os.ReadFile(filepath.Join(jail, "cleanup")); err != nil || string(b) != "cleaned\n" {
+				t.Fatalf("the TERM trap did not run: %v %q", err, b)
+			}
+			waitGone(t, arg)
+		})
 	}
-	waitDead(t, readPid(t, filepath.Join(jail, "bg.pid")))
 }
 
 func TestBackgroundChildKilledAfterNormalExit(t *testing.T) {
-	jail := realTempDir(t)
-	r := newRunner(t, Config{})
-	start := time.Now()
-	res, err := r.Run(context.Background(), Request{
-		Argv: []string{"sh", "-c", "sleep 1000 & echo $! > bg.pid; exit 3"},
-		Jail: jail,
-	})
-	if err != nil || res.ExitCode != 3 {
-		t.Fatalf("got %v %+v", err, res)
+	for _, cfg := range modes(t) {
+		t.Run(modeName(cfg), func(t *testing.T) {
+			jail := realTempDir(t)
+			r := newRunner(t, cfg)
+			arg := sleeper(t)
+			res, err := r.Run(context.Background(), Request{
+				Argv: []string{"sh", "-c", "sleep " + arg + " & exit 3"},
+				Jail: jail,
+			})
+			if err != nil || res.ExitCode != 3 {
+				t.Fatalf("got %v %+v", err, res)
+			}
+			waitGone(t, arg)
+		})
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("waited %v for a background child holding the pipes", d)
-	}
-	waitDead(t, readPid(t, filepath.Join(jail, "bg.pid")))
 }
 
 func TestCancel(t *testing.T) {
@@ -336,7 +416,7 @@ func TestGitRepository(t *testing.T) {
 	gitRun(t, r, jail, "", "add", "hello.txt")
 	// A hook written by the agent must not run on the host.
 	hook := filepath.Join(jail, ".git", "hooks", "pre-commit")
-	os.WriteFile(hook, []byte("#!/bin/sh\ntouch \"$HOME/pwned\"\n"), 0o755)
+	os.WriteFile(hook, []byte("#!/bin/sh\ntouch \"$HOME/pwned\" pwned\n"), 0o755)
 	if res := gitRun(t, r, jail, "", "commit", "-q", "-m", "first"); res.ExitCode != 0 {
 		t.Fatalf("commit: %s %s", res.Stdout, res.Stderr)
 	}
@@ -354,7 +434,7 @@ func TestGitRepository(t *testing.T) {
 	}
 	os.Mkdir(filepath.Join(jail, "sub"), 0o755)
 	res = gitRun(t, r, jail, "sub", "rev-parse", "--show-toplevel")
-	if got := strings.TrimSpace(string(res.Stdout)); got != jail {
+	if got := strings.TrimSpace(string(res.Stdout)); got != guestOf(r, jail) {
 		t.Fatalf("toplevel from sub: %q", got)
 	}
 }
@@ -394,10 +474,11 @@ func TestGitOverriddenRepoConfigDoesNotRun(t *testing.T) {
 	gitRun(t, r, jail, "", "init", "-q")
 	hooks := filepath.Join(jail, "myhooks")
 	os.Mkdir(hooks, 0o755)
-	os.WriteFile(filepath.Join(hooks, "pre-commit"), []byte("#!/bin/sh\ntouch \"$HOME/pwned-hook\"\n"), 0o755)
-	os.WriteFile(filepath.Join(jail, "fsmon.sh"), []byte("#!/bin/sh\ntouch \"$HOME/pwned-fsmonitor\"\n"), 0o755)
+	g := guestOf(r, jail)
+	os.WriteFile(filepath.Join(hooks, "pre-commit"), []byte("#!/bin/sh\ntouch "+g+"/pwned-hook\n"), 0o755)
+	os.WriteFile(filepath.Join(jail, "fsmon.sh"), []byte("#!/bin/sh\ntouch "+g+"/pwned-fsmonitor\n"), 0o755)
 	f, _ := os.OpenFile(filepath.Join(jail, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
-	fmt.Fprintf(f, "[core]\n\tfsmonitor = %s/fsmon.sh\n\thooksPath = %s\n\tpager = touch pwned-pager\n\teditor = touch pwned-editor\n", jail, hooks)
+	fmt.Fprintf(f, "[core]\n\tfsmonitor = %s/fsmon.sh\n\thooksPath = %s/myhooks\n\tpager = touch pwned-pager\n\teditor = touch pwned-editor\n", g, g)
 	f.Close()
 	os.WriteFile(filepath.Join(jail, "a"), []byte("a\n"), 0o644)
 	for _, args := range [][]string{{"status"}, {"add", "a"}, {"commit", "-q", "-m", "x"}, {"log", "-p"}, {"commit", "-q", "--allow-empty", "-e", "-m", "y"}} {
@@ -543,7 +624,7 @@ func BenchmarkPolicyChecks(b *testing.B) {
 	r := newRunner(b, Config{})
 	req := Request{Argv: []string{"git", "status", "--porcelain"}, Jail: jail}
 	for b.Loop() {
-		if _, _, _, err := r.prepare(req); err != nil {
+		if _, _, _, _, err := r.prepare(req); err != nil {
 			b.Fatal(err)
 		}
 	}
