@@ -1,30 +1,42 @@
 // Package native runs a small set of allowlisted host binaries (git first)
-// for the sandbox, behind a policy: the binary must be allowlisted and is
-// resolved once to an absolute real path, the subcommand must be allowed,
-// denied flags are rejected anywhere in argv, the working directory must lie
-// inside a jail (a host directory) with no symlinked component, and the
-// child gets a sanitized environment. There is no shell: argv only.
+// for the sandbox, in an OS jail and behind a policy.
 //
-// A child runs in its own process group. A deadline sends SIGTERM to the
-// whole group and SIGKILL after a grace period; when the command ends, any
-// process it left behind in its group is killed, so no orphan survives.
-// Output is capped at 1 MiB per stream while it is read; at the cap the pipe
-// is closed, so the command gets SIGPIPE as it would writing into
-// "head -c 1M" (exit status 141 unless it handles the signal).
+// # The jail (the boundary)
+//
+// Every command runs in bubblewrap (see bwrap.go for the whole list and
+// why bubblewrap): new user, mount, pid, network, IPC and UTS namespaces;
+// uid and gid 1000 inside, no capabilities, no_new_privs; a root that
+// holds only the system's read-only /usr (and its /bin, /lib links), a
+// private /tmp, its own /proc and a minimal /dev, and the mount's host
+// directory at the mount's guest path (read-only for a read-only mount);
+// an empty network namespace; rlimits on CPU time, address space,
+// processes, file size and open files. [New] refuses to build a Runner
+// where the jail is unavailable (an error matching [ErrNoJail]) unless
+// Config.Unjailed opts out.
+//
+// # The policy (the second layer)
+//
+// The binary must be allowlisted and is resolved once to an absolute real
+// path, the subcommand must be allowed, denied flags are rejected, the
+// working directory must lie inside the jail with no symlinked
+// component, and the child gets a sanitized environment. There is no
+// shell: argv only. For git the lane also parses every config file of the
+// repository with git's grammar and refuses the keys that run programs,
+// read files named by the config or reach other repositories (see
+// [GitRule]), and keeps git from discovering a repository above the mount.
+//
+// A deadline sends SIGTERM to the command's processes (git removes its
+// lock files) and, after a grace period, kills the jail (its pid
+// namespace dies with it); when the command ends, whatever it left behind
+// dies with the namespace. Output is capped at 1 MiB per stream while it
+// is read; at the cap the pipe is closed, so the command gets SIGPIPE as
+// it would writing into "head -c 1M" (exit status 141 unless it handles
+// the signal).
 //
 // # Exit codes
 //
 // A timeout gives exit code 124, a cancel 125, a policy denial 126 and a
 // binary that is not installed 127, in line with the rest of wasmbox.
-//
-// # Threat model
-//
-// This is policy-based allowlisting, not OS isolation: an allowed binary
-// runs with the host user's rights. For git the lane additionally defuses
-// the repository-controlled configuration that can run commands (hooks,
-// fsmonitor, filters, textconv, external diff, editors, pagers, gpg
-// programs, includes) and keeps git from discovering a repository above
-// the jail; see [GitRule].
 package native
 
 import (
