@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/wasmbox/wasmbox/audit"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/wasmbox/wasmbox/executor"
@@ -17,10 +18,13 @@ import (
 )
 
 // NativeConfig enables the native lane: allowlisted host binaries (git
-// first) that run with os/exec under a policy (subcommands, denied flags,
-// jail, sanitized environment, output caps, process-group kill). A native
-// command can only run in a directory of a read-only or read-write host
-// mount: it sees the host directory, never the in-memory VFS.
+// first) that run in an OS jail (bubblewrap: user, mount, pid, network,
+// IPC and UTS namespaces, uid 1000, no capabilities, rlimits; see package
+// executor/native) under a policy (subcommands, denied flags, sanitized
+// environment, output caps, kill on the deadline). A native command can
+// only run in a directory of a read-only or read-write host mount: the
+// jail sees that host directory at the mount's guest path (read-only for
+// a read-only mount), never the in-memory VFS.
 type NativeConfig struct {
 	// Runner runs the commands; its policy decides what is allowed.
 	Runner *native.Runner
@@ -57,6 +61,16 @@ func WithNative(names ...string) Option {
 	}
 }
 
+// WithNativeUnjailed lets the native lane of WithNative run without the
+// OS jail where the jail is unavailable (no bubblewrap, or no user
+// namespaces): its commands then run with the host user's rights, behind
+// the policy alone, and a read-only mount admits only git's read-only
+// subcommands. Without this option, New fails in that case with an error
+// matching native.ErrNoJail. Do not use it for untrusted agents.
+func WithNativeUnjailed() Option {
+	return func(c *config) { c.unjailed = true }
+}
+
 // WithNativeRunner routes names to a native lane with a runner (and
 // policy) of the caller's.
 func WithNativeRunner(r *native.Runner, names ...string) Option {
@@ -69,7 +83,7 @@ func (c *config) buildNative() error {
 	if c.native == nil || c.native.Runner != nil || c.nativePolicy == nil {
 		return nil
 	}
-	cfg := native.Config{Policy: c.nativePolicy}
+	cfg := native.Config{Policy: c.nativePolicy, Unjailed: c.unjailed}
 	if l := c.audit; l != nil {
 		session := c.session
 		cfg.OnDecision = func(ctx context.Context, d native.Decision) {
@@ -84,6 +98,23 @@ func (c *config) buildNative() error {
 	}
 	c.native.Runner = rn
 	return nil
+}
+
+// nativeEnv picks from a command's environment the variables the native
+// lane's policy lets a request set (the git identity, TZ).
+func (s *Sandbox) nativeEnv(env []string) map[string]string {
+	pol := s.cfg.native.Runner.Policy()
+	var out map[string]string
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && slices.Contains(pol.RequestEnv, k) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func knownNative(p native.Policy) string {
@@ -112,7 +143,7 @@ var errNotHostBacked = errors.New("the working directory is not on a host mount 
 
 // hostDirFor maps a guest directory onto a host mount: the host root of
 // the mount (the jail) and the directory relative to it.
-func (s *Sandbox) hostDirFor(dir string) (jail, rel string, err error) {
+func (s *Sandbox) hostDirFor(dir string) (m vfs.MountSpec, rel string, err error) {
 	best := -1
 	for i, m := range s.mounts {
 		g := path.Clean(m.Guest)
@@ -123,14 +154,14 @@ func (s *Sandbox) hostDirFor(dir string) (jail, rel string, err error) {
 		}
 	}
 	if best < 0 {
-		return "", "", errNotHostBacked
+		return m, "", errNotHostBacked
 	}
-	m := s.mounts[best]
+	m = s.mounts[best]
 	if m.Mode == vfs.CopyOnWrite {
-		return "", "", errors.New("the working directory is on a copy-on-write mount (its changes live in memory, where native commands cannot see them)")
+		return m, "", errors.New("the working directory is on a copy-on-write mount (its changes live in memory, where native commands cannot see them)")
 	}
 	rel = strings.TrimPrefix(strings.TrimPrefix(dir, path.Clean(m.Guest)), "/")
-	return m.Host, rel, nil
+	return m, rel, nil
 }
 
 // runNative runs one command of the native lane and copies its (capped)
@@ -144,13 +175,16 @@ func (s *Sandbox) runNative(ctx context.Context, c command) (int, ErrorClass) {
 			return executor.ExitDenied, ClassDenied
 		}
 	}
-	jail, rel, err := s.hostDirFor(c.Dir)
+	m, rel, err := s.hostDirFor(c.Dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return executor.ExitCannotExecute, ClassDenied
 	}
 	argv := append([]string{name}, c.Argv[1:]...)
-	res, err := s.cfg.native.Runner.Run(ctx, native.Request{Argv: argv, Jail: jail, Dir: rel, Stdin: c.Stdin})
+	res, err := s.cfg.native.Runner.Run(ctx, native.Request{
+		Argv: argv, Jail: m.Host, Dir: rel, Guest: path.Clean(m.Guest), ReadOnly: m.Mode == vfs.ReadOnly,
+		Env: s.nativeEnv(c.Env), Stdin: c.Stdin,
+	})
 	if l := s.cfg.audit; l != nil {
 		ev := audit.Event{Kind: "native", JobID: uuid.NewString(), Session: s.cfg.session, Argv: argv,
 			Start: res.Start, End: res.Start.Add(res.Duration), Exit: res.ExitCode, Class: string(res.Class), Truncated: res.Truncated}

@@ -101,6 +101,7 @@ type config struct {
 	session       string
 	native        *NativeConfig
 	nativePolicy  *native.Policy
+	unjailed      bool
 	audit         *audit.Logger
 	redactor      *audit.Redactor
 	errs          []error

@@ -191,7 +191,12 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 			hosts.release()
 			return nil, fmt.Errorf("sandbox: mount point %s: %w", m.Guest, err)
 		}
-		if err := v.Mount(m.Guest, h); err != nil {
+		mounted := h
+		if cfg.native != nil && m.Mode == vfs.ReadWrite {
+			// Only git, through the native lane, writes .git.
+			mounted = vfs.ProtectNames(h, ".git")
+		}
+		if err := v.Mount(m.Guest, mounted); err != nil {
 			hosts.release()
 			return nil, fmt.Errorf("sandbox: mount %s at %s: %w", m.Host, m.Guest, err)
 		}
@@ -359,6 +364,12 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	res := Result{ExitCode: r.Code, Truncated: out.Truncated() || errOut.Truncated(), Exited: r.Exited}
 	var le *session.LimitError
 	switch {
+	case r.Err == nil && classOfCtx(ctx) != ClassNone:
+		// The kill reached the script's commands first, and the script
+		// ran to its end on what they left (a loop reading the output of
+		// a killed command sees EOF): the run was still killed.
+		c := classOfCtx(ctx)
+		res.ErrorClass, res.ExitCode = c, exitFor(c)
 	case r.Err == nil:
 		res.ErrorClass = rs.classFor(r.Code)
 	case errors.Is(r.Err, context.DeadlineExceeded):

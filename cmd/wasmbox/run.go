@@ -30,6 +30,7 @@ type sandboxFlags struct {
 	env           []string
 	allow         []string
 	native        []string
+	unjailed      bool
 	memory        string
 	shellMemory   string
 	deterministic bool
@@ -42,7 +43,8 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.mounts, "mount", nil, "map a host directory into the sandbox, HOST:GUEST[:ro|:rw|:cow] (default ro; repeatable)")
 	fl.StringArrayVar(&f.env, "env", nil, "set an environment variable, K=V (repeatable); nothing of the host environment is visible otherwise")
 	fl.StringSliceVar(&f.allow, "allow", nil, "allow only these external commands, CMD,... (builtins always work; repeatable)")
-	fl.StringSliceVar(&f.native, "native", nil, "run these allowlisted host binaries natively, e.g. git (only inside rw/ro host mounts)")
+	fl.StringSliceVar(&f.native, "native", nil, "run these allowlisted host binaries natively, e.g. git (only inside rw/ro host mounts, in an OS jail)")
+	fl.BoolVar(&f.unjailed, "native-unjailed", false, "let --native commands run without the OS jail where it is unavailable (UNSAFE: host user's rights)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit of each command, e.g. 64MiB (default 256MiB)")
 	fl.StringVar(&f.shellMemory, "shell-memory", "", "memory limit of the shell itself, e.g. 64MiB (default 256MiB; past it a script ends with 137, LIMIT_EXCEEDED)")
 	fl.BoolVar(&f.deterministic, "deterministic", false, "fixed clock and file times, seeded $RANDOM and /dev/random: reproducible runs")
@@ -87,6 +89,9 @@ func (f *sandboxFlags) options() ([]sandbox.Option, error) {
 	if len(f.native) > 0 {
 		opts = append(opts, sandbox.WithNative(f.native...))
 	}
+	if f.unjailed {
+		opts = append(opts, sandbox.WithNativeUnjailed())
+	}
 	if f.deterministic {
 		opts = append(opts, sandbox.WithDeterministic(1))
 	}
@@ -114,6 +119,9 @@ func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (*sandbox.Sandbox
 	opts, err := f.options()
 	if err != nil {
 		return nil, err
+	}
+	if f.unjailed {
+		warnUnjailed(a.stderr)
 	}
 	eng, err := a.engine(ctx)
 	if err != nil {
@@ -263,3 +271,8 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 }
 
 func (c *cappedWriter) String() string { return c.buf.String() }
+
+// warnUnjailed is printed whenever --native-unjailed is given.
+func warnUnjailed(w io.Writer) {
+	fmt.Fprintln(w, "wasmbox: warning: --native-unjailed: where the OS jail is unavailable, native commands run with this user's rights on the host, behind the policy alone")
+}

@@ -38,6 +38,7 @@ type serveFlags struct {
 	auditLog         string
 	mounts           []string
 	native           []string
+	unjailed         bool
 	disabled         bool
 }
 
@@ -82,7 +83,8 @@ cancelled, sessions closed, within --shutdown-timeout.`,
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful stop may take")
 	fl.StringVar(&f.auditLog, "audit-log", "", "append a hash-chained audit log (JSON lines) to this file")
 	fl.StringArrayVar(&f.mounts, "mount", nil, "mount a host directory in every session: HOST:GUEST[:ro|:rw|:cow] (repeatable)")
-	fl.StringSliceVar(&f.native, "native", nil, "route these commands to the native lane (e.g. git); they run only in host-mounted directories")
+	fl.StringSliceVar(&f.native, "native", nil, "route these commands to the native lane (e.g. git); they run only in host-mounted directories, in an OS jail")
+	fl.BoolVar(&f.unjailed, "native-unjailed", false, "let --native commands run without the OS jail where it is unavailable (UNSAFE: host user's rights)")
 	fl.BoolVar(&f.disabled, "disabled", false, "start with execution disabled (every run gets 503 disabled; health stays up)")
 	return cmd
 }
@@ -113,6 +115,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	if len(f.native) > 0 {
 		opts = append(opts, sandbox.WithNative(f.native...))
+	}
+	if f.unjailed {
+		warnUnjailed(a.stderr)
+		opts = append(opts, sandbox.WithNativeUnjailed())
 	}
 	// Check the options once, so that a bad --mount fails at start.
 	probe, err := sandbox.New(ctx, opts...)
