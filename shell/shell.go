@@ -580,7 +580,32 @@ func parse(src, name string) (*syntax.File, error) {
 	if strings.IndexByte(src, 0) >= 0 {
 		return nil, errors.New("line 1: syntax error: NUL byte in script")
 	}
-	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), name)
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), name)
+	if err == nil {
+		return f, nil
+	}
+	// bash reads a "$((" that does not parse as arithmetic as "$( (", a
+	// subshell in a command substitution: $((cd d; ls) 2>/dev/null). The
+	// parser does not backtrack, so retry from the "$((" before the error.
+	orig, fixed := err, src
+	for range 8 {
+		var pe syntax.ParseError
+		if !errors.As(err, &pe) {
+			break
+		}
+		off := min(int(pe.Pos.Offset()), len(fixed))
+		i := strings.LastIndex(fixed[:off], "$((")
+		if i < 0 {
+			break
+		}
+		fixed = fixed[:i] + "$( (" + fixed[i+3:]
+		f2, err2 := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(fixed), name)
+		if err2 == nil {
+			return f2, nil
+		}
+		err = err2
+	}
+	return nil, orig
 }
 
 func mustParse(src string) *syntax.File {

@@ -139,6 +139,10 @@ var bashCases = []scriptCase{
 	{"declare -p", `declare -i 2>/dev/null; x=1; declare -p x`, "declare -- x=\"1\"\n", 0, ""},
 	{"ulimit", `ulimit -n`, "1024\n", 0, ""},
 	{"unicode", `s='héllo'; echo ${#s} ${s^^}`, "5 HÉLLO\n", 0, ""},
+	{"alias missing", `alias foo; echo "s=$?"; alias a=b; unalias a; alias a; echo "s=$?"; unalias zz; echo "s=$?"`, "s=1\ns=1\ns=1\n", 0, "alias: foo: not found"},
+	{"unalias -a", `alias a=1 b=2; unalias -a; alias; echo "s=$?"`, "s=0\n", 0, ""},
+	{"alias listing sorted", `alias b=2 a=1; alias`, "alias a='1'\nalias b='2'\n", 0, ""},
+	{"$(( as a subshell", `x=$((echo sub; echo two)2>/dev/null); echo "$x"; echo $((1+2))`, "sub\ntwo\n3\n", 0, ""},
 }
 
 func TestScripts(t *testing.T) {

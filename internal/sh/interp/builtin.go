@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -884,8 +885,8 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 
 		if len(args) == 0 {
-			for name, als := range r.alias {
-				show(name, als)
+			for _, name := range slices.Sorted(maps.Keys(r.alias)) {
+				show(name, r.alias[name])
 			}
 		}
 	argsLoop:
@@ -894,7 +895,8 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			if !ok {
 				als, ok := r.alias[name]
 				if !ok {
-					r.errf("alias: %q not found\n", name)
+					r.errf("alias: %s: not found\n", name)
+					exit.code = 1
 					continue
 				}
 				show(name, als)
@@ -921,7 +923,16 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			}
 		}
 	case "unalias":
+		if len(args) > 0 && args[0] == "-a" {
+			clear(r.alias)
+			break
+		}
 		for _, name := range args {
+			if _, ok := r.alias[name]; !ok {
+				r.errf("unalias: %s: not found\n", name)
+				exit.code = 1
+				continue
+			}
 			delete(r.alias, name)
 		}
 
