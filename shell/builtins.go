@@ -39,6 +39,14 @@ func (s *Shell) builtin(ctx context.Context, hc interp.HandlerContext, rs *runSt
 		return s.guard(ctx, hc, args[0])
 	case procSubstCmd:
 		return s.procSubst(ctx, hc, s.curRun())
+	case procSubstOutCmd:
+		return s.procSubstFile(hc, s.curRun())
+	case statusCmd:
+		if len(args) != 1 {
+			return status(2)
+		}
+		code, _ := strconv.Atoi(args[0])
+		return status(code)
 	case "echo":
 		return s.echo(hc, args)
 	case "printf":

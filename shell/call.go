@@ -44,7 +44,7 @@ func (s *Shell) callHandler(ctx context.Context, args []string) ([]string, error
 	switch args[0] {
 	case checkCmd:
 		return []string{sentinel, "true"}, nil
-	case guardCmd, procSubstCmd:
+	case guardCmd, procSubstCmd, procSubstOutCmd, statusCmd:
 		// Never a user function of the same name.
 		return append([]string{sentinel}, args...), nil
 	}

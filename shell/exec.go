@@ -17,6 +17,7 @@ import (
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"github.com/wasmbox/wasmbox/internal/sh/interp"
 
+	"github.com/spf13/afero"
 	"github.com/wasmbox/wasmbox/internal/fserr"
 )
 
@@ -428,10 +429,20 @@ func readAllCtx(ctx context.Context, r io.Reader, max int64) ([]byte, error) {
 	return b, nil
 }
 
-// procSubst implements `<(cmds)`: the output of cmds, read from stdin, is
-// stored in a VFS temporary file whose path is printed; the file is
-// removed at the end of the Run.
-func (s *Shell) procSubst(ctx context.Context, hc interp.HandlerContext, rs *runState) error {
+// procSubstFile creates an empty VFS temporary file for `>(cmds)` and
+// prints its path; the file is removed at the end of the Run.
+func (s *Shell) procSubstFile(hc interp.HandlerContext, rs *runState) error {
+	p, f, err := s.procSubstTemp(hc, rs)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	io.WriteString(hc.Stdout, p)
+	return nil
+}
+
+// procSubstTemp creates and registers a VFS temporary file.
+func (s *Shell) procSubstTemp(hc interp.HandlerContext, rs *runState) (string, afero.File, error) {
 	dir := hc.Env.Get("TMPDIR").String()
 	if dir == "" || !path.IsAbs(dir) {
 		dir = "/tmp"
@@ -443,11 +454,22 @@ func (s *Shell) procSubst(ctx context.Context, hc interp.HandlerContext, rs *run
 	f, err := s.cfg.FS.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
 	if err != nil {
 		fmt.Fprintf(hc.Stderr, "bash: process substitution: %s\n", errText(err))
-		return status(1)
+		return "", nil, status(1)
 	}
 	rs.mu.Lock()
 	rs.tmpFiles = append(rs.tmpFiles, p)
 	rs.mu.Unlock()
+	return p, f, nil
+}
+
+// procSubst implements `<(cmds)`: the output of cmds, read from stdin, is
+// stored in a VFS temporary file whose path is printed; the file is
+// removed at the end of the Run.
+func (s *Shell) procSubst(ctx context.Context, hc interp.HandlerContext, rs *runState) error {
+	p, f, err := s.procSubstTemp(hc, rs)
+	if err != nil {
+		return err
+	}
 	if hc.Stdin != nil {
 		in := hc.Stdin
 		defer cancelReads(ctx, in)()

@@ -16,6 +16,11 @@ const (
 	// procSubstCmd reads its stdin into a VFS temporary file and prints the
 	// file's path: `<(cmds)` becomes `$({ cmds; } | __wasmbox_procsubst)`.
 	procSubstCmd = "__wasmbox_procsubst"
+	// procSubstOutCmd creates an empty VFS temporary file and prints its
+	// path, for `>(cmds)` (see procSubstOut); statusCmd exits with the
+	// status its argument gives.
+	procSubstOutCmd = "__wasmbox_procsubst_out"
+	statusCmd       = "__wasmbox_status"
 	// guardCmd runs its argument, shell source, through eval under a
 	// recover: pipelines' left sides and background jobs run in goroutines
 	// the interpreter starts, where a panic of the interpreter would kill
@@ -32,7 +37,9 @@ const (
 //
 //   - `<(cmds)` runs cmds to completion into a VFS temporary file (the
 //     interpreter would create a FIFO in the host's temp directory);
-//     `>(...)` and zsh's `=(...)` are refused;
+//     `>(cmds)` in a simple command's arguments or redirections names a
+//     VFS temporary file that cmds reads once the command has ended (see
+//     procSubstOut); elsewhere, and zsh's `=(...)`, it is refused;
 //   - `$$` and `$PPID` expand to the sandbox's pids, not the host's;
 //   - function calls, command substitutions and background jobs open a
 //     frame (see framePath and jobPath) so that depth and jobs are counted.
@@ -41,6 +48,7 @@ const (
 // be sanitized again by Restore.
 func (s *Shell) sanitize(node syntax.Node) error {
 	var err error
+	psN := 0
 	syntax.Walk(node, func(n syntax.Node) bool {
 		if err != nil {
 			return false
@@ -95,6 +103,7 @@ func (s *Shell) sanitize(node syntax.Node) error {
 				Redirs: []*syntax.Redirect{frameRedirect(framePath)},
 			}}
 		case *syntax.Stmt:
+			s.procSubstOut(n, &psN)
 			if (n.Background || n.Disown) && !hasFrame(n, jobPath) {
 				n.Redirs = append([]*syntax.Redirect{frameRedirect(jobPath)}, n.Redirs...)
 			}
@@ -306,4 +315,78 @@ func positionalAbove9(n *syntax.ParamExp) {
 	}
 	n.Param = &syntax.Lit{ValuePos: n.Param.ValuePos, ValueEnd: n.Param.ValueEnd, Value: "@"}
 	n.Slice = &syntax.Slice{Offset: lit(v), Length: lit("1")}
+}
+
+// procSubstOut rewrites a statement whose own arguments or redirections
+// hold `>(cmds)`:
+//
+//	cmd >(c1) > >(c2)
+//
+// becomes
+//
+//	{ p1=$(__wasmbox_procsubst_out); p2=$(...); cmd "$p1" > "$p2"; st=$?
+//	  { c1; } < "$p1"; { c2; } < "$p2"; __wasmbox_status "$st"; }
+//
+// (with hidden variable names): cmd writes into VFS temporary files, and
+// each cmds reads its file once cmd has ended, with the statement's own
+// standard output, which is where bash's process substitution writes too.
+// Unlike bash's, cmds does not run while cmd does: output that cmd and
+// cmds interleave in bash comes in order here, and a cmd that waits for
+// cmds to read would wait forever (none of the common uses, tee >(...)
+// and > >(tee log), does).
+func (s *Shell) procSubstOut(st *syntax.Stmt, n *int) {
+	type sub struct {
+		name  string
+		stmts []*syntax.Stmt
+	}
+	var subs []sub
+	fix := func(w *syntax.Word) {
+		if w == nil {
+			return
+		}
+		for i, part := range w.Parts {
+			ps, ok := part.(*syntax.ProcSubst)
+			if !ok || ps.Op != syntax.CmdOut {
+				continue
+			}
+			*n++
+			name := fmt.Sprintf("__wasmbox_psout%d", *n)
+			subs = append(subs, sub{name, ps.Stmts})
+			w.Parts[i] = &syntax.DblQuoted{Parts: []syntax.WordPart{&syntax.ParamExp{Param: &syntax.Lit{Value: name}}}}
+		}
+	}
+	if ce, ok := st.Cmd.(*syntax.CallExpr); ok {
+		for _, w := range ce.Args {
+			fix(w)
+		}
+	}
+	for _, r := range st.Redirs {
+		fix(r.Word)
+	}
+	if len(subs) == 0 {
+		return
+	}
+	stName := fmt.Sprintf("__wasmbox_psst%d", *n)
+	var stmts []*syntax.Stmt
+	for _, sb := range subs {
+		stmts = append(stmts, &syntax.Stmt{Cmd: &syntax.CallExpr{Assigns: []*syntax.Assign{{
+			Name:  &syntax.Lit{Value: sb.name},
+			Value: &syntax.Word{Parts: []syntax.WordPart{&syntax.CmdSubst{Stmts: []*syntax.Stmt{{Cmd: call(procSubstOutCmd)}}}}},
+		}}}})
+	}
+	stmts = append(stmts, &syntax.Stmt{Cmd: st.Cmd, Redirs: st.Redirs},
+		&syntax.Stmt{Cmd: &syntax.CallExpr{Assigns: []*syntax.Assign{{
+			Name:  &syntax.Lit{Value: stName},
+			Value: &syntax.Word{Parts: []syntax.WordPart{&syntax.ParamExp{Short: true, Param: &syntax.Lit{Value: "?"}}}},
+		}}}})
+	for _, sb := range subs {
+		stmts = append(stmts, &syntax.Stmt{
+			Cmd: &syntax.Block{Stmts: sb.stmts},
+			Redirs: []*syntax.Redirect{{Op: syntax.RdrIn, Word: &syntax.Word{Parts: []syntax.WordPart{
+				&syntax.DblQuoted{Parts: []syntax.WordPart{&syntax.ParamExp{Param: &syntax.Lit{Value: sb.name}}}}}}}},
+		})
+	}
+	stmts = append(stmts, &syntax.Stmt{Cmd: &syntax.CallExpr{Args: []*syntax.Word{lit(statusCmd),
+		{Parts: []syntax.WordPart{&syntax.DblQuoted{Parts: []syntax.WordPart{&syntax.ParamExp{Param: &syntax.Lit{Value: stName}}}}}}}}})
+	st.Cmd, st.Redirs = &syntax.Block{Stmts: stmts}, nil
 }
