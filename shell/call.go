@@ -252,11 +252,11 @@ func (s *Shell) rewriteTrap(wrapper, args []string) []string {
 // (histexpand), -m (monitor), -b (notify), -p (privileged), -k, -P, -C
 // (noclobber is not enforced; see README), and their -o names.
 func filterSetArgs(args []string) []string {
-	const ignoredFlags = "ETBhHmbpkPCt"
+	const ignoredFlags = "ETBhHmbpkPt"
 	ignoredNames := map[string]bool{
 		"errtrace": true, "functrace": true, "hashall": true, "braceexpand": true, "histexpand": true,
 		"monitor": true, "notify": true, "privileged": true, "keyword": true, "physical": true,
-		"noclobber": true, "history": true, "ignoreeof": true, "interactive-comments": true,
+		"history": true, "ignoreeof": true, "interactive-comments": true,
 		"emacs": true, "vi": true, "posix": true, "onecmd": true,
 	}
 	out := []string{args[0]}

@@ -131,6 +131,8 @@ var bashCases = []scriptCase{
 	{"proc subst while", `while read l; do echo "got $l"; done < <(seq 2)`, "got 1\ngot 2\n", 0, ""},
 	{"proc subst out", `f() { for a; do echo "$1" > "$a"; done; }; f x >(cat) >(wc); echo "s=$?"`, "x\n1\ns=0\n", 0, ""},
 	{"proc subst out redirect", `{ echo a; echo b; } > >(wc); false > >(cat); echo "s=$?"`, "2\ns=1\n", 0, ""},
+	{"noclobber", `set -o noclobber; echo a > nc; { echo b; } > nc; echo "s=$?"; echo c >| nc; echo d > /dev/null; cat nc; set +C; echo e > nc; cat nc`, "s=1\nc\ne\n", 0, "nc: cannot overwrite existing file"},
+	{"set -C", `set -C; echo a > n2; echo b >> n2; echo c > n2 || echo refused; cat n2; [[ $- == *C* ]] && echo C`, "refused\na\nb\nC\n", 0, ""},
 	{"proc subst out elsewhere refused", `for f in >(cat); do :; done`, "", 2, "not supported"},
 	{"cd -", `cd /tmp; cd /; cd - ; pwd`, "/tmp\n/tmp\n", 0, ""},
 	{"pushd", `pushd /tmp >/dev/null; popd >/dev/null; pwd`, "/home/user\n", 0, ""},

@@ -763,6 +763,7 @@ var posixOptsTable = [...]posixOpt{
 	{'u', "nounset"},
 	{'x', "xtrace"},
 	{' ', "pipefail"},
+	{'C', "noclobber"}, // wasmbox: after pipefail, to keep the indexes
 }
 
 var bashOptsTable = [...]bashOpt{
@@ -896,6 +897,7 @@ const (
 	optNoUnset
 	optXTrace
 	optPipeFail
+	optNoClobber
 
 	// These correspond to indexes (offset by the above seven items) of
 	// supported options in [bashOptsTable]

@@ -1111,7 +1111,7 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		}
 		return nil, nil
 	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut,
-		syntax.RdrAll, syntax.AppAll:
+		syntax.RdrAll, syntax.AppAll, syntax.ClbOut:
 		// done further below
 	case syntax.DplIn:
 		switch arg {
@@ -1128,8 +1128,17 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 	switch rd.Op {
 	case syntax.AppOut, syntax.AppAll:
 		mode = os.O_WRONLY | os.O_CREATE | os.O_APPEND
-	case syntax.RdrOut, syntax.RdrAll:
+	case syntax.RdrOut, syntax.RdrAll, syntax.ClbOut:
 		mode = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	if r.opts[optNoClobber] && (rd.Op == syntax.RdrOut || rd.Op == syntax.RdrAll) {
+		// noclobber (set -C): > and &> do not overwrite an existing
+		// regular file (>| does); other files (/dev/null) are written.
+		if fi, err := r.stat(ctx, arg); err == nil && fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s: cannot overwrite existing file", arg)
+		} else if err != nil {
+			mode |= os.O_EXCL
+		}
 	}
 	f, err := r.open(ctx, arg, mode, 0o644, false)
 	if err != nil {
@@ -1142,7 +1151,7 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			return nil, err
 		}
 		r.stdin = stdin
-	case syntax.RdrOut, syntax.AppOut:
+	case syntax.RdrOut, syntax.AppOut, syntax.ClbOut:
 		*orig = f
 	case syntax.RdrAll, syntax.AppAll:
 		r.stdout = f
