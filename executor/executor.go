@@ -263,12 +263,15 @@ func (e *Executor) PrecompileModules(ctx context.Context, names ...string) error
 		}
 	}
 	e.mu.RUnlock()
-	for _, r := range regs {
-		if _, err := e.compiled(ctx, r); err != nil {
-			return err
-		}
+	// Concurrently: decoding, validating and loading a module are CPU
+	// work on one goroutine each, and a warm process start waits for them.
+	errs := make([]error, len(regs))
+	var wg sync.WaitGroup
+	for i, r := range regs {
+		wg.Go(func() { _, errs[i] = e.compiled(ctx, r) })
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (e *Executor) compiled(ctx context.Context, r *registered) (*runtime.Module, error) {
