@@ -114,6 +114,9 @@ func (r *Redactor) RedactScript(script string) (string, []string) {
 					continue
 				}
 				seg := script[s:e]
+				if !strings.Contains(seg, "=") {
+					continue
+				}
 				for _, m := range assignRE.FindAllStringSubmatchIndex(seg, -1) {
 					if !r.IsSecretName(seg[m[2]:m[3]]) {
 						continue

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -99,5 +100,22 @@ func TestRedactorWith(t *testing.T) {
 	}
 	if r.With() != r || r.With("x") != r {
 		t.Fatal("With without a usable value should return r")
+	}
+}
+
+// BenchmarkLogRun is the cost of one run entry, whose script is parsed for
+// assignments to secret-named variables.
+func BenchmarkLogRun(b *testing.B) {
+	for _, script := range []string{
+		"ls -la /home/user | head -n 5",
+		"cd /work && X=1 make test 2>&1 | tail -n 20; export API_KEY=abcdef123456; curl -H \"x: $API_KEY\" https://example.com",
+	} {
+		b.Run(strings.Fields(script)[0], func(b *testing.B) {
+			l := New(io.Discard, WithRedactor(NewRedactor()))
+			ctx := context.Background()
+			for b.Loop() {
+				l.Log(ctx, Event{Kind: KindRun, Script: script, Session: "s", JobID: "j"})
+			}
+		})
 	}
 }
