@@ -9,8 +9,35 @@
 // ("hash", the SHA-256 of the line's bytes up to the `,"hash":` suffix).
 // [Verify] reads a log back and reports the first line that was changed,
 // removed, inserted or reordered. Cutting lines off the end is only visible
-// against a stored [Head]. String values are redacted before they are
-// written.
+// against a stored [Head].
+//
+// # Redaction policy
+//
+// One policy holds across wasmbox:
+//
+//   - The audit log is ALWAYS redacted. Every string value of an entry goes
+//     through the Logger's [Redactor] (the values of secret host environment
+//     variables, configured literals, well-known secret shapes). On top of
+//     that, the script of an entry is parsed ([Redactor.RedactScript]) and
+//     the values it assigns to secret-named variables (MYPASSWORD=x cmd,
+//     export API_KEY=x, TOKEN="x", env TOKEN=x, --password=x, NAME=x in a
+//     here-document) are replaced in the "script" field and wherever else
+//     they appear in the entry; so are [Event.Secrets] (the sandbox passes
+//     the values of the secret-named variables its embedder set, and those
+//     the session's earlier scripts assigned). A script that does not parse
+//     falls back to a regular expression over NAME=value.
+//   - Output returned to a client (stdout, stderr, file contents, error
+//     messages) is redacted ONLY when the embedder asks for it
+//     (sandbox.WithRedactor, server.Config.Redactor, --redact-output), and
+//     then on every channel, with the same secrets as the audit log.
+//     Redacting output changes what an agent sees, so it is off by default.
+//
+// A variable name is secret when it matches [DefaultSecretNames] (or a
+// [WithSecretNames] glob): names containing TOKEN, SECRET, PASSWORD,
+// PASSWD, PASSPHRASE, CREDENTIAL, PRIVATE, APIKEY or API_KEY, names ending
+// in _KEY, _PASS, _PWD, _CREDS, _PAT, _DSN or AUTH, and a few more; see
+// [Redactor.IsSecretName]. Values shorter than 6 bytes are replaced only
+// where they are assigned, never everywhere (see [WithMinSecretLen]).
 //
 // # Redaction
 //
@@ -81,6 +108,11 @@ type Event struct {
 	Reason  string
 	// Attrs are extra attributes; string values are redacted too.
 	Attrs []slog.Attr
+	// Secrets are values to redact wherever they appear in this entry
+	// (for example the values of secret-named variables the embedder
+	// passed to the sandbox, or that earlier scripts of the session
+	// assigned). They are never written.
+	Secrets []string
 }
 
 // Allowed returns a pointer to b, for Event.Allowed.
@@ -108,6 +140,7 @@ type Logger struct {
 	buf  bytes.Buffer
 	h    slog.Handler
 	red  *Redactor
+	cur  *Redactor // red and the secrets of the entry being written
 	now  func() time.Time
 	head Head
 }
@@ -124,7 +157,7 @@ func New(w io.Writer, opts ...LoggerOption) *Logger {
 	l.h = slog.NewJSONHandler(&l.buf, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if a.Value.Kind() == slog.KindString {
-				a.Value = slog.StringValue(l.red.Redact(a.Value.String()))
+				a.Value = slog.StringValue(l.cur.Redact(a.Value.String()))
 			}
 			return a
 		},
@@ -150,8 +183,17 @@ func (l *Logger) Log(ctx context.Context, e Event) error {
 			return fmt.Errorf("audit: attribute key %q is reserved", a.Key)
 		}
 	}
+	// The values the script assigns to secret-named variables, and the
+	// entry's secrets, are redacted from every field of the entry.
+	red, script := l.red, e.Script
+	var found []string
+	if script != "" {
+		script, found = red.RedactScript(script)
+	}
+	red = red.With(append(found, e.Secrets...)...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.cur = red
 	r := slog.NewRecord(l.now(), slog.LevelInfo, e.Kind, 0)
 	r.AddAttrs(slog.Uint64("seq", l.head.Seq+1), slog.String("prev", l.head.prevHash()))
 	str := func(k, v string) {
@@ -165,9 +207,9 @@ func (l *Logger) Log(ctx context.Context, e Event) error {
 		r.AddAttrs(slog.String("lane", e.Lane), slog.Int("slot", e.Slot))
 	}
 	if e.Argv != nil {
-		r.AddAttrs(slog.Any("argv", l.red.RedactAll(e.Argv)))
+		r.AddAttrs(slog.Any("argv", red.RedactAll(e.Argv)))
 	}
-	str("script", e.Script)
+	str("script", script)
 	if !e.Start.IsZero() {
 		r.AddAttrs(slog.Time("start", e.Start))
 	}

@@ -63,3 +63,26 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRedactScript: RedactScript never panics, and no literal value it
+// reports (of at least the minimum length) is left in the script it
+// returns.
+func FuzzRedactScript(f *testing.F) {
+	for _, s := range []string{
+		"MYPASSWORD=hunter2hunter2 printenv MYPASSWORD", `export API_KEY="a b c d e f"`, "TOKEN=a\"b\"'c' x",
+		"cat <<EOF\nSECRET=abcdefgh\nEOF\n", `PASSWORD=x echo "unterminated`, `env T_TOKEN=$(x)abcdefg y`, "K=(a b) KEY[1]=zzzzzzzz",
+	} {
+		f.Add(s)
+	}
+	r := NewRedactor(WithEnviron(nil))
+	f.Fuzz(func(t *testing.T, s string) {
+		out, vals := r.RedactScript(s)
+		for _, v := range vals {
+			if len(v) >= 6 && strings.Contains(out, v) && !strings.Contains(s, v+v) && !strings.Contains(Replacement, v) {
+				if strings.Count(out, v) >= strings.Count(s, v) {
+					t.Fatalf("value %q left in %q (from %q)", v, out, s)
+				}
+			}
+		}
+	})
+}

@@ -18,6 +18,7 @@ var DefaultSecretNames = []string{
 	"*TOKEN*", "*SECRET*", "*_KEY", "*_KEY_*", "*KEY_ID", "*APIKEY*", "*API_KEY*",
 	"*PASSWORD*", "*PASSWD*", "*PASSPHRASE*", "*CREDENTIAL*", "*_PAT", "*PRIVATE*",
 	"AWS_*", "DATABASE_URL", "*_DSN",
+	"KEY", "PASS", "*_PASS", "*_PWD", "*_CREDS", "*AUTH", "*AUTH_*",
 }
 
 // notSecretNames are matched by DefaultSecretNames but hold no secret.
@@ -104,6 +105,8 @@ func WithMinSecretLen(n int) RedactorOption {
 // keys). It is safe for concurrent use. The zero value is not usable; call
 // [NewRedactor].
 type Redactor struct {
+	names    []string // upper-cased secret name globs
+	minLen   int
 	literals []string // longest first
 	patterns []pattern
 	repl     string
@@ -177,7 +180,10 @@ func NewRedactor(opts ...RedactorOption) *Redactor {
 		add(v)
 	}
 	sort.SliceStable(lits, func(i, j int) bool { return len(lits[i]) > len(lits[j]) })
-	r := &Redactor{literals: lits, repl: c.replacement, hold: 4096 + 64}
+	r := &Redactor{literals: lits, repl: c.replacement, hold: 4096 + 64, minLen: c.minLen}
+	for _, g := range names {
+		r.names = append(r.names, strings.ToUpper(g))
+	}
 	for _, l := range lits {
 		r.hold = max(r.hold, len(l)+1)
 	}

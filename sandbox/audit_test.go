@@ -51,3 +51,42 @@ func TestForkSharesHostMountsUntilLastClose(t *testing.T) {
 		t.Fatalf("fork lost the host mount after the parent closed: %+v", res)
 	}
 }
+
+// TestScriptSecretsRedaction: the value a script assigns to a secret-named
+// variable, or the embedder sets in one, never reaches the audit log, and
+// reaches the output only when the sandbox has no redactor.
+func TestScriptSecretsRedaction(t *testing.T) {
+	const script = `MYPASSWORD=hunter2hunter2 printenv MYPASSWORD; export API_KEY="key-in-script-1"; echo $EMBED_TOKEN`
+	for _, redact := range []bool{false, true} {
+		var log bytes.Buffer
+		opts := []Option{WithAudit(audit.New(&log, audit.WithRedactor(audit.NewRedactor(audit.WithEnviron(nil))))),
+			WithEnv("EMBED_TOKEN", "embedder-tok-1")}
+		if redact {
+			opts = append(opts, WithRedactor(audit.NewRedactor(audit.WithEnviron(nil))))
+		}
+		sb := newSandbox(t, opts...)
+		res := run(t, sb, script)
+		// A later run of the session prints the values without assigning them.
+		res2 := run(t, sb, `echo "$API_KEY" hunter2hunter2`)
+		if err := sb.SetEnv("OTHER_SECRET", "set-env-secret-1"); err != nil {
+			t.Fatal(err)
+		}
+		res3 := run(t, sb, `echo $OTHER_SECRET`)
+		out := res.Stdout + res2.Stdout + res3.Stdout
+		if redact {
+			if want := "[REDACTED]\n[REDACTED]\n[REDACTED] [REDACTED]\n[REDACTED]\n"; out != want {
+				t.Errorf("redacted output %q, want %q", out, want)
+			}
+		} else if want := "hunter2hunter2\nembedder-tok-1\nkey-in-script-1 hunter2hunter2\nset-env-secret-1\n"; out != want {
+			t.Errorf("output without a redactor %q, want %q (output is redacted only on request)", out, want)
+		}
+		for _, secret := range []string{"hunter2hunter2", "key-in-script-1", "embedder-tok-1", "set-env-secret-1"} {
+			if strings.Contains(log.String(), secret) {
+				t.Errorf("redact=%v: %q in the audit log:\n%s", redact, secret, log.String())
+			}
+		}
+		if !strings.Contains(log.String(), `"script":"MYPASSWORD=[REDACTED] printenv MYPASSWORD; export API_KEY=[REDACTED]; echo $EMBED_TOKEN"`) {
+			t.Errorf("audit log:\n%s", log.String())
+		}
+	}
+}

@@ -89,7 +89,7 @@ func (c *config) buildNative() error {
 		cfg.OnDecision = func(ctx context.Context, d native.Decision) {
 			allowed := d.Allowed
 			l.Log(ctx, audit.Event{Kind: "decision", Session: session, Argv: d.Argv, Allowed: &allowed, Reason: d.Reason,
-				Attrs: []slog.Attr{slog.String("binary", d.Binary), slog.String("dir", d.Dir)}})
+				Attrs: []slog.Attr{slog.String("binary", d.Binary), slog.String("dir", d.Dir)}, Secrets: c.secrets.list()})
 		}
 	}
 	rn, err := native.New(cfg)
@@ -187,7 +187,8 @@ func (s *Sandbox) runNative(ctx context.Context, c command) (int, ErrorClass) {
 	})
 	if l := s.cfg.audit; l != nil {
 		ev := audit.Event{Kind: "native", JobID: uuid.NewString(), Session: s.cfg.session, Argv: argv,
-			Start: res.Start, End: res.Start.Add(res.Duration), Exit: res.ExitCode, Class: string(res.Class), Truncated: res.Truncated}
+			Start: res.Start, End: res.Start.Add(res.Duration), Exit: res.ExitCode, Class: string(res.Class), Truncated: res.Truncated,
+			Secrets: s.cfg.secrets.list()}
 		if res.Reason != "" {
 			denied := false
 			ev.Allowed, ev.Reason = &denied, res.Reason

@@ -104,11 +104,12 @@ type config struct {
 	unjailed      bool
 	audit         *audit.Logger
 	redactor      *audit.Redactor
+	secrets       *secretSet // shared with forks
 	errs          []error
 }
 
 func defaultConfig() *config {
-	return &config{limits: DefaultLimits, workdir: vfs.UserHome, env: map[string]string{}}
+	return &config{limits: DefaultLimits, workdir: vfs.UserHome, env: map[string]string{}, secrets: &secretSet{}}
 }
 
 func (c *config) check() error {
@@ -218,11 +219,22 @@ func WithDeterministic(seed int64) Option {
 
 // WithAudit writes an entry to l for every Run (script, exit, class,
 // duration, truncation) and every native exec and policy decision. Entries
-// are hash-chained and redacted by the logger.
+// are hash-chained and always redacted: by the logger's redactor, and of
+// the values of secret-named variables (see audit.Redactor.IsSecretName)
+// that the embedder set (WithEnv, SetEnv) or that a script of the sandbox
+// assigned (MYPASSWORD=x cmd, export API_KEY=x, ...; see the audit
+// package's redaction policy).
 func WithAudit(l *audit.Logger) Option { return func(c *config) { c.audit = l } }
 
-// WithRedactor redacts secrets (host secret values and known token
-// patterns) from everything a Run writes, before it leaves the sandbox.
+// WithRedactor redacts secrets from everything a Run writes (stdout and
+// stderr, including the shell's own error messages), before it leaves the
+// sandbox: what r redacts (by default the values of secret host
+// environment variables and known token shapes), plus the values of
+// secret-named variables the embedder set (WithEnv, SetEnv) or a script of
+// the sandbox assigned, in this Run or an earlier one. Without it output is
+// never redacted (an agent sees what its commands print); the audit log is
+// redacted either way. ReadFile and FS are the embedder's own access and
+// are not redacted. r also decides which names are secret.
 func WithRedactor(r *audit.Redactor) Option { return func(c *config) { c.redactor = r } }
 
 // WithSession names the sandbox's session in audit entries and for pool

@@ -215,6 +215,7 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	}
 	for k, val := range cfg.env {
 		s.env[k] = val
+		cfg.noteEnv(k, val)
 	}
 	if err := v.MkdirAll(cfg.workdir, 0o755); err != nil {
 		return nil, fmt.Errorf("sandbox: workdir %s: %w", cfg.workdir, err)
@@ -308,7 +309,9 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 	}
 	defer s.endRun(id, cancel)
 
+	s.cfg.noteScript(script)
 	if r := s.cfg.redactor; r != nil {
+		r = r.With(s.cfg.secrets.list()...)
 		rout, rerr := r.NewWriter(orDiscard(stdout)), r.NewWriter(orDiscard(stderr))
 		defer rout.Close()
 		defer rerr.Close()
@@ -327,6 +330,7 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 			if ev.JobID == "" {
 				ev.JobID = uuid.NewString()
 			}
+			ev.Secrets = s.cfg.secrets.list()
 			l.Log(context.WithoutCancel(ctx), ev)
 		}()
 	}
@@ -571,6 +575,7 @@ func (s *Sandbox) SetEnv(key, value string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
 	}
+	s.cfg.noteEnv(key, value)
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	ctx := context.Background()

@@ -1,5 +1,5 @@
 // Package server is the HTTP API of wasmbox (`wasmbox serve`): sessions,
-// runs, files, health and Prometheus metrics over loopback.
+// runs, files, health and Prometheus metrics.
 //
 // # Routes
 //
@@ -20,12 +20,47 @@
 // # Errors
 //
 // Every error is JSON {"error": "...", "code": "..."} with a status code:
-// 400 bad_request (bad JSON, unknown field, bad path or timeout), 403
+// 400 bad_request (bad JSON, unknown field, bad path or timeout), 401
+// unauthorized (missing or wrong bearer token; with WWW-Authenticate), 403
 // forbidden_host (a non-loopback Host or Origin; see Config.AllowAnyHost), 404
-// not_found (route or session) and file_not_found, 405
+// not_found (route or session), session_expired (the session was closed
+// after Config.SessionTTL without a request) and file_not_found, 405
 // method_not_allowed, 413 too_large (body, script or file over its limit),
 // 429 too_many_sessions, 503 worker_unavailable (with Retry-After),
 // disabled or shutting_down, 507 no_space, 500 internal.
+//
+// # Authentication
+//
+// With Config.Token set, every request must carry
+// "Authorization: Bearer <token>" (compared in constant time); anything
+// else gets 401 unauthorized before routing. That includes /health and
+// /metrics: they tell how many sessions are open and how busy the pool is,
+// and a monitoring system can send the header. Without a token the API is
+// open to every local process; [Server.Serve] then refuses a listener that
+// is not on a loopback address ([ErrTokenRequired]), and by default
+// requests must name a loopback Host and come from no foreign browser
+// Origin (DNS rebinding, web pages posting to the port).
+//
+// # Sessions
+//
+// A session idle (no request on it, none in progress) for longer than
+// Config.SessionTTL (default 15 minutes) is closed and its resources
+// freed, by a background reaper that stops with [Server.Shutdown] or when
+// a request finds it idle, whichever comes first. A request on it then
+// gets 404 session_expired. Config.MaxSessions still bounds the open ones
+// (429 too_many_sessions): the TTL is what makes abandoned sessions give
+// their place back.
+//
+// # Redaction
+//
+// The audit log (Config.Audit) is always redacted, including the values a
+// session's scripts assign to secret-named variables (see package audit).
+// What the server returns is redacted only when Config.Redactor is set,
+// and then on every channel: run stdout and stderr, file contents read
+// through GET .../files, and error messages, with the values the session's
+// scripts assigned to secret-named variables added to what the Redactor
+// replaces. Redaction of output is off by default because it changes what
+// an agent sees (a file read back would differ from the file written).
 //
 // Runs go through the interactive lane of the execution pool; /health and
 // /metrics do not, so they answer while every worker is busy.
@@ -33,6 +68,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +79,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,8 +155,11 @@ type Config struct {
 	MaxSessions int
 	// Logger receives request errors (default: discard).
 	Logger *slog.Logger
-	// Redactor, when set, redacts stdout and stderr of every run before
-	// they leave the server.
+	// Redactor, when set, redacts everything the server returns to a
+	// client: run stdout and stderr, file contents read, and error
+	// messages. It replaces what it redacts by default plus the values the
+	// session's scripts assigned to secret-named variables. Without it no
+	// output is redacted (the audit log always is); see the package doc.
 	Redactor *audit.Redactor
 	// AllowAnyHost turns off the loopback checks on requests: by default a
 	// request whose Host is not a loopback address or "localhost" (DNS
@@ -126,10 +167,39 @@ type Config struct {
 	// web page posting to the local port) gets 403 forbidden_host. Set it
 	// when serving on a non-loopback address.
 	AllowAnyHost bool
-	// Audit, when set, records every session creation and deletion and
-	// every run (job id, session, lane, slot, script, exit, class,
-	// truncated, start, end) in the hash-chained audit log.
+	// Audit, when set, records every session creation, deletion and
+	// expiry and every run (job id, session, lane, slot, script, exit,
+	// class, truncated, start, end) in the hash-chained audit log.
 	Audit *audit.Logger
+	// SessionTTL closes a session idle (no request on it) for longer:
+	// default DefaultSessionTTL; negative means sessions never expire. A
+	// session with a request in progress is never idle.
+	SessionTTL time.Duration
+	// Clock is the clock of session idleness (default time.Now).
+	Clock func() time.Time
+	// Token, when set, is required on every request as
+	// "Authorization: Bearer <token>" (401 unauthorized otherwise),
+	// /health and /metrics included. Without it, [Server.Serve] refuses a
+	// listener that is not on a loopback address.
+	Token string
+}
+
+// DefaultSessionTTL is how long a session may stay idle by default.
+const DefaultSessionTTL = 15 * time.Minute
+
+// maxExpired bounds how many expired session ids the server remembers,
+// to answer "expired" rather than "unknown".
+const maxExpired = 4096
+
+// maxSessionSecrets bounds the secret values remembered per session.
+const maxSessionSecrets = 256
+
+// entry is an open session and its bookkeeping (guarded by Server.mu).
+type entry struct {
+	sess     Session
+	lastUsed time.Time
+	active   int      // requests in progress
+	secrets  []string // values its scripts assigned to secret-named variables
 }
 
 // Server is the HTTP API. Create it with [New], serve with [Server.Serve],
@@ -147,15 +217,34 @@ type Server struct {
 	cancelBase context.CancelFunc
 
 	mu       sync.Mutex
-	sessions map[string]Session
+	sessions map[string]*entry
+	expired  map[string]bool
+	expOrder []string
 	closing  bool
 	srv      *http.Server
+	reaped   chan struct{} // closed when the reaper has stopped
 }
 
-// New returns a Server. It fails only without a Backend.
+// ErrTokenRequired is returned by [Server.Serve] for a listener on a
+// non-loopback address when Config.Token is empty.
+var ErrTokenRequired = errors.New("server: a bearer token (Config.Token) is required to serve on a non-loopback address")
+
+// New returns a Server. It fails without a Backend or with a Token that
+// cannot travel in a header (empty after trimming, or with spaces or
+// control characters). It starts the reaper of idle sessions, which
+// [Server.Shutdown] stops.
 func New(cfg Config) (*Server, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("server: Config.Backend is required")
+	}
+	if cfg.Token != "" && strings.IndexFunc(cfg.Token, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return nil, errors.New("server: Config.Token must not contain spaces or control characters")
+	}
+	if cfg.SessionTTL == 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
 	}
 	if cfg.MaxScriptBytes <= 0 {
 		cfg.MaxScriptBytes = 256 << 10
@@ -175,7 +264,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, pool: cfg.Pool, sessions: make(map[string]Session)}
+	s := &Server{cfg: cfg, pool: cfg.Pool, sessions: make(map[string]*entry), expired: map[string]bool{}, reaped: make(chan struct{})}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 	if s.pool == nil {
 		s.pool = pool.New(pool.Config{})
@@ -192,10 +281,96 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.route("/", "unknown", s.notFound)
 	s.handler = s.mux
-	if !cfg.AllowAnyHost {
-		s.handler = loopbackOnly(s.mux)
+	if cfg.Token != "" {
+		s.handler = bearerOnly(cfg.Token, s.handler)
 	}
+	if !cfg.AllowAnyHost {
+		s.handler = loopbackOnly(s.handler)
+	}
+	go s.reap()
 	return s, nil
+}
+
+// bearerOnly refuses requests without "Authorization: Bearer <token>". The
+// comparison is of SHA-256 digests in constant time, so that neither the
+// token's bytes nor its length leak through timing.
+func bearerOnly(token string, next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		ok := subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+		if !strings.EqualFold(scheme, "Bearer") || !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="wasmbox"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token: send Authorization: Bearer <token>")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// reap closes the sessions idle for longer than the TTL until the server
+// shuts down.
+func (s *Server) reap() {
+	defer close(s.reaped)
+	ttl := s.cfg.SessionTTL
+	if ttl < 0 {
+		return
+	}
+	t := time.NewTicker(min(max(ttl/4, 5*time.Millisecond), time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.base.Done():
+			return
+		case <-t.C:
+			s.expireIdle()
+		}
+	}
+}
+
+// expireIdle closes every session idle for longer than the TTL.
+func (s *Server) expireIdle() {
+	now := s.cfg.Clock()
+	var gone []string
+	var closing []Session
+	s.mu.Lock()
+	for id, e := range s.sessions {
+		if s.idle(e, now) {
+			gone, closing = append(gone, id), append(closing, e.sess)
+			s.forget(id)
+		}
+	}
+	s.mu.Unlock()
+	for i, id := range gone {
+		s.closeExpired(id, closing[i])
+	}
+}
+
+// idle reports whether e has been idle for longer than the TTL. s.mu is
+// held.
+func (s *Server) idle(e *entry, now time.Time) bool {
+	return s.cfg.SessionTTL >= 0 && e.active == 0 && now.Sub(e.lastUsed) > s.cfg.SessionTTL
+}
+
+// forget removes session id as expired. s.mu is held.
+func (s *Server) forget(id string) {
+	delete(s.sessions, id)
+	if !s.expired[id] {
+		s.expired[id] = true
+		s.expOrder = append(s.expOrder, id)
+		if len(s.expOrder) > maxExpired {
+			delete(s.expired, s.expOrder[0])
+			s.expOrder = s.expOrder[1:]
+		}
+	}
+}
+
+func (s *Server) closeExpired(id string, sess Session) {
+	if err := sess.Close(); err != nil {
+		s.cfg.Logger.Warn("closing expired session", "session", id, "err", err)
+	}
+	s.audit(context.WithoutCancel(s.base), audit.Event{Kind: audit.KindSession, Session: id, Reason: "expired"})
 }
 
 // Handler returns the HTTP handler of the API (for tests or embedding in
@@ -270,8 +445,13 @@ func Listen(addr string, allowNonLoopback bool) (net.Listener, error) {
 }
 
 // Serve serves the API on l until [Server.Shutdown]; it then returns
-// http.ErrServerClosed.
+// http.ErrServerClosed. Without Config.Token it refuses, with
+// [ErrTokenRequired], a TCP listener whose address is not loopback.
 func (s *Server) Serve(l net.Listener) error {
+	if a, ok := l.Addr().(*net.TCPAddr); ok && s.cfg.Token == "" && !a.IP.IsLoopback() {
+		l.Close()
+		return fmt.Errorf("%w (listening on %s)", ErrTokenRequired, a)
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -311,12 +491,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if srv != nil {
 		errs = append(errs, srv.Shutdown(ctx))
 	}
+	<-s.reaped
 	s.mu.Lock()
 	sessions := s.sessions
-	s.sessions = make(map[string]Session)
+	s.sessions = make(map[string]*entry)
 	s.mu.Unlock()
-	for id, sess := range sessions {
-		if err := sess.Close(); err != nil {
+	for id, e := range sessions {
+		if err := e.sess.Close(); err != nil {
 			s.cfg.Logger.Warn("closing session", "session", id, "err", err)
 		}
 	}
@@ -369,15 +550,92 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 }
 
-func (s *Server) session(w http.ResponseWriter, r *http.Request) (string, Session, bool) {
-	id := r.PathValue("id")
+// session finds the session of the request and marks it in use; the
+// caller calls done when the request ends. A session idle past the TTL
+// expires here even if the reaper has not seen it yet.
+func (s *Server) session(w http.ResponseWriter, r *http.Request) (id string, e *entry, done func(), ok bool) {
+	id = r.PathValue("id")
+	now := s.cfg.Clock()
 	s.mu.Lock()
-	sess, ok := s.sessions[id]
-	s.mu.Unlock()
-	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "unknown session "+strconv.Quote(id))
+	e, ok = s.sessions[id]
+	var stale Session
+	if ok && s.idle(e, now) {
+		stale, ok = e.sess, false
+		s.forget(id)
 	}
-	return id, sess, ok
+	expired := s.expired[id]
+	if ok {
+		e.active++
+		e.lastUsed = now
+	}
+	s.mu.Unlock()
+	if stale != nil {
+		s.closeExpired(id, stale)
+	}
+	if !ok {
+		if expired {
+			writeError(w, http.StatusNotFound, "session_expired", fmt.Sprintf("session %q expired after %v without a request; create a new one", id, s.cfg.SessionTTL))
+		} else {
+			writeError(w, http.StatusNotFound, "not_found", "unknown session "+strconv.Quote(id))
+		}
+		return id, nil, nil, false
+	}
+	return id, e, func() {
+		now := s.cfg.Clock()
+		s.mu.Lock()
+		e.active--
+		e.lastUsed = now
+		s.mu.Unlock()
+	}, true
+}
+
+// namer decides which variable names are secret.
+func (s *Server) namer() *audit.Redactor {
+	if s.cfg.Redactor != nil {
+		return s.cfg.Redactor
+	}
+	return defaultNamer()
+}
+
+var defaultNamer = sync.OnceValue(func() *audit.Redactor { return audit.NewRedactor(audit.WithEnviron(nil)) })
+
+// noteScript remembers the values script assigns to secret-named variables
+// in the session, for the audit log and output redaction, and returns the
+// session's secrets.
+func (s *Server) noteScript(e *entry, script string) []string {
+	if s.cfg.Audit == nil && s.cfg.Redactor == nil {
+		return nil
+	}
+	_, vals := s.namer().RedactScript(script)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range vals {
+		if len(e.secrets) < maxSessionSecrets && len(v) <= 4096 && !slices.Contains(e.secrets, v) {
+			e.secrets = append(e.secrets, v)
+		}
+	}
+	return slices.Clip(e.secrets)
+}
+
+// redactor returns the output redactor of a session, or nil when output
+// is not redacted.
+func (s *Server) redactor(e *entry) *audit.Redactor {
+	red := s.cfg.Redactor
+	if red == nil || e == nil {
+		return red
+	}
+	s.mu.Lock()
+	secrets := slices.Clip(e.secrets)
+	s.mu.Unlock()
+	return red.With(secrets...)
+}
+
+// fail writes an error whose message is redacted when output is.
+func (s *Server) fail(w http.ResponseWriter, e *entry, status int, code, msg string) {
+	if red := s.redactor(e); red != nil {
+		msg = red.Redact(msg)
+	}
+	writeError(w, status, code, msg)
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
@@ -406,21 +664,22 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down or full")
 		return
 	}
-	s.sessions[id] = sess
+	s.sessions[id] = &entry{sess: sess, lastUsed: s.cfg.Clock()}
 	s.mu.Unlock()
 	s.audit(r.Context(), audit.Event{Kind: audit.KindSession, Session: id, Reason: "created"})
 	writeJSON(w, http.StatusCreated, map[string]string{"id": id})
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
-	id, sess, ok := s.session(w, r)
+	id, e, done, ok := s.session(w, r)
 	if !ok {
 		return
 	}
+	done()
 	s.mu.Lock()
 	delete(s.sessions, id)
 	s.mu.Unlock()
-	if err := sess.Close(); err != nil {
+	if err := e.sess.Close(); err != nil {
 		s.cfg.Logger.Warn("closing session", "session", id, "err", err)
 	}
 	s.audit(r.Context(), audit.Event{Kind: audit.KindSession, Session: id, Reason: "deleted"})
@@ -466,10 +725,12 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool
 }
 
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
-	id, sess, ok := s.session(w, r)
+	id, e, done, ok := s.session(w, r)
 	if !ok {
 		return
 	}
+	defer done()
+	sess := e.sess
 	var req runRequest
 	if !decodeJSON(w, r, s.cfg.MaxScriptBytes+64<<10, &req) {
 		return
@@ -488,6 +749,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("timeout_ms over the maximum of %d", s.cfg.MaxTimeout.Milliseconds()))
 		return
 	}
+	secrets := s.noteScript(e, *req.Script)
 	timeout := s.cfg.DefaultTimeout
 	if req.TimeoutMS > 0 {
 		timeout = time.Duration(req.TimeoutMS) * time.Millisecond
@@ -524,7 +786,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, pool.ErrWorkerUnavailable):
 		s.metrics.rejected.Inc()
 		s.audit(r.Context(), audit.Event{Kind: audit.KindRun, JobID: job.ID.String(), Session: id, Lane: job.Lane.String(), Slot: -1,
-			Script: *req.Script, Allowed: audit.Allowed(false), Reason: "worker unavailable"})
+			Script: *req.Script, Allowed: audit.Allowed(false), Reason: "worker unavailable", Secrets: secrets})
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "worker_unavailable", "all workers busy and the queue is full; retry later")
 		return
@@ -545,25 +807,25 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			res = RunResult{ExitCode: 125, ErrorClass: ClassCancelled, Stderr: res.Stderr, Stdout: res.Stdout}
 		default:
 			s.cfg.Logger.Error("run", "session", id, "err", runErr)
-			writeError(w, http.StatusInternalServerError, "internal", runErr.Error())
+			s.fail(w, e, http.StatusInternalServerError, "internal", runErr.Error())
 			return
 		}
 	} else if err != nil && res == (RunResult{}) {
 		// Left the queue because the client went away.
-		writeError(w, http.StatusServiceUnavailable, "cancelled", err.Error())
+		s.fail(w, e, http.StatusServiceUnavailable, "cancelled", err.Error())
 		return
 	}
 	if res.Duration == 0 {
 		res.Duration = time.Since(start)
 	}
-	if red := s.cfg.Redactor; red != nil {
+	if red := s.redactor(e); red != nil {
 		res.Stdout, res.Stderr = red.Redact(res.Stdout), red.Redact(res.Stderr)
 	}
 	s.metrics.observeRun(res)
 	s.audit(r.Context(), audit.Event{
 		Kind: audit.KindRun, JobID: job.ID.String(), Session: id, Lane: job.Lane.String(), Slot: job.Slot,
 		Script: *req.Script, Start: start, End: start.Add(res.Duration), Exit: res.ExitCode,
-		Class: res.ErrorClass, Truncated: res.Truncated,
+		Class: res.ErrorClass, Truncated: res.Truncated, Secrets: secrets,
 	})
 	writeJSON(w, http.StatusOK, RunResponse{
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
@@ -580,40 +842,44 @@ func filePath(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return p, true
 }
 
-func (s *Server) fileError(w http.ResponseWriter, err error) {
+func (s *Server) fileError(w http.ResponseWriter, e *entry, err error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		writeError(w, http.StatusNotFound, "file_not_found", err.Error())
+		s.fail(w, e, http.StatusNotFound, "file_not_found", err.Error())
 	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EFBIG):
-		writeError(w, http.StatusInsufficientStorage, "no_space", err.Error())
+		s.fail(w, e, http.StatusInsufficientStorage, "no_space", err.Error())
 	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
-		writeError(w, http.StatusForbidden, "forbidden", err.Error())
+		s.fail(w, e, http.StatusForbidden, "forbidden", err.Error())
 	case errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTDIR), errors.Is(err, fs.ErrInvalid),
 		errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.ELOOP):
-		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		s.fail(w, e, http.StatusBadRequest, "bad_request", err.Error())
 	default:
 		s.cfg.Logger.Error("file", "err", err)
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		s.fail(w, e, http.StatusInternalServerError, "internal", err.Error())
 	}
 }
 
 func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
-	_, sess, ok := s.session(w, r)
+	_, e, done, ok := s.session(w, r)
 	if !ok {
 		return
 	}
+	defer done()
 	p, ok := filePath(w, r)
 	if !ok {
 		return
 	}
-	data, err := sess.ReadFile(r.Context(), p)
+	data, err := e.sess.ReadFile(r.Context(), p)
 	if err != nil {
-		s.fileError(w, err)
+		s.fileError(w, e, err)
 		return
 	}
 	if int64(len(data)) > s.cfg.MaxFileBytes {
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("file over %d bytes", s.cfg.MaxFileBytes))
 		return
+	}
+	if red := s.redactor(e); red != nil {
+		data = red.RedactBytes(data)
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
@@ -622,10 +888,11 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
-	_, sess, ok := s.session(w, r)
+	_, e, done, ok := s.session(w, r)
 	if !ok {
 		return
 	}
+	defer done()
 	p, ok := filePath(w, r)
 	if !ok {
 		return
@@ -644,8 +911,8 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if err := sess.WriteFile(r.Context(), p, data); err != nil {
-		s.fileError(w, err)
+	if err := e.sess.WriteFile(r.Context(), p, data); err != nil {
+		s.fileError(w, e, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

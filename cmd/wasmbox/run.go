@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/sandbox"
 )
@@ -34,6 +35,8 @@ type sandboxFlags struct {
 	memory        string
 	shellMemory   string
 	deterministic bool
+	redactOutput  bool
+	auditLog      string
 }
 
 func (f *sandboxFlags) register(cmd *cobra.Command) {
@@ -48,6 +51,8 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.memory, "memory", "", "memory limit of each command, e.g. 64MiB (default 256MiB)")
 	fl.StringVar(&f.shellMemory, "shell-memory", "", "memory limit of the shell itself, e.g. 64MiB (default 256MiB; past it a script ends with 137, LIMIT_EXCEEDED)")
 	fl.BoolVar(&f.deterministic, "deterministic", false, "fixed clock and file times, seeded $RANDOM and /dev/random: reproducible runs")
+	fl.BoolVar(&f.redactOutput, "redact-output", false, "redact secrets from the output (values of secret host variables and of secret-named variables set with --env or by the script, known token shapes)")
+	fl.StringVar(&f.auditLog, "audit-log", "", "append a hash-chained audit log (JSON lines, always redacted) to this file")
 }
 
 // options turns the flags into sandbox options, or a usage error.
@@ -115,23 +120,40 @@ func (a *app) engine(ctx context.Context) (*sandbox.Engine, error) {
 	return sandbox.NewEngine(ctx, runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache})
 }
 
-func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (*sandbox.Sandbox, error) {
+// newSandbox makes the sandbox of the flags; closeAll closes it and its
+// audit log.
+func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sandbox, closeAll func(), err error) {
 	opts, err := f.options()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	red := audit.NewRedactor()
+	if f.redactOutput {
+		opts = append(opts, sandbox.WithRedactor(red))
+	}
+	closeLog := func() {}
+	if f.auditLog != "" {
+		al, c, err := openAuditLog(f.auditLog, red)
+		if err != nil {
+			return nil, nil, a.fail(err)
+		}
+		closeLog = c
+		opts = append(opts, sandbox.WithAudit(al))
 	}
 	if f.unjailed {
 		warnUnjailed(a.stderr)
 	}
 	eng, err := a.engine(ctx)
 	if err != nil {
-		return nil, a.fail(err)
+		closeLog()
+		return nil, nil, a.fail(err)
 	}
-	sb, err := sandbox.New(ctx, append(opts, sandbox.WithEngine(eng))...)
+	sb, err = sandbox.New(ctx, append(opts, sandbox.WithEngine(eng))...)
 	if err != nil {
-		return nil, a.fail(err)
+		closeLog()
+		return nil, nil, a.fail(err)
 	}
-	return sb, nil
+	return sb, func() { sb.Close(); closeLog() }, nil
 }
 
 // signalContext is cancelled by SIGINT or SIGTERM.
@@ -156,7 +178,12 @@ exit status is the script's (124 timeout, 125 cancelled, 126 denied,
 127 not found).
 
 With --json, exactly one JSON object is printed:
-{"stdout","stderr","exit_code","error_class","truncated","duration_ms"}.`,
+{"stdout","stderr","exit_code","error_class","truncated","duration_ms"}.
+
+--audit-log appends the run to a hash-chained audit log (the format of
+serve's; check it with audit-verify). The log is always redacted, including
+the values the script assigns to secret-named variables (MYPASSWORD=x,
+export API_KEY=x). The output is redacted only with --redact-output.`,
 		Example: `  wasmbox run -c 'echo hello | tr a-z A-Z'
   wasmbox run --mount .:/work:ro --workdir /work -c 'grep -rn TODO . | head'
   wasmbox run --json --timeout 2s script.sh
@@ -169,11 +196,11 @@ With --json, exactly one JSON object is printed:
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			sb, err := a.newSandbox(ctx, &f)
+			sb, closeAll, err := a.newSandbox(ctx, &f)
 			if err != nil {
 				return err
 			}
-			defer sb.Close()
+			defer closeAll()
 			if asJSON {
 				var stdout, stderr cappedWriter
 				stdout.limit, stderr.limit = outputCap, outputCap

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -40,7 +44,13 @@ type serveFlags struct {
 	native           []string
 	unjailed         bool
 	disabled         bool
+	redactOutput     bool
+	sessionTTL       time.Duration
+	tokenFile        string
 }
+
+// tokenEnv holds the bearer token of serve when --token-file is not given.
+const tokenEnv = "WASMBOX_TOKEN"
 
 func newServeCmd(a *app) *cobra.Command {
 	var f serveFlags
@@ -60,13 +70,24 @@ beyond it a run gets 503 with Retry-After.
   GET    /health                             status and pool statistics
   GET    /metrics                            Prometheus metrics (wasmbox_*)
 
-It listens on loopback only unless --allow-non-loopback is given, and then
-refuses requests with a non-loopback Host or a browser Origin (DNS
-rebinding, web pages posting to the port). There is no authentication:
-any local process can run code in the sandbox. SIGINT or SIGTERM stop it: new runs are refused, running ones
+It listens on loopback only unless --allow-non-loopback is given. With a
+bearer token (--token-file, or the WASMBOX_TOKEN environment variable; the
+file wins) every request, /health and /metrics included, must carry
+"Authorization: Bearer <token>" (401 otherwise). A token is mandatory on a
+non-loopback address. On loopback without a token any local process can
+run code in the sandbox; requests with a non-loopback Host or a browser
+Origin are refused (DNS rebinding, web pages posting to the port).
+
+A session without a request for --session-ttl is closed (404
+session_expired afterwards). The audit log is always redacted, including
+the values scripts assign to secret-named variables; what clients get back
+(run output, file reads, errors) only with --redact-output.
+
+SIGINT or SIGTERM stop it: new runs are refused, running ones
 cancelled, sessions closed, within --shutdown-timeout.`,
 		Example: `  wasmbox serve --listen 127.0.0.1:8080
-  wasmbox serve --audit-log audit.jsonl --mount ./repo:/work:rw --native git`,
+  wasmbox serve --audit-log audit.jsonl --mount ./repo:/work:rw --native git
+  wasmbox serve --listen 0.0.0.0:8080 --allow-non-loopback --token-file /run/secrets/wasmbox-token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.serve(cmd.Context(), f)
@@ -74,7 +95,7 @@ cancelled, sessions closed, within --shutdown-timeout.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on (HOST:PORT)")
-	fl.BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening on a non-loopback address (no authentication!)")
+	fl.BoolVar(&f.allowNonLoopback, "allow-non-loopback", false, "allow listening on a non-loopback address (requires a token: --token-file or "+tokenEnv+")")
 	fl.IntVar(&f.workers, "workers", 2, fmt.Sprintf("concurrent runs (at most %d, the number of CPUs)", runtime.NumCPU()))
 	fl.IntVar(&f.queue, "queue", 10, "runs that may wait for a worker before new ones get 503")
 	fl.IntVar(&f.maxSessions, "max-sessions", 256, "open sessions at most")
@@ -86,6 +107,9 @@ cancelled, sessions closed, within --shutdown-timeout.`,
 	fl.StringSliceVar(&f.native, "native", nil, "route these commands to the native lane (e.g. git); they run only in host-mounted directories, in an OS jail")
 	fl.BoolVar(&f.unjailed, "native-unjailed", false, "let --native commands run without the OS jail where it is unavailable (UNSAFE: host user's rights)")
 	fl.BoolVar(&f.disabled, "disabled", false, "start with execution disabled (every run gets 503 disabled; health stays up)")
+	fl.BoolVar(&f.redactOutput, "redact-output", false, "redact secrets from everything returned to clients: run output, file reads, error messages")
+	fl.DurationVar(&f.sessionTTL, "session-ttl", server.DefaultSessionTTL, "close a session idle for this long (0: never)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "require Authorization: Bearer <token> on every request, the token read from this file (default: $"+tokenEnv+")")
 	return cmd
 }
 
@@ -95,6 +119,18 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	if f.workers < 1 || f.queue < 0 || f.maxSessions < 1 || f.timeout <= 0 || f.maxTimeout < f.timeout || f.shutdownTimeout <= 0 {
 		return errors.New("--workers and --max-sessions must be positive, --queue not negative, timeouts positive and --max-timeout at least --timeout")
+	}
+	if f.sessionTTL < 0 {
+		return fmt.Errorf("--session-ttl must not be negative, got %v", f.sessionTTL)
+	}
+	token, err := serveToken(f.tokenFile)
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return a.fail(err)
+	} else if err != nil {
+		return err
+	}
+	if token == "" && !loopbackListen(f.listen) {
+		return fmt.Errorf("--listen %s is not a loopback address: a bearer token is required (--token-file FILE or %s)", f.listen, tokenEnv)
 	}
 	l, err := server.Listen(f.listen, f.allowNonLoopback)
 	if err != nil {
@@ -134,8 +170,15 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		DefaultTimeout: f.timeout,
 		MaxTimeout:     f.maxTimeout,
 		Logger:         logger,
-		Redactor:       red,
 		AllowAnyHost:   f.allowNonLoopback,
+		SessionTTL:     f.sessionTTL,
+		Token:          token,
+	}
+	if f.sessionTTL == 0 {
+		cfg.SessionTTL = -1 // never
+	}
+	if f.redactOutput {
+		cfg.Redactor = red
 	}
 	mode := pool.Normal
 	if f.disabled {
@@ -184,6 +227,45 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	fmt.Fprintln(a.stdout, "wasmbox: stopped")
 	return nil
+}
+
+// serveToken returns the bearer token of serve: the content of file
+// (trailing white space removed) or else of $WASMBOX_TOKEN; "" for none.
+// An empty token is an error, not "no token".
+func serveToken(file string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		t := strings.TrimRightFunc(string(b), unicode.IsSpace)
+		if t == "" {
+			return "", fmt.Errorf("--token-file %s is empty", file)
+		}
+		return t, nil
+	}
+	if v, ok := os.LookupEnv(tokenEnv); ok {
+		t := strings.TrimRightFunc(v, unicode.IsSpace)
+		if t == "" {
+			return "", fmt.Errorf("%s is set but empty", tokenEnv)
+		}
+		return t, nil
+	}
+	return "", nil
+}
+
+// loopbackListen reports whether a --listen address is on loopback (a bad
+// address counts as loopback here: server.Listen reports it).
+func loopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // openAuditLog opens path for appending, after checking the chain already

@@ -22,16 +22,20 @@ working directory, variables, functions, aliases and files persist between
 lines. A line ending in a backslash, or an unfinished construct (an open
 quote, if/while/for without its end), continues on the next line. Ctrl-D
 ends the session; its exit status is that of the last line. Each line has
-the --timeout limit.`,
+the --timeout limit.
+
+--audit-log appends every line run to a hash-chained audit log, always
+redacted; --redact-output redacts the output too, including the values
+earlier lines assigned to secret-named variables.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			sb, err := a.newSandbox(ctx, &f)
+			sb, closeAll, err := a.newSandbox(ctx, &f)
 			if err != nil {
 				return err
 			}
-			defer sb.Close()
+			defer closeAll()
 			a.exit = replLoop(ctx, sb, a.stdin, a.stdout, a.stderr, a.stderrIsTerminal())
 			return nil
 		},
