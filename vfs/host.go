@@ -300,7 +300,7 @@ func (h *hostRaw) Rename(oldname, newname string) error {
 	}
 	h.linkMu.Lock()
 	defer h.linkMu.Unlock()
-	if err := h.checkMove(oldname, newname); err != nil {
+	if err := h.checkMove(oldname, newname, true); err != nil {
 		return rewrapLink("rename", oldname, newname, err)
 	}
 	err := h.renameAt(oldname, newname)
@@ -356,7 +356,7 @@ func (h *hostRaw) Link(oldname, newname string) error {
 	}
 	h.linkMu.Lock()
 	defer h.linkMu.Unlock()
-	if err := h.checkMove(oldname, newname); err != nil {
+	if err := h.checkMove(oldname, newname, false); err != nil {
 		return rewrapLink("link", oldname, newname, err)
 	}
 	return rewrapLink("link", oldname, newname, h.root.Link(rel(oldname), rel(newname)))
@@ -410,8 +410,11 @@ func (h *hostRaw) realDir(dir string) error {
 		if err != nil {
 			return err
 		}
-		if fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir() {
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
 			return syscall.ENOENT
+		case !fi.IsDir():
+			return syscall.ENOTDIR
 		}
 	}
 	return nil
@@ -425,8 +428,9 @@ func (h *hostRaw) realDir(dir string) error {
 // which the guest cannot make but the host may have, is not to be put at
 // a name a host tool uses, such as .git/COMMIT_EDITMSG). A directory is
 // walked whole, under linkMu, so nothing changes in it meanwhile; it costs
-// one readdir per directory moved.
-func (h *hostRaw) checkMove(oldname, newname string) error {
+// one readdir per directory moved. tree is false for Link (a directory
+// cannot be hard-linked).
+func (h *hostRaw) checkMove(oldname, newname string, tree bool) error {
 	ndir := path.Dir(cleanAbs(newname))
 	if err := h.realDir(ndir); err != nil {
 		return err
@@ -444,7 +448,7 @@ func (h *hostRaw) checkMove(oldname, newname string) error {
 		if !hostLinkOK(ndir, t) {
 			return syscall.EPERM
 		}
-	case fi.IsDir():
+	case fi.IsDir() && tree:
 		return h.checkTree(rel(oldname), path.Join(ndir, path.Base(cleanAbs(newname))))
 	}
 	return nil
