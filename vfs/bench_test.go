@@ -169,3 +169,33 @@ func BenchmarkHostStatDeep(b *testing.B) {
 		h.(interface{ Close() error }).Close()
 	}
 }
+
+// BenchmarkBigSequentialWrite: one file written from empty in pieces, as
+// `head -c 200M /dev/zero > f` does, under the default quota. Before the
+// buffer grew geometrically, each write past 64 MiB copied the whole file.
+func BenchmarkBigSequentialWrite(b *testing.B) {
+	for _, tc := range []struct{ size, piece int }{
+		{16 << 20, 64 << 10},
+		{200 << 20, 64 << 10},
+		{200 << 20, 1 << 20},
+	} {
+		b.Run(fmt.Sprintf("%dMiB-in-%dKiB", tc.size>>20, tc.piece>>10), func(b *testing.B) {
+			buf := make([]byte, tc.piece)
+			b.SetBytes(int64(tc.size))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				m := vfs.NewMemFS(vfs.WithQuota(vfs.Quota{Bytes: vfs.DefaultQuotaBytes}))
+				f, err := m.Create("/f")
+				if err != nil {
+					b.Fatal(err)
+				}
+				for done := 0; done < tc.size; done += tc.piece {
+					if _, err := f.Write(buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+				f.Close()
+			}
+		})
+	}
+}

@@ -231,13 +231,29 @@ func FuzzMemVsHost(f *testing.F) {
 			prog = rest[n2:]
 			want := runOp(fss[0], op, p1, p2)
 			for i, fsys := range fss[1:] {
-				if got := runOp(fsys, op, p1, p2); got != want {
+				if fsys == nil {
+					continue
+				}
+				got := runOp(fsys, op, p1, p2)
+				if k := op % 14; fsys == rw && k >= 4 && k <= 6 && got != want && strings.HasPrefix(got, "operation not permitted ") {
+					// Rename, symlink, link: the read-write host mount
+					// refuses to put a symlink that leaves it (an
+					// absolute target, or too many ".."); MemFS has no
+					// such rule. The trees differ from here on: compare
+					// the others.
+					fss[i+1] = nil
+					continue
+				}
+				if got != want {
 					t.Fatalf("op %d %q %q: MemFS %q, %d %q", op%14, p1, p2, want, i+1, got)
 				}
 			}
 		}
 		want := dump(fss[0], "/")
 		for i, fsys := range fss[1:] {
+			if fsys == nil {
+				continue
+			}
 			if got := dump(fsys, "/"); got != want {
 				t.Fatalf("trees differ:\nMemFS:\n%s\n%d:\n%s", want, i+1, got)
 			}

@@ -82,11 +82,15 @@ func ExampleWithQuota() {
 	defer f.Close()
 	n, err := f.Write([]byte("12345"))
 	fmt.Println(n, err)
-	// A write that would cross the limit writes nothing.
+	// A write that would cross the limit writes what fits (a short
+	// write, as on a full disk); the next one writes nothing.
 	n, err = f.Write([]byte("6789"))
+	fmt.Println(n, errors.Is(err, syscall.ENOSPC))
+	n, err = f.Write([]byte("9"))
 	fmt.Println(n, errors.Is(err, syscall.ENOSPC))
 	// Output:
 	// 5 <nil>
+	// 3 true
 	// 0 true
 }
 

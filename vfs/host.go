@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -96,6 +98,18 @@ func ParseMountSpec(s string) (MountSpec, error) {
 // On the host, setuid and setgid bits are never set and the owner of a
 // file never changes (chown is EPERM, as for an unprivileged user).
 //
+// Host tools (git, editors, the user's shell) follow the symlinks of a
+// read-write mount on the host, where a guest path means nothing. So in a
+// ReadWrite mount a symlink may only point inside the mount: its target
+// must be relative, its ".." components must come first and not climb
+// above the mount root from the link's directory (lexically; "a/../b" is
+// refused too, since the host resolves "a" first). Anything else is EPERM.
+// Rename and Link obey the same rule for every symlink they put at a new
+// place (the one moved, or every one under a directory moved; a host-made
+// link with an absolute target is not moved), so that a link cannot be
+// made harmless and moved where it is not; across filesystems they are
+// EXDEV anyway. Links already in the host directory are left as they are.
+//
 // The returned FS holds a host file descriptor; it implements io.Closer.
 // FileInfo.Sys() is a *Stat filled from the host's stat (device, inode,
 // link count, owner, times).
@@ -176,6 +190,12 @@ type hostRaw struct {
 	dirf *os.File // the root directory
 	ro   bool
 	dir  string
+
+	// linkMu serializes, in a read-write mount, the operations that put a
+	// symlink at a place (Symlink, Link, Rename) with their checks: while
+	// one holds it, no directory on its path can become a symlink and no
+	// symlink can appear in a subtree being moved. See hostLinkOK.
+	linkMu sync.Mutex
 }
 
 // Close releases the host directory.
@@ -278,6 +298,11 @@ func (h *hostRaw) Rename(oldname, newname string) error {
 	if rel(oldname) == "." || rel(newname) == "." {
 		return linkErr("rename", oldname, newname, syscall.EBUSY)
 	}
+	h.linkMu.Lock()
+	defer h.linkMu.Unlock()
+	if err := h.checkMove(oldname, newname, true); err != nil {
+		return rewrapLink("rename", oldname, newname, err)
+	}
 	err := h.renameAt(oldname, newname)
 	return rewrapLink("rename", oldname, newname, err)
 }
@@ -303,18 +328,169 @@ func (h *hostRaw) ReadlinkIfPossible(name string) (string, error) {
 	return t, rewrap("readlink", name, err)
 }
 
+// SymlinkIfPossible creates a host symlink. In a read-write mount the
+// target must stay inside the mount (see hostLinkOK): anything else is
+// EPERM, because a host tool (git, an editor, the user's shell) would
+// follow the link on the host, where a guest path means nothing.
 func (h *hostRaw) SymlinkIfPossible(oldname, newname string) error {
 	if h.ro {
 		return linkErr("symlink", oldname, newname, syscall.EROFS)
 	}
+	h.linkMu.Lock()
+	defer h.linkMu.Unlock()
+	dir := path.Dir(cleanAbs(newname))
+	if !hostLinkOK(dir, oldname) {
+		return linkErr("symlink", oldname, newname, syscall.EPERM)
+	}
+	if err := h.realDir(dir); err != nil {
+		return rewrapLink("symlink", oldname, newname, err)
+	}
 	return rewrapLink("symlink", oldname, newname, h.root.Symlink(oldname, rel(newname)))
 }
 
+// Link makes a hard link. A hard link to a symlink is a new symlink at a
+// new place: in a read-write mount it obeys the rule of Symlink there.
 func (h *hostRaw) Link(oldname, newname string) error {
 	if h.ro {
 		return linkErr("link", oldname, newname, syscall.EROFS)
 	}
+	h.linkMu.Lock()
+	defer h.linkMu.Unlock()
+	if err := h.checkMove(oldname, newname, false); err != nil {
+		return rewrapLink("link", oldname, newname, err)
+	}
 	return rewrapLink("link", oldname, newname, h.root.Link(rel(oldname), rel(newname)))
+}
+
+// hostLinkOK reports whether a symlink to target in the directory dir of a
+// read-write host mount (a clean path, "/" the mount root) stays inside
+// the mount when the host resolves it. Only relative targets do: an
+// absolute one means the host's root (a guest path means nothing on the
+// host). The target's ".." components must all come first, and there may
+// not be more of them than dir is deep: the host then climbs through real
+// directories (the ones dir is made of; realDir checks them) and comes
+// down by names, each of which stays inside or is a symlink that obeyed
+// the same rule where it was made. A ".." after a name is refused, since
+// it climbs from wherever the name leads (a symlink to "." makes
+// "l/../.." climb one level more than it reads). Lexical, so cheap, and
+// the same on every host.
+func hostLinkOK(dir, target string) bool {
+	if target == "" || strings.HasPrefix(target, "/") {
+		return false
+	}
+	depth := len(splitPath(dir))
+	named := false
+	for _, c := range strings.Split(target, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if named {
+				return false
+			}
+			if depth--; depth < 0 {
+				return false
+			}
+		default:
+			named = true
+		}
+	}
+	return true
+}
+
+// realDir checks, with linkMu held, that no component of dir (a clean
+// path) is a symlink: the directory the host would use is the one dir
+// names, at its depth. The VFS resolved dir before linkMu was taken; a
+// symlink found now means that the guest changed it since (ENOENT: the
+// directory it resolved is gone).
+func (h *hostRaw) realDir(dir string) error {
+	p := ""
+	for _, c := range splitPath(dir) {
+		p = path.Join(p, c)
+		fi, err := h.root.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			return syscall.ENOENT
+		case !fi.IsDir():
+			return syscall.ENOTDIR
+		}
+	}
+	return nil
+}
+
+// checkMove checks, with linkMu held, that renaming or hard-linking
+// oldname to newname puts no symlink at a place where hostLinkOK refuses
+// it: oldname itself when it is a symlink, and every symlink under it when
+// it is a directory (a relative link climbs from where it is, so moving
+// its directory up can make it leave the mount; and an absolute link,
+// which the guest cannot make but the host may have, is not to be put at
+// a name a host tool uses, such as .git/COMMIT_EDITMSG). A directory is
+// walked whole, under linkMu, so nothing changes in it meanwhile; it costs
+// one readdir per directory moved. tree is false for Link (a directory
+// cannot be hard-linked).
+func (h *hostRaw) checkMove(oldname, newname string, tree bool) error {
+	ndir := path.Dir(cleanAbs(newname))
+	if err := h.realDir(ndir); err != nil {
+		return err
+	}
+	fi, err := h.root.Lstat(rel(oldname))
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		t, err := h.root.Readlink(rel(oldname))
+		if err != nil {
+			return err
+		}
+		if !hostLinkOK(ndir, t) {
+			return syscall.EPERM
+		}
+	case fi.IsDir() && tree:
+		return h.checkTree(rel(oldname), path.Join(ndir, path.Base(cleanAbs(newname))))
+	}
+	return nil
+}
+
+// checkTree checks the symlinks under the host directory src (relative to
+// the root) as if src were at dst.
+func (h *hostRaw) checkTree(src, dst string) error {
+	d, err := h.root.Open(src)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	for {
+		ents, err := d.ReadDir(256)
+		for _, e := range ents {
+			s, t := path.Join(src, e.Name()), path.Join(dst, e.Name())
+			switch {
+			case e.Type()&os.ModeSymlink != 0:
+				target, err := h.root.Readlink(s)
+				if err != nil {
+					return err
+				}
+				if !hostLinkOK(dst, target) {
+					return syscall.EPERM
+				}
+			case e.IsDir():
+				if err := h.checkTree(s, t); err != nil {
+					return err
+				}
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(ents) == 0 {
+			return nil
+		}
+	}
 }
 
 func (h *hostRaw) Chmod(name string, mode os.FileMode) error {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/afero"
@@ -140,12 +141,12 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if f.n.kind == kDev {
 		return f.n.dev.Write(p)
 	}
-	off, errno := f.fs.write(f.n, p, f.off, f.append)
+	off, c, errno := f.fs.write(f.n, p, f.off, f.append)
+	f.off = off + int64(c)
 	if errno != 0 {
-		return 0, pathErr("write", f.name, errno)
+		return c, pathErr("write", f.name, errno)
 	}
-	f.off = off
-	return len(p), nil
+	return c, nil
 }
 
 func (f *memFile) WriteString(s string) (int, error) { return f.Write([]byte(s)) }
@@ -165,48 +166,109 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.n.kind == kDev {
 		return f.n.dev.Write(p)
 	}
-	if _, errno := f.fs.write(f.n, p, off, false); errno != 0 {
-		return 0, pathErr("writeat", f.name, errno)
+	_, c, errno := f.fs.write(f.n, p, off, false)
+	if errno != 0 {
+		return c, pathErr("writeat", f.name, errno)
 	}
-	return len(p), nil
+	return c, nil
 }
 
-// write stores p at off (at the end when app) and returns the offset after
-// the data. All or nothing: on a quota error nothing is written.
-func (m *MemFS) write(n *inode, p []byte, off int64, app bool) (int64, syscall.Errno) {
+// write stores p at off (at the end when app) and returns the offset it
+// wrote at and the number of bytes written. Like write(2) on a full disk, a
+// write that would cross the byte quota or the largest file size writes the
+// prefix that fits and returns its length with ENOSPC or EFBIG (a short
+// write); when nothing fits it writes nothing. The next write then fails
+// with the error and nothing written.
+func (m *MemFS) write(n *inode, p []byte, off int64, app bool) (int64, int, syscall.Errno) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if app {
 		off = int64(len(n.data))
 	}
 	if len(p) == 0 {
-		return off, 0
+		return off, 0, 0
 	}
-	end := off + int64(len(p))
-	if end < off || end > m.maxFileSize() {
-		return off, syscall.EFBIG
+	limit := m.maxFileSize()
+	if off >= limit {
+		return off, 0, syscall.EFBIG
 	}
-	if errno := m.resizeLocked(n, end, true); errno != 0 {
-		return off, errno
+	var errno syscall.Errno
+	end := off + int64(len(p)) // no overflow: off < limit <= 1<<40
+	if end > limit {
+		end, errno = limit, syscall.EFBIG
 	}
-	copy(n.data[off:], p)
+	if old := int64(len(n.data)); end > old {
+		if !n.released {
+			d := end - old
+			got := reserveUpTo(&m.q.bytes, d, m.q.limits.Bytes)
+			if got < d {
+				if old+got <= off {
+					// Not even the first byte fits (the room left is
+					// taken by the hole before off): nothing changes.
+					m.q.bytes.Add(-got)
+					return off, 0, syscall.ENOSPC
+				}
+				end, errno = old+got, syscall.ENOSPC
+			}
+		}
+		m.growLocked(n, end)
+	} else if n.shared {
+		n.data = append([]byte(nil), n.data...)
+		n.shared = false
+	}
+	c := copy(n.data[off:end], p)
 	now := m.now()
 	n.mtime, n.ctime = now, now
-	return end, 0
+	return off, c, errno
 }
 
-// resizeLocked makes n.data at least (grow) or exactly (!grow) size bytes,
-// charging the quota, zeroing new bytes and unsharing forked data. n.mu is
-// held.
-func (m *MemFS) resizeLocked(n *inode, size int64, grow bool) syscall.Errno {
-	old := int64(len(n.data))
-	if grow && size <= old {
-		if n.shared {
-			n.data = append([]byte(nil), n.data...)
-			n.shared = false
+// reserveUpTo adds to counter c as much of d as fits under limit (0 = no
+// limit) and returns how much that was (0 <= got <= d).
+func reserveUpTo(c *atomic.Int64, d, limit int64) int64 {
+	for {
+		cur := c.Load()
+		got := d
+		if limit > 0 && cur+got > limit {
+			got = max(limit-cur, 0)
 		}
-		return 0
+		if got == 0 || c.CompareAndSwap(cur, cur+got) {
+			return got
+		}
 	}
+}
+
+// growLocked makes n.data size bytes long (size > len(n.data)), zeroing the
+// new bytes and unsharing forked data. The quota was charged by the caller.
+//
+// The capacity grows geometrically (doubling), so that a file written in
+// small pieces costs O(size) in copies and allocations, not O(size²). The
+// slack beyond size is bounded by the room the byte quota has left and by
+// the largest file size: the host memory of all files stays within about
+// twice the quota, and a file whose capacity is far above its size after a
+// truncate gives it back (see resizeLocked).
+func (m *MemFS) growLocked(n *inode, size int64) {
+	old := int64(len(n.data))
+	if !n.shared && size <= int64(cap(n.data)) {
+		n.data = n.data[:size]
+		clear(n.data[old:])
+		return
+	}
+	c := max(size, 2*old)
+	room := c - size
+	if l := m.q.limits.Bytes; l > 0 {
+		room = min(room, max(l-m.q.bytes.Load(), 0))
+	}
+	room = min(room, m.maxFileSize()-size)
+	nd := make([]byte, size, size+max(room, 0))
+	copy(nd, n.data)
+	n.data, n.shared = nd, false
+}
+
+// resizeLocked makes n.data exactly size bytes (a truncate), charging or
+// refunding the quota, zeroing new bytes and unsharing forked data. All or
+// nothing: past a quota it changes nothing. n.mu is held.
+func (m *MemFS) resizeLocked(n *inode, size int64) syscall.Errno {
+	old := int64(len(n.data))
 	if size == old && !n.shared {
 		return 0
 	}
@@ -221,27 +283,24 @@ func (m *MemFS) resizeLocked(n *inode, size int64, grow bool) syscall.Errno {
 	switch {
 	case size == 0:
 		n.data, n.shared = nil, false
-	case size < old:
-		if n.shared {
-			n.data = append([]byte(nil), n.data[:size]...)
-			n.shared = false
-		} else {
-			n.data = n.data[:size]
-		}
-	case n.shared || size > int64(cap(n.data)):
-		c := size
-		if d := 2 * int64(cap(n.data)); !n.shared && d > c && d-size < 64<<20 {
-			c = d
-		}
-		nd := make([]byte, size, c)
-		copy(nd, n.data)
-		n.data, n.shared = nd, false
+	case size > old:
+		m.growLocked(n, size)
+	case n.shared || int64(cap(n.data)) > 2*size+shrinkSlack:
+		// A copy of the kept part: forked data is not written in place,
+		// and a file cut far below its capacity gives the memory back
+		// (else truncating big files to a byte would hold host memory
+		// the quota no longer counts).
+		n.data = append(make([]byte, 0, size), n.data[:size]...)
+		n.shared = false
 	default:
 		n.data = n.data[:size]
-		clear(n.data[old:])
 	}
 	return 0
 }
+
+// shrinkSlack is the capacity above twice its size that a truncated file
+// may keep without being copied to a smaller buffer.
+const shrinkSlack = 64 << 10
 
 // truncate sets the size of n.
 func (m *MemFS) truncate(n *inode, size int64) syscall.Errno {
@@ -250,7 +309,7 @@ func (m *MemFS) truncate(n *inode, size int64) syscall.Errno {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if errno := m.resizeLocked(n, size, false); errno != 0 {
+	if errno := m.resizeLocked(n, size); errno != 0 {
 		return errno
 	}
 	now := m.now()

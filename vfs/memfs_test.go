@@ -74,26 +74,55 @@ func TestQuotaBytes(t *testing.T) {
 	defer f.Close()
 	_, err = f.Write([]byte(strings.Repeat("b", 30)))
 	must(t, err)
-	// 60 + 30 + 20 > 100: the whole write is refused, nothing lands.
+	// 60 + 30 + 20 > 100: the write stores the 10 bytes that fit and
+	// says ENOSPC (a short write, as on a full disk).
 	n, err := f.Write([]byte(strings.Repeat("c", 20)))
 	wantErrno(t, err, syscall.ENOSPC)
-	if n != 0 {
-		t.Fatalf("partial write of %d bytes", n)
+	if n != 10 {
+		t.Fatalf("short write of %d bytes, want 10", n)
 	}
-	if got := readFile(t, m, "/b"); got != strings.Repeat("b", 30) {
+	// Full: the next write stores nothing.
+	n, err = f.Write([]byte("d"))
+	wantErrno(t, err, syscall.ENOSPC)
+	if n != 0 {
+		t.Fatalf("write on a full filesystem wrote %d bytes", n)
+	}
+	if got := readFile(t, m, "/b"); got != strings.Repeat("b", 30)+strings.Repeat("c", 10) {
 		t.Fatalf("data after ENOSPC: %q", got)
 	}
+	if used, _ := m.Usage(); used != 100 {
+		t.Fatalf("usage %d, want 100", used)
+	}
+	must(t, f.Truncate(30))
+	// A truncate is all or nothing.
 	wantErrno(t, f.Truncate(50), syscall.ENOSPC)
 	if used, _ := m.Usage(); used != 90 {
 		t.Fatalf("usage %d, want 90", used)
 	}
-	_, err = f.WriteAt([]byte("x"), 1000)
+	// A write past the end whose hole takes all the room left writes
+	// nothing.
+	n, err = f.WriteAt([]byte("x"), 1000)
 	wantErrno(t, err, syscall.ENOSPC)
+	if n != 0 {
+		t.Fatalf("sparse write past the quota wrote %d bytes", n)
+	}
+	// One whose hole leaves room writes what fits after it.
+	n, err = f.WriteAt([]byte("xyz"), 38)
+	wantErrno(t, err, syscall.ENOSPC)
+	if n != 2 || readFile(t, m, "/b") != strings.Repeat("b", 30)+"\x00\x00\x00\x00\x00\x00\x00\x00xy" {
+		t.Fatalf("sparse short write: %d bytes, file %q", n, readFile(t, m, "/b"))
+	}
+	must(t, f.Truncate(30))
+	if used, _ := m.Usage(); used != 90 {
+		t.Fatalf("usage %d, want 90", used)
+	}
 	// Overwriting in place needs no new space.
 	_, err = f.WriteAt([]byte("BBBB"), 0)
 	must(t, err)
 	// Removing gives space back.
 	must(t, m.Remove("/a"))
+	_, err = f.Seek(0, io.SeekEnd)
+	must(t, err)
 	_, err = f.Write([]byte(strings.Repeat("c", 20)))
 	must(t, err)
 	if used, _ := m.Usage(); used != 50 {
@@ -133,10 +162,18 @@ func TestQuotaFilesAndFileSize(t *testing.T) {
 	f, err := m.OpenFile("/d/f", os.O_WRONLY|os.O_APPEND, 0)
 	must(t, err)
 	defer f.Close()
-	_, err = f.Write([]byte("56789"))
+	// Past the largest file size a write stores what fits (a short write)
+	// and fails with EFBIG; the next one stores nothing.
+	n, err := f.Write([]byte("56789"))
 	wantErrno(t, err, syscall.EFBIG)
-	_, err = f.Write([]byte("5678"))
-	must(t, err)
+	if n != 4 {
+		t.Fatalf("short write of %d bytes, want 4", n)
+	}
+	n, err = f.Write([]byte("9"))
+	wantErrno(t, err, syscall.EFBIG)
+	if n != 0 {
+		t.Fatalf("write at the largest size wrote %d bytes", n)
+	}
 	wantErrno(t, f.Truncate(9), syscall.EFBIG)
 	if got := readFile(t, m, "/d/h"); got != "12345678" {
 		t.Fatalf("got %q", got)

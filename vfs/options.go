@@ -8,12 +8,17 @@ import (
 
 // Quota limits what a MemFS may hold. A zero field means "no limit".
 //
-// Past a limit the operation that would cross it fails and changes nothing:
-// a write that would make the filesystem larger than Bytes writes nothing
-// and fails with ENOSPC (no partial prefix is written), a write or truncate
-// that would make one file larger than FileSize fails with EFBIG, and a
-// create (file, directory, symlink, device) past Files fails with ENOSPC.
-// Data already written always stays intact.
+// A write that would make the filesystem larger than Bytes behaves as
+// write(2) on a full disk: it writes the prefix that fits and returns its
+// length with ENOSPC (a short write; io.Writer's contract), and a write
+// when nothing fits writes nothing and fails with ENOSPC. A write past
+// FileSize likewise writes up to FileSize and fails with EFBIG. So a
+// program that streams more than the quota allows keeps exactly what fit
+// and then sees "No space left on device". The other operations are all or
+// nothing: a truncate that would cross Bytes or FileSize fails with ENOSPC
+// or EFBIG and changes nothing, and a create (file, directory, symlink,
+// device) past Files fails with ENOSPC. Data already written always stays
+// intact.
 type Quota struct {
 	// Bytes is the total size of all regular files and symlink targets.
 	Bytes int64

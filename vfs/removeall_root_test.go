@@ -26,7 +26,11 @@ func TestRemoveAllThroughSymlinkToRoot(t *testing.T) {
 	for name, fsys := range map[string]vfs.FS{
 		"memfs": vfs.NewMemFS(), "rw": rw, "cow": cow, "vfs over cow": vfs.New(cow2),
 	} {
-		must(t, fsys.SymlinkIfPossible("/", "/a"))
+		target := "/"
+		if name == "rw" {
+			target = "." // a read-write host mount refuses absolute targets
+		}
+		must(t, fsys.SymlinkIfPossible(target, "/a"))
 		f, err := fsys.OpenFile("/f", 0o101, 0o644) // O_WRONLY|O_CREATE
 		must(t, err)
 		f.Close()
