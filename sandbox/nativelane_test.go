@@ -253,6 +253,31 @@ func treeHash(t *testing.T, dir string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// A symlink committed by the guest (as a file the VFS refuses to make a
+// link) cannot become a host symlink through git checkout.
+func TestNativeGitCheckoutMakesNoSymlink(t *testing.T) {
+	repo, canary := hostRepo(t)
+	// A tree with a symlink to the canary, as a hostile commit would hold.
+	link := filepath.Join(repo, "evil")
+	os.Symlink(canary, link)
+	cmd := exec.Command("git", "-c", "user.name=H", "-c", "user.email=h@x", "commit", "-q", "-m", "evil", "--", "evil")
+	cmd.Dir = repo
+	exec.Command("git", "-C", repo, "add", "evil").Run()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	os.Remove(link)
+	sb := nativeSandbox(t, repo, "rw")
+	res := run(t, sb, `git checkout -- evil; echo s=$?; cat evil`)
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		t.Fatalf("checkout made a host symlink (or nothing): %v %v %q %q", fi, err, res.Stdout, res.Stderr)
+	}
+	if !strings.Contains(res.Stdout, "s=0\n"+canary) {
+		t.Fatalf("%q %q", res.Stdout, res.Stderr)
+	}
+	checkCanary(t, canary)
+}
+
 // Native git through a read-only mount leaves the host repository
 // byte-identical: index, refs, objects.
 func TestNativeGitReadOnlyMount(t *testing.T) {

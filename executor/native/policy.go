@@ -192,7 +192,8 @@ const (
 // GIT_TERMINAL_PROMPT=0, no pager, ":" as editor, no protocols, and
 // command-line config (via GIT_CONFIG_COUNT, which outranks the
 // repository's config) that turns off hooks, fsmonitor, gpg programs,
-// credential helpers and submodule recursion.
+// credential helpers, submodule recursion and symlinks (core.symlinks:
+// checkout writes a symlink of a tree as a file holding its target).
 func GitRule() Rule {
 	over := [][2]string{
 		{"core.fsmonitor", "false"},
@@ -215,6 +216,9 @@ func GitRule() Rule {
 		{"diff.ignoreSubmodules", "all"},
 		{"status.submoduleSummary", "false"},
 		{"safe.bareRepository", "explicit"},
+		// A symlink in a tree the guest committed is checked out as a
+		// file holding its target: git never makes a host symlink.
+		{"core.symlinks", "false"},
 	}
 	env := map[string]string{
 		"GIT_CONFIG_NOSYSTEM":    "1",
