@@ -179,8 +179,7 @@ func (s *Shell) echo(hc interp.HandlerContext, args []string) error {
 			out, stop := expandEscapes(a, true)
 			sb.WriteString(out)
 			if stop {
-				io.WriteString(hc.Stdout, sb.String())
-				return nil
+				return writeOut(hc, "echo", sb.String(), 0)
 			}
 			continue
 		}
@@ -189,8 +188,22 @@ func (s *Shell) echo(hc interp.HandlerContext, args []string) error {
 	if newline {
 		sb.WriteByte('\n')
 	}
-	io.WriteString(hc.Stdout, sb.String())
-	return nil
+	return writeOut(hc, "echo", sb.String(), 0)
+}
+
+// writeOut writes a builtin's output. A failed write is the builtin's
+// failure, as in bash: a closed pipe ends it with 141 (SIGPIPE) and no
+// message, any other error ("No space left on device") prints
+// "NAME: write error: ..." and gives 1. code is the status otherwise.
+func writeOut(hc interp.HandlerContext, name, out string, code int) error {
+	if _, err := io.WriteString(hc.Stdout, out); err != nil {
+		if errors.Is(err, syscall.EPIPE) {
+			return status(141)
+		}
+		fmt.Fprintf(hc.Stderr, "bash: %s: write error: %s\n", name, errText(err))
+		return status(1)
+	}
+	return status(code)
 }
 
 // expandEscapes expands backslash escapes as echo -e and printf %b do.
@@ -315,8 +328,7 @@ func (s *Shell) printf(ctx context.Context, hc interp.HandlerContext, args []str
 		}
 		return status(code)
 	}
-	io.WriteString(hc.Stdout, out)
-	return status(code)
+	return writeOut(hc, "printf", out, code)
 }
 
 // pwd prints $PWD (-L, the default) or the current directory with every
