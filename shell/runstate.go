@@ -3,11 +3,11 @@ package shell
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -91,8 +91,15 @@ func (c ctxReader) Read(p []byte) (int, error) {
 }
 
 // ErrOutputLimit is returned by writes to a Run's stdout or stderr once
-// Limits.MaxOutputBytes has been written.
-var ErrOutputLimit = errors.New("output limit reached")
+// Limits.MaxOutputBytes has been written. It matches syscall.EPIPE: past
+// the cap a writer sees what it would see on a closed pipe (a builtin
+// ends with 141, as bash's would on SIGPIPE), and the script goes on.
+var ErrOutputLimit error = outputLimitError{}
+
+type outputLimitError struct{}
+
+func (outputLimitError) Error() string        { return "output limit reached" }
+func (outputLimitError) Is(target error) bool { return target == syscall.EPIPE }
 
 // capWriter forwards at most max bytes to w, and fails every write after.
 // It is safe for concurrent use (background jobs write concurrently).
