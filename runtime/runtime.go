@@ -457,15 +457,24 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 	if m := r.lookup(key); m != nil {
 		return m, nil
 	}
-	minPages, err := minMemoryPages(wasm)
+	// Bound what the module makes the host allocate before anything
+	// decodes it (see Caps in the package documentation).
+	binary, err := wasmbin.ApplyCaps(wasm, wasmbin.DefaultCaps)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, refused(err))
+	}
+	minPages, err := minMemoryPages(binary)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	// A binary these rewrites cannot parse is compiled as it is, so that
-	// wazero's decoder says what is wrong with it.
-	binary, target := wasm, r.rt
+	target := r.rt
 	if !r.wazeroCheck {
 		if out, ok, err := wasmbin.InstrumentLoops(binary); err == nil && ok {
+			// Metering adds code after every loop: the caps hold for
+			// what is compiled, not only for what was given.
+			if err := checkCaps(out); err != nil {
+				return nil, fmt.Errorf("%s: %w (after loop metering)", name, refused(err))
+			}
 			binary, target = out, r.fast
 		}
 	}
