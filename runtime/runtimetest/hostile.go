@@ -88,7 +88,7 @@ func MemoryGrow(pages uint32, exit int32) []byte {
 // ManyLocals returns a module whose _start declares n i64 locals and exits
 // 0.
 func ManyLocals(n uint32) []byte {
-	return exitingModule(nil, nil, ULEB([]byte{1}, uint64(n)), append(I32Const(0), Call(0)...))
+	return exitingModule(nil, nil, append(ULEB([]byte{1}, uint64(n)), I64), append(I32Const(0), Call(0)...))
 }
 
 // BigFunction returns a module whose _start is n bytes of nop and then
@@ -97,10 +97,11 @@ func BigFunction(n int) []byte {
 	return exitingModule(nil, nil, nil, append(bytes.Repeat([]byte{0x01}, n), append(I32Const(0), Call(0)...)...))
 }
 
-// BigElem returns a module with a table of n entries filled by one active
-// element segment of n references to function 1, whose _start exits 0.
-func BigElem(n uint32) []byte {
-	table := vec(1, ULEB([]byte{0x70, 0x00}, uint64(n)))
+// BigElem returns a module with a table of tableMin entries and one
+// active element segment at 0 of n references to function 1, whose _start
+// exits 0 (instantiation fails when n > tableMin).
+func BigElem(n, tableMin uint32) []byte {
+	table := vec(1, ULEB([]byte{0x70, 0x00}, uint64(tableMin)))
 	elem := vec(1, []byte{0x00}, I32Const(0), []byte{OpEnd}, ULEB(nil, uint64(n)), bytes.Repeat([]byte{0x01}, int(n)))
 	return exitingModule(table, elem, nil, append(I32Const(0), Call(0)...))
 }
