@@ -115,6 +115,7 @@ func (c Caps) Check(s Shape) error {
 		{f.Depth, c.Func.Depth, fn(at.Depth, "nests blocks"), "deep"},
 		{f.Calls, c.Func.Calls, fn(at.Calls, "has"), "calls"},
 		{f.MemOps, c.Func.MemOps, fn(at.MemOps, "has"), "memory accesses"},
+		{f.Cost, c.Func.Cost, fn(at.Cost, "would take about"), "bytes to compile"},
 	}...)
 	for _, k := range checks {
 		if k.cap != 0 && k.n > k.cap {
@@ -275,6 +276,27 @@ type FuncShape struct {
 	Depth     uint64 // the deepest nesting of blocks, loops and ifs
 	Calls     uint64 // calls, and instructions the compiler turns into calls to the host (memory.grow, table.*, bulk memory)
 	MemOps    uint64 // loads, stores and atomic accesses
+	// Cost estimates the bytes of Go heap wazero's optimizing compiler
+	// (v1.12) takes to compile the body: the counts above weighted by
+	// what each cost in measurements (see CostOf).
+	Cost uint64
+}
+
+// Weights of FuncShape.Cost, in bytes of compiler heap: the peak Go heap
+// of compiling one function made of a single kind of instruction,
+// divided by the count (wazero v1.12, amd64): 1 MB of i32.add chains,
+// loads, ifs, calls and br_table targets.
+const (
+	costInstr    = 180
+	costMemOp    = 4800
+	costBranch   = 7600
+	costCall     = 1400
+	costBrTarget = 2400
+)
+
+// CostOf is the estimated compile cost of a body with f's counts.
+func CostOf(f FuncShape) uint64 {
+	return f.Instrs*costInstr + f.MemOps*costMemOp + f.Branches*costBranch + f.Calls*costCall + f.BrTargets*costBrTarget
 }
 
 // funcShape measures a function body, decoding every instruction. An
@@ -327,6 +349,7 @@ func funcShape(body []byte) (FuncShape, error) {
 			return f, fmt.Errorf("%w: opcode %#x at offset %d", ErrMalformed, op, len(body)-len(r.b)-1)
 		}
 	}
+	f.Cost = CostOf(f)
 	return f, r.err
 }
 
@@ -346,6 +369,7 @@ func (s *Shape) addFunc(i uint64, f FuncShape) {
 	up(&m.Depth, &at.Depth, f.Depth)
 	up(&m.Calls, &at.Calls, f.Calls)
 	up(&m.MemOps, &at.MemOps, f.MemOps)
+	up(&m.Cost, &at.Cost, f.Cost)
 }
 
 // table adds a table's limits to the shape.
@@ -528,6 +552,7 @@ var DefaultCaps = Caps{
 		Depth:     12_288,
 		Calls:     16_384,
 		MemOps:    128 << 10,
+		Cost:      512 << 20,
 	},
 	CustomBytes: 32 << 20,
 }

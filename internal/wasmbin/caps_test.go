@@ -113,6 +113,11 @@ func TestApplyCapsRefuses(t *testing.T) {
 			}
 		})
 	}
+	loads := codeModule([]byte{0, 0x41, 0, 0x28, 2, 0, 0x41, 0, 0x28, 2, 0, 0x41, 0, 0x28, 2, 0, opEnd})
+	if _, err := ApplyCaps(loads, Caps{Func: FuncShape{Cost: 10000}}); err == nil ||
+		err.Error() != "module refused: function 0 would take about 15660 bytes to compile (cap 10000)" {
+		t.Errorf("cost: err = %v", err)
+	}
 	// Under every cap: the module as it is.
 	ok := codeModule([]byte{1, 3, tI64, 0x02, 0x40, 0x10, 0, 0x0c, 0, opEnd, opEnd})
 	if out, err := ApplyCaps(ok, caps); err != nil || !bytes.Equal(out, ok) {
@@ -137,7 +142,8 @@ func TestApplyCapsMalformed(t *testing.T) {
 }
 
 // TestToolModulesWithinCaps: the tool modules of wasmbox (the largest
-// legitimate modules it runs) stay at least 3 times under every cap, so
+// legitimate modules it runs) stay at least 3 times under every cap (2 times under the
+// compile cost cap), so
 // that the caps never refuse a real program, and the margin is checked
 // whenever the modules are rebuilt.
 func TestToolModulesWithinCaps(t *testing.T) {
@@ -181,6 +187,10 @@ func scaleShape(s Shape, k uint64) scaled {
 		&s.MaxFunc.Depth, &s.MaxFunc.Calls, &s.MaxFunc.MemOps} {
 		*p *= k
 	}
+	// The compile cost cap is what bounds the host's memory: it sits 2
+	// times above the largest function (jq's, ~225 MB estimated, 240 MiB
+	// measured for the whole module).
+	s.MaxFunc.Cost *= 2
 	s.Memories /= k // one memory is one memory
 	return scaled(s)
 }
