@@ -194,3 +194,29 @@ func scaleShape(s Shape, k uint64) scaled {
 	s.Memories /= k // one memory is one memory
 	return scaled(s)
 }
+
+// BenchmarkApplyCaps measures the check Compile adds before every compile
+// that the in-memory cache misses, on the largest tool module.
+func BenchmarkApplyCaps(b *testing.B) {
+	bin, err := os.ReadFile("../../wasm/shell.wasm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(bin)))
+	for b.Loop() {
+		if _, err := ApplyCaps(bin, DefaultCaps); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkInstrumentLoopsShell(b *testing.B) {
+	bin, err := os.ReadFile("../../wasm/shell.wasm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(bin)))
+	for b.Loop() {
+		InstrumentLoops(bin)
+	}
+}
