@@ -502,3 +502,22 @@ func TestBrokenPipe(t *testing.T) {
 		t.Errorf("got %+v", res)
 	}
 }
+
+// TestRefusedModule: a module over the runtime's caps is an error like any
+// other invalid module (exit 126, the refusal naming the cap), and a
+// table.grow loop under a small memory limit ends with the guest's answer.
+func TestRefusedModule(t *testing.T) {
+	e := newEnv(t)
+	mustWrite(t, e.fs, "/home/user/locals.wasm", runtimetest.ManyLocals(50_000_000))
+	mustWrite(t, e.fs, "/home/user/tables.wasm", runtimetest.TableGrow(1<<20, 42))
+	res, _, _ := e.run(context.Background(), executor.Job{Argv: []string{"/home/user/locals.wasm"}, MemoryLimit: 64 << 20})
+	if res.ExitCode != executor.ExitCannotExecute || res.Class != executor.ClassNone ||
+		!errors.Is(res.Err, runtime.ErrModuleRefused) ||
+		res.Err.Error() != "/home/user/locals.wasm: module refused: function 0 declares 50000000 locals (cap 50000)" {
+		t.Errorf("locals: exit %d class %q err %v", res.ExitCode, res.Class, res.Err)
+	}
+	res, _, _ = e.run(context.Background(), executor.Job{Argv: []string{"/home/user/tables.wasm"}, MemoryLimit: 64 << 20, Timeout: 10 * time.Second})
+	if res.ExitCode != 42 || res.Err != nil {
+		t.Errorf("table.grow: exit %d class %q err %v, want 42 (table.grow returned -1 at the cap)", res.ExitCode, res.Class, res.Err)
+	}
+}

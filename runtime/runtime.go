@@ -33,9 +33,75 @@
 //	if err != nil { ... } // ErrNotWasm, *ImportError, ...
 //	err = rt.Run(ctx, mod, wazero.NewModuleConfig().WithArgs("hello"), runtime.RunOptions{})
 //
+// # Caps
+//
+// A module makes the host allocate more than its linear memory: wazero
+// decodes it, compiles every function and builds its tables, globals and
+// segments in Go memory, which the memory limit of a run does not see.
+// Compile therefore measures every module first (wasmbin.ModuleShape:
+// counts and sizes of every section, and per function body its locals,
+// instructions, branches, br_table targets, nesting depth, calls and
+// memory accesses) and refuses one over a cap of wasmbin.DefaultCaps with
+// an error wrapping [ErrModuleRefused] that names it:
+//
+//	NAME: module refused: function 12 declares 50000000 locals (cap 50000)
+//
+// A module these checks cannot parse is refused the same way
+// ("module refused: malformed wasm module: ..."). The caps hold for what
+// is compiled: a module whose loop metering would take it over one is
+// refused too. Tables are not refused for growing: every table's maximum
+// is lowered to the table cap (a table without one gets it), so that
+// table.grow returns -1 past the cap, as the spec has it at a declared
+// maximum, and valid modules keep working; a table whose declared initial
+// size is over the cap is refused. memory.grow past the memory limit
+// returns -1 as well (see the memory limit below).
+//
+// The caps sit at least 3-4 times above the largest legitimate modules
+// wasmbox runs, its tool modules (measured on the modules of wasm/ at this
+// commit; TestToolModulesWithinCaps in internal/wasmbin keeps a margin of
+// 3 whenever they are rebuilt):
+//
+//	                            largest (module)        cap
+//	module size                 9.8 MB (shell)          64 MiB
+//	code section                6.0 MB (coreutils)      32 MiB
+//	function body               291 KB (jq)             1 MiB
+//	locals of a function        21 (coreutils)          50,000
+//	instructions of a function  124,251 (jq)            524,288
+//	branches of a function      6,902 (shell)           28,000
+//	br_table targets            3,744 (shell)           16,384
+//	block nesting               2,962 (jq)              12,288
+//	calls of a function         2,744 (jq)              16,384
+//	memory accesses             30,702 (jq)             131,072
+//	estimated compile heap      ~225 MB (jq)            512 MiB
+//	functions                   4,836 (shell)           100,000
+//	table initial size          8,932 (shell)           262,144 (2 MiB)
+//	tables                      1                       16
+//	element entries             4,836 (shell)           262,144
+//	data bytes                  3.8 MB (shell)          32 MiB
+//	data segments               1 (tools/wasmopt)       100,000
+//	globals / types / imports   8 / 21 / 45             65,536 / 65,536 / 10,000
+//	exports / param+results     4 / 10                  100,000 / 1,000
+//	custom sections             71 B                    32 MiB
+//
+// Compiling them (no disk cache, wazero's optimizing compiler, 2 workers)
+// takes this much host memory, peak Go heap in use over the compile /
+// process high-water RSS: awk 152 MiB / 196 MB, coreutils 113 MiB /
+// 177 MB, jq 240 MiB / 295 MB, shell 180 MiB / 244 MB. The compile
+// memory of a function grows with its instructions, not its bytes: 1 MB
+// of loads, calls, ifs or br_table targets measured 0.7-2+ GiB of heap,
+// and ifs and br_ifs take time quadratic in their count (20,000 ifs:
+// 24 s). The caps per function bound each of these, and the estimated
+// compile heap (wasmbin.CostOf: the counts weighted by those measurements;
+// jq's largest function is estimated at ~225 MB, and jq as a whole
+// measured 240 MiB) bounds their sum, so a hostile function costs at most
+// about 512 MiB of heap to compile, per compilation worker, and a body at
+// the branch cap tens of seconds of compile time: a compile is not
+// bounded by a run's timeout.
+//
 // # Errors
 //
-// Compile reports [ErrNotWasm] for input without the \0asm magic, an
+// Compile reports [ErrNotWasm] for input without the \0asm magic,
+// [ErrModuleRefused] for a module over a cap (see Caps), an
 // [*ImportError] (errors.Is [ErrUnresolvedImport]) naming every import the
 // runtime does not provide, and wazero's decode or validation error
 // otherwise. Run returns nil for exit status 0, a *sys.ExitError for a
@@ -457,15 +523,24 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 	if m := r.lookup(key); m != nil {
 		return m, nil
 	}
-	minPages, err := minMemoryPages(wasm)
+	// Bound what the module makes the host allocate before anything
+	// decodes it (see Caps in the package documentation).
+	binary, err := wasmbin.ApplyCaps(wasm, wasmbin.DefaultCaps)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, refused(err))
+	}
+	minPages, err := minMemoryPages(binary)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	// A binary these rewrites cannot parse is compiled as it is, so that
-	// wazero's decoder says what is wrong with it.
-	binary, target := wasm, r.rt
+	target := r.rt
 	if !r.wazeroCheck {
 		if out, ok, err := wasmbin.InstrumentLoops(binary); err == nil && ok {
+			// Metering adds code after every loop: the caps hold for
+			// what is compiled, not only for what was given.
+			if err := checkCaps(out); err != nil {
+				return nil, fmt.Errorf("%s: %w (after loop metering)", name, refused(err))
+			}
 			binary, target = out, r.fast
 		}
 	}

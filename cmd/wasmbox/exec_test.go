@@ -26,6 +26,11 @@ func fixtures(t *testing.T) (dir, cache string) {
 		"cat.wasm":     runtimetest.Guest(t, "cat"),
 		"fsprobe.wasm": runtimetest.Guest(t, "fsprobe"),
 		"spawn.wasm":   runtimetest.Guest(t, "spawn"),
+		// table.grow by 2^20 entries (8 MiB of host memory) at a time,
+		// until it fails or forever.
+		"tablegrow.wasm": runtimetest.TableGrow(1<<20, 42),
+		"tablespin.wasm": runtimetest.TableGrow(1<<20, -1),
+		"locals.wasm":    runtimetest.ManyLocals(50_000_000),
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
@@ -90,6 +95,13 @@ func TestExec(t *testing.T) {
 			stderr: "wasmbox: module closed with context deadline exceeded\n"},
 		{name: "memory limit", args: []string{"exec", "--memory", "1MiB", "$DIR/hog.wasm"}, exit: 137,
 			stderr: "wasmbox: $DIR/hog.wasm: memory limit exceeded: the guest asked for more than 1MiB of memory\n"},
+		// The guest's memory limit bounds its tables too: table.grow
+		// fails at the cap, as at a declared maximum.
+		{name: "table.grow", args: []string{"exec", "--memory", "64MiB", "--timeout", "5s", "$DIR/tablegrow.wasm"}, exit: 42},
+		{name: "table.grow forever", args: []string{"exec", "--memory", "64MiB", "--timeout", "1s", "$DIR/tablespin.wasm"}, exit: 124,
+			stderr: "wasmbox: module closed with context deadline exceeded\n"},
+		{name: "refused module", args: []string{"exec", "--memory", "64MiB", "$DIR/locals.wasm"}, exit: 1,
+			stderr: "wasmbox: $DIR/locals.wasm: module refused: function 0 declares 50000000 locals (cap 50000)\n"},
 		{name: "default layout", args: []string{"exec", "$DIR/fsprobe.wasm", "ls", "/", "read", "/etc/group"},
 			stdout: "bin\ndev\netc\nhome\nroot\ntmp\nusr\nroot:x:0:\nuser:x:1000:\n"},
 		{name: "mount ro", args: []string{"exec", "--mount", "$DIR/data:/data", "$DIR/fsprobe.wasm", "read", "/data/hello.txt", "ls", "/data", "write", "/data/x", "y"},

@@ -20,6 +20,8 @@ func seeds() [][]byte {
 	p.data.Body = vec(seg(0, "a"), cat([]byte{0, opGlobal, 0, opEnd}, str("hi")), cat([]byte{1}, str("p")))
 	p.memory.Body = vec(memory(1, 2))
 	out = append(out, p.module())
+	out = append(out, tableModule(nil, vec(table(1, -1), table(2, 9))),
+		codeModule([]byte{1, 3, tI64, 0x02, 0x40, 0x0e, 1, 0, 0, 0x28, 2, 0, opEnd, opEnd}))
 	return out
 }
 
@@ -50,6 +52,18 @@ func FuzzSections(f *testing.F) {
 		}
 		Globals(secs)
 		Memories(secs)
+		caps := Caps{TableSize: 3, Func: FuncShape{Locals: 5}}
+		if out, err := ApplyCaps(b, caps); err == nil {
+			s, err := ModuleShape(out)
+			if err != nil {
+				t.Fatalf("ApplyCaps output does not parse: %v", err)
+			}
+			if s.Tables > 0 && (s.UnboundedTable || s.MaxTableMax > 3) {
+				t.Fatalf("ApplyCaps left a table maximum over the cap: %+v", s)
+			}
+		} else if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrRefused) {
+			t.Fatalf("ApplyCaps: error %v is neither malformed nor refused", err)
+		}
 		if out, err := SetMinMemory(secs, 100); err == nil {
 			if _, err := Sections(Encode(out)); err != nil {
 				t.Fatalf("SetMinMemory output does not parse: %v", err)
