@@ -217,6 +217,7 @@ type Runtime struct {
 	rt          wazero.Runtime
 	fast        wazero.Runtime // metered modules (wasmbin.InstrumentLoops)
 	caches      []wazero.CompilationCache
+	preparedDir string // the prepared-module cache (prepared.go), "" for none
 	wazeroCheck bool
 	workers     int
 	memLimit    uint64
@@ -294,6 +295,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 				return nil, fmt.Errorf("runtime: compilation cache %s: %w", dir, err)
 			}
 			r.caches = []wazero.CompilationCache{c, lc}
+			r.preparedDir = filepath.Join(dir, "prepared")
 			checked = checked.WithCompilationCache(c)
 			loops = loops.WithCompilationCache(lc)
 		}
@@ -523,34 +525,24 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 	if m := r.lookup(key); m != nil {
 		return m, nil
 	}
-	// Bound what the module makes the host allocate before anything
-	// decodes it (see Caps in the package documentation).
-	binary, err := wasmbin.ApplyCaps(wasm, wasmbin.DefaultCaps)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, refused(err))
-	}
-	minPages, err := minMemoryPages(binary)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	target := r.rt
-	if !r.wazeroCheck {
-		if out, ok, err := wasmbin.InstrumentLoops(binary); err == nil && ok {
-			// Metering adds code after every loop: the caps hold for
-			// what is compiled, not only for what was given.
-			if err := checkCaps(out); err != nil {
-				return nil, fmt.Errorf("%s: %w (after loop metering)", name, refused(err))
-			}
-			binary, target = out, r.fast
+	pm, ok := r.loadPrepared(key)
+	if !ok {
+		var err error
+		if pm, err = prepare(name, wasm, r.wazeroCheck); err != nil {
+			return nil, err
 		}
+		r.storePrepared(key, pm)
+	}
+	binary, minPages, target := pm.binary, pm.minPages, r.rt
+	if pm.metered {
+		target = r.fast
 	}
 	var rc *reactor
-	if prep, ok, err := wasmbin.PrepareReactor(binary); err == nil && ok {
-		rc = &reactor{segments: prep.Segments, globals: prep.Globals}
+	if pm.reactor {
+		rc = &reactor{segments: pm.segments, globals: pm.globals}
 		if r.spares > 0 {
 			rc.spares = &sparePool{}
 		}
-		binary = prep.Binary
 	}
 	cctx := experimental.WithCompilationWorkers(r.hostCtx(ctx), r.workers)
 	compiled, err := target.CompileModule(cctx, binary)
@@ -584,6 +576,37 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 		}
 	}
 	return m, nil
+}
+
+// prepare applies Compile's rewrites to a module: the caps, loop metering
+// (unless wazeroCheck) and the reactor preparation.
+func prepare(name string, wasm []byte, wazeroCheck bool) (prepared, error) {
+	// Bound what the module makes the host allocate before anything
+	// decodes it (see Caps in the package documentation).
+	binary, err := wasmbin.ApplyCaps(wasm, wasmbin.DefaultCaps)
+	if err != nil {
+		return prepared{}, fmt.Errorf("%s: %w", name, refused(err))
+	}
+	pm := prepared{}
+	if pm.minPages, err = minMemoryPages(binary); err != nil {
+		return prepared{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if !wazeroCheck {
+		if out, ok, err := wasmbin.InstrumentLoops(binary); err == nil && ok {
+			// Metering adds code after every loop: the caps hold for
+			// what is compiled, not only for what was given.
+			if err := checkCaps(out); err != nil {
+				return prepared{}, fmt.Errorf("%s: %w (after loop metering)", name, refused(err))
+			}
+			binary, pm.metered = out, true
+		}
+	}
+	if prep, ok, err := wasmbin.PrepareReactor(binary); err == nil && ok {
+		pm.reactor, pm.segments, pm.globals = true, prep.Segments, prep.Globals
+		binary = prep.Binary
+	}
+	pm.binary = binary
+	return pm, nil
 }
 
 func (r *Runtime) lookup(key [32]byte) *Module {
