@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor/native"
 	"github.com/wasmbox/wasmbox/executor/pool"
@@ -104,7 +106,11 @@ type config struct {
 	unjailed      bool
 	audit         *audit.Logger
 	redactor      *audit.Redactor
-	errs          []error
+	// MCP bridge (mcp.go) and tracing (trace.go).
+	mcpServers     map[string]MCPServer
+	hostTools      []hostTool
+	tracerProvider trace.TracerProvider
+	errs           []error
 }
 
 func defaultConfig() *config {
