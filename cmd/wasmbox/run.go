@@ -34,6 +34,7 @@ type sandboxFlags struct {
 	memory        string
 	shellMemory   string
 	deterministic bool
+	mcpConfig     string
 }
 
 func (f *sandboxFlags) register(cmd *cobra.Command) {
@@ -48,6 +49,7 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.memory, "memory", "", "memory limit of each command, e.g. 64MiB (default 256MiB)")
 	fl.StringVar(&f.shellMemory, "shell-memory", "", "memory limit of the shell itself, e.g. 64MiB (default 256MiB; past it a script ends with 137, LIMIT_EXCEEDED)")
 	fl.BoolVar(&f.deterministic, "deterministic", false, "fixed clock and file times, seeded $RANDOM and /dev/random: reproducible runs")
+	fl.StringVar(&f.mcpConfig, "mcp-config", "", `MCP servers whose tools scripts may call with the mcp command: a JSON file {"mcpServers": {...}}`)
 }
 
 // options turns the flags into sandbox options, or a usage error.
@@ -94,6 +96,13 @@ func (f *sandboxFlags) options() ([]sandbox.Option, error) {
 	}
 	if f.deterministic {
 		opts = append(opts, sandbox.WithDeterministic(1))
+	}
+	if f.mcpConfig != "" {
+		mc, err := sandbox.LoadMCPConfig(f.mcpConfig)
+		if err != nil {
+			return nil, fmt.Errorf("--mcp-config: %w", err)
+		}
+		opts = append(opts, sandbox.WithMCPServers(mc.Servers))
 	}
 	return opts, nil
 }
