@@ -333,3 +333,74 @@ func TestMCPListenRules(t *testing.T) {
 		t.Fatalf("empty token file: %d %q", code, stderr)
 	}
 }
+
+// With WASMBOX_TEST_AS_WASMBOX=1 the test binary is the wasmbox command,
+// so that a test can run `wasmbox mcp` as a real stdio MCP server.
+func TestMain(m *testing.M) {
+	if os.Getenv("WASMBOX_TEST_AS_WASMBOX") == "1" {
+		os.Exit(doMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// TestMCPBothWays: a script of `wasmbox run` calls the run tool of
+// another `wasmbox mcp` through the bridge, and the call shows in
+// "tool_calls" of run --json and of the MCP run tool.
+func TestMCPBothWays(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "mcp.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"box": map[string]any{
+		"command": exe, "args": []string{"--cachedir", testCacheDir(), "mcp"},
+		"env": map[string]string{"WASMBOX_TEST_AS_WASMBOX": "1"}, "tools": []string{"run"},
+	}}})
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runMain(t, "", "--cachedir", testCacheDir(), "run", "--json", "--mcp-config", cfg, "-c",
+		`mcp call box run '{"script":"echo nested | tr a-z A-Z"}' | head -1; mcp call box write_file '{}'; echo "status $?"`)
+	var res struct {
+		Stdout    string
+		ToolCalls []struct {
+			Server, Tool, Error string
+			OK                  bool
+		} `json:"tool_calls"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != 0 {
+		t.Fatalf("run --json: %d %q %q: %v", code, stdout, stderr, err)
+	}
+	if res.Stdout != "NESTED\nstatus 126\n" || len(res.ToolCalls) != 2 ||
+		res.ToolCalls[0].Server != "box" || res.ToolCalls[0].Tool != "run" || !res.ToolCalls[0].OK ||
+		res.ToolCalls[1].Tool != "write_file" || res.ToolCalls[1].OK || res.ToolCalls[1].Error == "" {
+		t.Fatalf("run --json: %+v", res)
+	}
+
+	// The same through the run tool of `wasmbox mcp --mcp-config`.
+	srvIn, clientOut := io.Pipe()
+	clientIn, srvOut := io.Pipe()
+	done := make(chan int, 1)
+	var errb bytes.Buffer
+	go func() {
+		done <- doMain([]string{"--cachedir", testCacheDir(), "mcp", "--mcp-config", cfg}, srvIn, srvOut, &errb)
+		srvOut.Close()
+	}()
+	cs, err := newTestClient(&progressLog{}).Connect(context.Background(), &mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := call(t, cs, "run", map[string]any{"script": `mcp call box run '{"script":"echo inner"}' | head -1`})
+	var r struct {
+		Stdout    string
+		ToolCalls []struct{ Server, Tool string } `json:"tool_calls"`
+	}
+	b, _ = json.Marshal(out.StructuredContent)
+	if err := json.Unmarshal(b, &r); err != nil || r.Stdout != "inner\n" || len(r.ToolCalls) != 1 || r.ToolCalls[0].Tool != "run" {
+		t.Fatalf("run tool: %s: %v", b, err)
+	}
+	cs.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("wasmbox mcp exited %d: %s", code, errb.String())
+	}
+}
