@@ -19,57 +19,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The MCP bridge: code inside the sandbox calls the host's MCP tools.
-//
-// # Configuration
-//
-// WithMCPServers (and `--mcp-config FILE` of the CLI, through
-// ParseMCPConfig) takes the "mcpServers" object MCP clients use:
-//
-//	{"mcpServers": {
-//	  "files":  {"command": "npx", "args": ["-y", "some-server"], "env": {"K": "V"},
-//	             "tools": ["read", "list"]},
-//	  "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ..."}}
-//	}}
-//
-// "tools" is an allowlist of the server's tools; when it is absent every
-// tool of the server is allowed. A server starts (a stdio server is
-// spawned, an HTTP server is connected to) the first time a script uses
-// it, and stops when the sandbox closes. A stdio server's environment is
-// a safe default taken from the host (PATH, HOME, LANG, LC_ALL, TERM, USER,
-// LOGNAME, SHELL, TMPDIR, when set) plus its "env", never the host's whole
-// environment. WithTool adds Go functions as the tools of the server
-// "host".
-//
-// # The mcp command
-//
-// Inside the sandbox:
-//
-//	mcp list                            one line per allowed tool: "SERVER TOOL  description"
-//	mcp call [--json] SERVER TOOL [JSON|-]
-//
-// call sends the JSON object (default {}; - reads it from standard input)
-// as the tool's arguments and prints the text of the result's text blocks,
-// one per line (--json: the whole CallToolResult as one JSON line). Exit
-// status: 0 ok, 1 the tool returned isError (its text goes to standard
-// error) or the server failed, 126 denied (an unknown server, or a tool
-// that is not allowlisted), 2 usage.
-//
-// mcp is not a WebAssembly tool but a command the host serves, routed by
-// the sandbox's command runner like a native command (see MCPABI): the
-// MCP client, its connections and its credentials stay on the host, no
-// guest code handles them, and because the guest reaches it through the
-// ordinary process ABI it works wherever a command does: pipes, $( ),
-// xargs, find -exec, and any guest program that spawns commands.
-//
-// # Tracing
-//
-// Every call is recorded on the host, never parsed from guest output: in
-// Result.ToolCalls ("tool_calls" of the JSON form), as an audit entry
-// (kind "mcp", with WithAudit) and as an OpenTelemetry span "mcp.call"
-// (attributes server, tool, ok; its parent is the run's span "sandbox.run",
-// see WithTracerProvider). A refused call is recorded too, with ok false.
-
 // MCPABI documents the host call behind the sandbox's mcp command. It is
 // the process ABI (runtime.ProcessABI, or runtime.SpawnABI for a blocking
 // spawn): a guest spawns argv ["mcp", ...] (or "/usr/bin/mcp") with its
@@ -93,6 +42,9 @@ type MCPServer struct {
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	URL     string            `json:"url,omitempty"`
+	// Type is optional, as some clients write it: "stdio" (with
+	// Command) or "http" / "streamable-http" (with URL).
+	Type    string            `json:"type,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 	// Tools allowlists the tools of the server: nil allows every tool,
 	// an empty list none.
@@ -166,6 +118,19 @@ func (s MCPServer) check(name string) error {
 	case s.URL == "" && len(s.Headers) > 0:
 		return fmt.Errorf("server %q: headers need a url", name)
 	}
+	switch s.Type {
+	case "":
+	case "stdio":
+		if s.Command == "" {
+			return fmt.Errorf("server %q: type stdio needs a command", name)
+		}
+	case "http", "streamable-http", "streamableHttp":
+		if s.URL == "" {
+			return fmt.Errorf("server %q: type %s needs a url", name, s.Type)
+		}
+	default:
+		return fmt.Errorf("server %q: unsupported type %q (stdio or http)", name, s.Type)
+	}
 	for k := range s.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return fmt.Errorf("server %q: bad environment variable name %q", name, k)
@@ -175,8 +140,62 @@ func (s MCPServer) check(name string) error {
 }
 
 // WithMCPServers makes the MCP servers (keyed by name) available to the
-// sandbox's mcp command. Calls accumulate; a name given twice keeps the
-// last entry.
+// sandbox's mcp command: the bridge through which code inside the sandbox
+// calls the host's MCP tools. Calls accumulate; a name given twice keeps
+// the last entry.
+//
+// # Configuration
+//
+// WithMCPServers (and `--mcp-config FILE` of the CLI, through
+// ParseMCPConfig) takes the "mcpServers" object MCP clients use:
+//
+//	{"mcpServers": {
+//	  "files":  {"command": "npx", "args": ["-y", "some-server"], "env": {"K": "V"},
+//	             "tools": ["read", "list"]},
+//	  "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ..."}}
+//	}}
+//
+// "tools" is an allowlist of the server's tools; when it is absent every
+// tool of the server is allowed. A server starts (a stdio server is
+// spawned, an HTTP server is connected to) the first time a script uses
+// it, and stops when the sandbox closes. A stdio server's environment is
+// a safe default taken from the host (PATH, HOME, LANG, LC_ALL, TERM, USER,
+// LOGNAME, SHELL, TMPDIR, when set) plus its "env", never the host's whole
+// environment. WithTool adds Go functions as the tools of the server
+// "host".
+//
+// # The mcp command
+//
+// Inside the sandbox:
+//
+//	mcp list                            one line per allowed tool: "SERVER TOOL  description"
+//	mcp call [--json] SERVER TOOL [JSON|-]
+//
+// call sends the JSON object (default {}; - reads it from standard input)
+// as the tool's arguments and prints the text of the result's text blocks,
+// one per line (--json: the whole CallToolResult as one JSON line). Exit
+// status: 0 ok, 1 the tool returned isError (its text goes to standard
+// error) or the server failed, 126 denied (an unknown server, or a tool
+// that is not allowlisted), 2 usage.
+//
+// mcp is not a WebAssembly tool but a command the host serves, routed by
+// the sandbox's command runner like a native command (see MCPABI): the
+// MCP client, its connections and its credentials stay on the host, no
+// guest code handles them, and because the guest reaches it through the
+// ordinary process ABI it works wherever a command does: pipes, $( ),
+// xargs, find -exec, and any guest program that spawns commands.
+//
+// WithAllow does not apply to mcp: a sandbox has it only when MCP servers
+// or tools are configured, and the servers' tools allowlists are its
+// policy.
+//
+// # Tracing
+//
+// Every call is recorded on the host, never parsed from guest output: in
+// Result.ToolCalls ("tool_calls" of the JSON form), as an audit entry
+// (kind "mcp", with WithAudit) and as an OpenTelemetry span "mcp.call"
+// (attributes server, tool, ok; its parent is the run's span "sandbox.run",
+// see WithTracerProvider). A refused call is recorded too, with ok false.
 func WithMCPServers(servers map[string]MCPServer) Option {
 	return func(c *config) {
 		for name, s := range servers {
@@ -212,7 +231,8 @@ type hostTool struct {
 // WithTool adds a Go function as the tool name of the server "host"
 // (mcp call host NAME). inputSchema is its JSON schema (a
 // json.RawMessage, a map, or a *jsonschema.Schema); nil means any object.
-// ctx of fn is bounded by the run that called it.
+// fn runs on the host with the context of the run that called it (its
+// deadline, cancel and span).
 func WithTool(name, description string, inputSchema any, fn ToolFunc) Option {
 	return func(c *config) {
 		if name == "" || fn == nil {
@@ -275,7 +295,8 @@ type mcpConn struct {
 
 	mu   sync.Mutex // held while connecting
 	sess *mcp.ClientSession
-	// hostTools are WithTool's tools, served in process (server "host").
+	// hostTools are WithTool's tools (server "host"), called directly
+	// with the run's context; sess stays nil.
 	hostTools []hostTool
 }
 
@@ -360,16 +381,6 @@ func (b *bridge) session(ctx context.Context, c *mcpConn) (*mcp.ClientSession, e
 	client := mcp.NewClient(&mcp.Implementation{Name: "wasmbox", Version: "1"}, nil)
 	var t mcp.Transport
 	switch {
-	case c.hostTools != nil:
-		srv := mcp.NewServer(&mcp.Implementation{Name: "wasmbox-host", Version: "1"}, nil)
-		for _, ht := range c.hostTools {
-			srv.AddTool(&mcp.Tool{Name: ht.name, Description: ht.description, InputSchema: ht.schema}, hostToolHandler(ht.fn))
-		}
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-			return nil, err
-		}
-		t = ct
 	case c.spec.URL != "":
 		hc := &http.Client{Transport: headerTransport{headers: c.spec.Headers, next: http.DefaultTransport}}
 		t = &mcp.StreamableClientTransport{Endpoint: c.spec.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
@@ -390,34 +401,49 @@ func (b *bridge) session(ctx context.Context, c *mcpConn) (*mcp.ClientSession, e
 	return sess, nil
 }
 
-// hostToolHandler adapts a ToolFunc to the in-process server.
-func hostToolHandler(fn ToolFunc) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := req.Params.Arguments
-		if len(args) == 0 {
-			args = json.RawMessage(`{}`)
+// callHostTool calls a tool of WithTool on the calling goroutine, with the
+// run's context.
+func callHostTool(ctx context.Context, tools []hostTool, name string, args json.RawMessage) (res *mcp.CallToolResult, err error) {
+	for _, ht := range tools {
+		if ht.name == name {
+			defer func() {
+				// A panicking tool fails its call, not the host.
+				if p := recover(); p != nil {
+					res, err = hostToolResult(nil, fmt.Errorf("tool %s panicked: %v", name, p)), nil
+				}
+			}()
+			return hostToolResult(ht.fn(ctx, args)), nil
 		}
-		v, err := fn(ctx, args)
+	}
+	return nil, fmt.Errorf("unknown tool %q", name)
+}
+
+// hostToolResult makes the CallToolResult of a ToolFunc's return values.
+func hostToolResult(v any, err error) *mcp.CallToolResult {
+	{
 		if err != nil {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
 		}
 		switch v := v.(type) {
 		case *mcp.CallToolResult:
-			return v, nil
+			if v != nil {
+				return v
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{}}
 		case string:
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: v}}}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: v}}}
 		case nil:
-			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{}}
 		}
 		b, err := json.Marshal(v)
 		if err != nil {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "marshaling the result: " + err.Error()}}}, nil
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "marshaling the result: " + err.Error()}}}
 		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 		if len(b) > 0 && b[0] == '{' {
 			res.StructuredContent = json.RawMessage(b)
 		}
-		return res, nil
+		return res
 	}
 }
 

@@ -177,7 +177,7 @@ func TestMCPBridgeHTTPServer(t *testing.T) {
 }
 
 func TestParseMCPConfig(t *testing.T) {
-	cfg, err := ParseMCPConfig([]byte(`{"mcpServers": {"a": {"command": "x", "args": ["1"], "env": {"K": "V"}, "tools": []}, "b": {"url": "http://127.0.0.1:1/mcp", "headers": {"H": "v"}}}}`))
+	cfg, err := ParseMCPConfig([]byte(`{"mcpServers": {"a": {"command": "x", "args": ["1"], "env": {"K": "V"}, "tools": []}, "b": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"H": "v"}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,8 @@ func TestParseMCPConfig(t *testing.T) {
 	for _, bad := range []string{
 		`{}`, `[]`, `{"mcpServers": {"a": {}}}`, `{"mcpServers": {"a": {"command": "x", "url": "http://h"}}}`,
 		`{"mcpServers": {"a": {"url": "file:///x"}}}`, `{"mcpServers": {"a b": {"command": "x"}}}`,
-		`{"mcpServers": {"a": {"command": "x", "typo": 1}}}`,
+		`{"mcpServers": {"a": {"command": "x", "typo": 1}}}`, `{"mcpServers": {"a": {"command": "x", "type": "sse"}}}`,
+		`{"mcpServers": {"a": {"command": "x", "type": "http"}}}`,
 	} {
 		if _, err := ParseMCPConfig([]byte(bad)); err == nil {
 			t.Errorf("%s: no error", bad)
@@ -198,5 +199,26 @@ func TestParseMCPConfig(t *testing.T) {
 	}
 	if _, err := New(context.Background(), WithMCPServers(map[string]MCPServer{"host": {Command: "x"}})); err == nil {
 		t.Error(`the reserved server name "host" was accepted`)
+	}
+}
+
+// TestMCPBridgeGoTool: a WithTool function gets the arguments and the
+// run's context; its error is a tool error; the command works under
+// WithAllow, which does not name it.
+func TestMCPBridgeGoTool(t *testing.T) {
+	sb := newSandbox(t, WithAllow("tr"), WithTool("greet", "Greets", nil, func(ctx context.Context, args json.RawMessage) (any, error) {
+		var in struct{ Name string }
+		json.Unmarshal(args, &in)
+		if in.Name == "" {
+			return nil, errors.New("name is required")
+		}
+		if _, ok := ctx.Deadline(); !ok {
+			return nil, errors.New("no deadline: not the run's context")
+		}
+		return map[string]string{"greeting": "hi " + in.Name}, nil
+	}), WithTool("boom", "Panics", nil, func(context.Context, json.RawMessage) (any, error) { panic("kaboom") }))
+	res := run(t, sb, `mcp call host greet '{"Name":"ann"}' | tr a-z A-Z; mcp call host greet; echo "status $?"; cat /etc/passwd; echo "cat $?"; mcp call host boom; echo "boom $?"`)
+	if res.Stdout != "{\"GREETING\":\"HI ANN\"}\nstatus 1\ncat 126\nboom 1\n" || !strings.Contains(res.Stderr, "name is required") || !strings.Contains(res.Stderr, "tool boom panicked: kaboom") {
+		t.Fatalf("%+v", res)
 	}
 }

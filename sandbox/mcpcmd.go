@@ -75,6 +75,13 @@ func (s *Sandbox) mcpList(ctx context.Context, stdout, stderr io.Writer) (int, e
 	code := mcpExitOK
 	for _, name := range b.names() {
 		c := b.conns[name]
+		if c.hostTools != nil {
+			for _, ht := range c.hostTools {
+				desc, _, _ := strings.Cut(strings.TrimSpace(ht.description), "\n")
+				fmt.Fprintf(w, "%s %s  %s\n", name, ht.name, desc)
+			}
+			continue
+		}
 		sess, err := b.session(ctx, c)
 		if err == nil {
 			for t, terr := range sess.Tools(ctx, nil) {
@@ -226,6 +233,9 @@ func (s *Sandbox) mcpCall(ctx context.Context, args []string, stdin io.Reader, s
 
 // callTool calls tool on c's server, starting it if needed, within ctx.
 func (s *Sandbox) callTool(ctx context.Context, c *mcpConn, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if c.hostTools != nil {
+		return callHostTool(ctx, c.hostTools, tool, args)
+	}
 	sess, err := s.bridge.session(ctx, c)
 	if err != nil {
 		return nil, err

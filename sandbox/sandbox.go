@@ -25,6 +25,13 @@
 // output per stream, timeout, VFS bytes and files, memory per command,
 // concurrent commands, nesting depth.
 //
+// # MCP
+//
+// Scripts call the host's MCP tools with the command mcp (mcp list, mcp
+// call SERVER TOOL JSON) when the sandbox has servers (WithMCPServers) or
+// Go tools (WithTool); each call is traced on the host (Result.ToolCalls,
+// the audit log, OpenTelemetry spans: see WithTracerProvider).
+//
 // # Concurrency
 //
 // A Sandbox is safe for concurrent use; Runs are serialized (the shell
