@@ -150,6 +150,12 @@ func TestMCPBridgeCallBoundedByRun(t *testing.T) {
 			t.Errorf("%s: ToolCalls %+v", script, res.ToolCalls)
 		}
 	}
+	// A server that cannot start fails its calls (1) and its list lines.
+	sb2 := newSandbox(t, WithMCPServers(map[string]MCPServer{"missing": {Command: filepath.Join(t.TempDir(), "no-such-server")}}))
+	res := run(t, sb2, `mcp call missing x; echo "call $?"; mcp list >/dev/null; echo "list $?"`)
+	if res.Stdout != "call 1\nlist 1\n" || !strings.Contains(res.Stderr, "mcp: missing x: starting server:") || !strings.Contains(res.Stderr, "mcp: missing: ") {
+		t.Errorf("missing server: %+v", res)
+	}
 	// The server that answered stays usable.
 	if res := run(t, sb, `mcp call t echo '{"text":"still here"}'`); res.Stdout != "still here\n" {
 		t.Errorf("after a killed call: %+v", res)
