@@ -60,6 +60,17 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 	}
 	defer s.inflight.Add(-1)
 
+	if s.isMCPCommand(c.Argv[0]) {
+		code, err := s.runMCP(ctx, c)
+		class := ClassNone
+		if err != nil {
+			class = classOfCtx(ctx)
+		} else if code == mcpExitDenied {
+			class = ClassDenied
+		}
+		rs.note(code, class)
+		return code, err
+	}
 	if s.isNative(name) && (c.Argv[0] == name || path.Dir(c.Argv[0]) == "/usr/bin") {
 		code, class := s.runNative(ctx, c)
 		rs.note(code, class)
@@ -136,6 +147,16 @@ type delegateDepthKey struct{}
 func (r *commandRunner) delegate(ctx context.Context, child executor.Job) (executor.Result, bool) {
 	s := r.s
 	name := path.Base(child.Argv[0])
+	if s.isMCPCommand(child.Argv[0]) {
+		code, err := s.runMCP(ctx, command{Argv: child.Argv, Env: child.Env, Dir: child.Dir, Stdin: child.Stdin, Stdout: child.Stdout, Stderr: child.Stderr})
+		res := executor.Result{ExitCode: code}
+		if err != nil {
+			res.Class = classOfCtx(ctx)
+		} else if code == mcpExitDenied {
+			res.Class = ClassDenied
+		}
+		return res, true
+	}
 	if !s.isNative(name) {
 		return executor.Result{}, false
 	}

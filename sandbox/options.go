@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor/native"
 	"github.com/wasmbox/wasmbox/executor/pool"
@@ -105,7 +107,11 @@ type config struct {
 	audit         *audit.Logger
 	redactor      *audit.Redactor
 	secrets       *secretSet // shared with forks
-	errs          []error
+	// MCP bridge (mcp.go) and tracing (trace.go).
+	mcpServers     map[string]MCPServer
+	hostTools      []hostTool
+	tracerProvider trace.TracerProvider
+	errs           []error
 }
 
 func defaultConfig() *config {

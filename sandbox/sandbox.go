@@ -25,6 +25,13 @@
 // output per stream, timeout, VFS bytes and files, memory per command,
 // concurrent commands, nesting depth.
 //
+// # MCP
+//
+// Scripts call the host's MCP tools with the command mcp (mcp list, mcp
+// call SERVER TOOL JSON) when the sandbox has servers (WithMCPServers) or
+// Go tools (WithTool); each call is traced on the host (Result.ToolCalls,
+// the audit log, OpenTelemetry spans: see WithTracerProvider).
+//
 // # Concurrency
 //
 // A Sandbox is safe for concurrent use; Runs are serialized (the shell
@@ -97,6 +104,9 @@ type Result struct {
 	// shell state persists all the same; an interactive front end ends
 	// its session).
 	Exited bool
+	// ToolCalls are the MCP tool calls the script made through the mcp
+	// command, in order (see WithMCPServers).
+	ToolCalls []ToolCall
 }
 
 // ResultJSON is the JSON form of a Result that `wasmbox run --json` and the
@@ -108,6 +118,8 @@ type ResultJSON struct {
 	ErrorClass string `json:"error_class"`
 	Truncated  bool   `json:"truncated"`
 	DurationMS int64  `json:"duration_ms"`
+	// ToolCalls is left out when the run made no MCP tool call.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // JSON returns r in its JSON form.
@@ -119,6 +131,7 @@ func (r Result) JSON() ResultJSON {
 		ErrorClass: string(r.ErrorClass),
 		Truncated:  r.Truncated,
 		DurationMS: r.Duration.Milliseconds(),
+		ToolCalls:  r.ToolCalls,
 	}
 }
 
@@ -142,6 +155,8 @@ type Sandbox struct {
 	closed  bool
 
 	inflight atomic.Int64 // external commands running now
+
+	bridge *bridge // MCP servers and tools; nil without any
 }
 
 // New returns a sandbox with the default layout (/bin, /usr/bin,
@@ -210,6 +225,7 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 		env:     map[string]string{},
 		cancels: map[int]context.CancelFunc{},
 	}
+	s.bridge = newBridge(s)
 	for k, val := range defaultEnv() {
 		s.env[k] = val
 	}
@@ -271,6 +287,12 @@ func (s *Sandbox) sessionConfig(dir string) session.Config {
 			ini.Commands[name] = "/usr/bin/" + name
 		}
 	}
+	if s.bridge != nil {
+		if ini.Commands == nil {
+			ini.Commands = map[string]string{}
+		}
+		ini.Commands["mcp"] = "/usr/bin/mcp"
+	}
 	return session.Config{
 		Runtime:       s.engine.rt,
 		Module:        s.engine.shell,
@@ -308,6 +330,7 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 		return Result{}, err
 	}
 	defer s.endRun(id, cancel)
+	runCtx, endSpan := s.startRun(runCtx)
 
 	s.cfg.noteScript(script)
 	if r := s.cfg.redactor; r != nil {
@@ -349,6 +372,7 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 		work(runCtx)
 	}
 	res.Duration = time.Since(start)
+	endSpan(&res)
 	return res, nil
 }
 
@@ -442,7 +466,7 @@ func (s *Sandbox) Close() error {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	s.sh.Close()
-	return s.hosts.release()
+	return errors.Join(s.bridge.close(), s.hosts.release())
 }
 
 // hostMounts counts the sandboxes (an original and its forks) that use a
@@ -637,6 +661,7 @@ func (s *Sandbox) Fork() (*Sandbox, error) {
 		env:     s.env,
 		cancels: map[int]context.CancelFunc{},
 	}
+	c.bridge = newBridge(c)
 	sh, err := s.sh.Fork(context.Background(), c.fs, &commandRunner{s: c})
 	if err != nil {
 		c.hosts.release()

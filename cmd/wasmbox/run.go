@@ -37,6 +37,7 @@ type sandboxFlags struct {
 	deterministic bool
 	redactOutput  bool
 	auditLog      string
+	mcpConfig     string
 }
 
 func (f *sandboxFlags) register(cmd *cobra.Command) {
@@ -53,6 +54,7 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.deterministic, "deterministic", false, "fixed clock and file times, seeded $RANDOM and /dev/random: reproducible runs")
 	fl.BoolVar(&f.redactOutput, "redact-output", false, "redact secrets from the output (values of secret host variables and of secret-named variables set with --env or by the script, known token shapes)")
 	fl.StringVar(&f.auditLog, "audit-log", "", "append a hash-chained audit log (JSON lines, always redacted) to this file")
+	fl.StringVar(&f.mcpConfig, "mcp-config", "", `MCP servers whose tools scripts may call with the mcp command: a JSON file {"mcpServers": {...}}`)
 }
 
 // options turns the flags into sandbox options, or a usage error.
@@ -99,6 +101,13 @@ func (f *sandboxFlags) options() ([]sandbox.Option, error) {
 	}
 	if f.deterministic {
 		opts = append(opts, sandbox.WithDeterministic(1))
+	}
+	if f.mcpConfig != "" {
+		mc, err := sandbox.LoadMCPConfig(f.mcpConfig)
+		if err != nil {
+			return nil, fmt.Errorf("--mcp-config: %w", err)
+		}
+		opts = append(opts, sandbox.WithMCPServers(mc.Servers))
 	}
 	return opts, nil
 }
