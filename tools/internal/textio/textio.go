@@ -121,7 +121,33 @@ func ReadAllInput(e *cmd.Env, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer closeFn()
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			return readAllSized(f, fi.Size())
+		}
+	}
 	return io.ReadAll(r)
+}
+
+// readAllSized reads r to its end into a buffer sized for a file of size
+// bytes, in large reads (io.ReadAll starts at 512 bytes and copies as it
+// grows; each read is a host call in wasm).
+func readAllSized(r io.Reader, size int64) ([]byte, error) {
+	const chunk = 1 << 20
+	b := make([]byte, 0, min(size, 1<<30)+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):min(cap(b), len(b)+chunk)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // Inputs returns the operands, or ["-"] (standard input) when there are

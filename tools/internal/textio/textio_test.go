@@ -114,3 +114,19 @@ func TestCountByte(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAllInputSized reads files of sizes around its read size whole.
+func TestReadAllInputSized(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{1, 4095, 1 << 20, 1<<20 + 1, 3<<20 + 5} {
+		data := bytes.Repeat([]byte("0123456789abcdef"), n/16+1)[:n]
+		name := filepath.Join(dir, "f")
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadAllInput(&cmd.Env{}, name)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("size %d: read %d bytes, err %v", n, len(got), err)
+		}
+	}
+}
