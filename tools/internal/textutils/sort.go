@@ -2,7 +2,6 @@ package textutils
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -971,33 +970,6 @@ func (s *sorter) mergeRuns(runs [][][]byte) [][]byte {
 	}
 }
 
-// prefixRec is a line with its first eight bytes as a big-endian number
-// (zero padded): the numbers order as the bytes do, and equal numbers
-// leave the rest to bytes.Compare.
-type prefixRec struct {
-	pfx  uint64
-	line []byte
-}
-
-func prefix8(l []byte) uint64 {
-	if len(l) >= 8 {
-		return binary.BigEndian.Uint64(l)
-	}
-	var b [8]byte
-	copy(b[:], l)
-	return binary.BigEndian.Uint64(b[:])
-}
-
-func comparePrefixRec(a, b prefixRec) int {
-	if a.pfx != b.pfx {
-		if a.pfx < b.pfx {
-			return -1
-		}
-		return 1
-	}
-	return bytes.Compare(a.line, b.line)
-}
-
 // sortRec is a line with its keys extracted once, so that the n log n
 // comparisons do not split fields again.
 type sortRec struct {
@@ -1031,23 +1003,14 @@ func cmpNumKey(a, b *numKey) int {
 // last-resort comparison makes the order total anyway).
 func (s *sorter) sortRecords(lines [][]byte) {
 	if len(s.keys) == 0 {
-		// Whole lines bytewise: compare the first eight bytes as one
-		// number (big endian, zero padded) and the rest only on a tie.
-		recs := make([]prefixRec, len(lines))
-		for i, l := range lines {
-			recs[i] = prefixRec{prefix8(l), l}
-		}
-		cmp := comparePrefixRec
+		cmp := bytes.Compare
 		if s.rev {
-			cmp = func(a, b prefixRec) int { return comparePrefixRec(b, a) }
+			cmp = func(a, b []byte) int { return bytes.Compare(b, a) }
 		}
 		if s.stable || s.unique {
-			slices.SortStableFunc(recs, cmp)
+			slices.SortStableFunc(lines, cmp)
 		} else {
-			slices.SortFunc(recs, cmp)
-		}
-		for i := range recs {
-			lines[i] = recs[i].line
+			slices.SortFunc(lines, cmp)
 		}
 		return
 	}
