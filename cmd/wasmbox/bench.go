@@ -32,7 +32,7 @@ median and p99 per measurement, with the native equivalent (GNU tools,
   wasmbox bench --only kill,command --json
 
 Groups: kill, command, script, throughput, memory, sandbox, startup,
-compute, responsiveness. The exit status is 1 when a measurement failed
+compute, tools, responsiveness. The exit status is 1 when a measurement failed
 (its error is printed after the table).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

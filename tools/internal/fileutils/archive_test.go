@@ -83,6 +83,11 @@ func TestTarStdoutPipe(t *testing.T) {
 	if st != 0 {
 		t.Fatalf("create: %s", errs)
 	}
+	// tar -z compresses at the fastest level (see tarGzipLevel): the
+	// gzip header's XFL byte says so (4).
+	if len(arch) < 10 || arch[8] != 4 {
+		t.Errorf("tar czf: gzip header %x, want XFL 4 (fastest)", arch[:min(10, len(arch))])
+	}
 	os.MkdirAll(dir+"/copy", 0o755)
 	if _, errs, st := run(t, dir+"/copy", arch, "tar", "-xzf", "-"); st != 0 {
 		t.Fatalf("extract: %s", errs)

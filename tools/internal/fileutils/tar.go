@@ -392,7 +392,13 @@ func (t *tarState) create() int {
 	}
 	var zw *gzip.Writer
 	if t.gz {
-		zw = gzip.NewWriter(w)
+		// GNU tar runs gzip -6. Go's deflate at level 6 is about twice
+		// as slow as gzip's natively, and Go code in wasm about ten
+		// times slower again (tar czf of 10 MB: ~15-20x GNU); at level
+		// 1 (BestSpeed) it is about ten times faster, for an archive
+		// about a third larger. `tar cf - DIR | gzip -6` still gives
+		// the smaller one.
+		zw, _ = gzip.NewWriterLevel(w, tarGzipLevel)
 		w = zw
 	}
 	tw := tar.NewWriter(w)
@@ -934,3 +940,6 @@ func (t *tarState) symlinkInPath(base, target string) string {
 	}
 	return ""
 }
+
+// tarGzipLevel is the compression level of tar -z (see tar's create).
+const tarGzipLevel = gzip.BestSpeed

@@ -158,7 +158,8 @@ func hashFile(e *cmd.Env, name string, h hash.Hash) ([]byte, error) {
 		return nil, err
 	}
 	defer done()
-	if _, err := io.Copy(h, r); err != nil {
+	// Large reads: each is a host call in wasm.
+	if _, err := io.CopyBuffer(h, onlyReader{r}, make([]byte, 256<<10)); err != nil {
 		return nil, err
 	}
 	return h.Sum(nil), nil
@@ -533,3 +534,9 @@ func base64Decode(e *cmd.Env, r io.Reader, w *bufio.Writer, flush func() int, ga
 	}
 	return flush()
 }
+
+// onlyReader hides a reader's WriteTo (an *os.File's copies through a
+// 32 KiB buffer) so that io.CopyBuffer uses the buffer it is given.
+type onlyReader struct{ r io.Reader }
+
+func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }

@@ -13,9 +13,11 @@ package textio
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"io"
 	"io/fs"
+	"math/bits"
 	"os"
 	"strings"
 	"syscall"
@@ -119,7 +121,33 @@ func ReadAllInput(e *cmd.Env, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer closeFn()
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			return readAllSized(f, fi.Size())
+		}
+	}
 	return io.ReadAll(r)
+}
+
+// readAllSized reads r to its end into a buffer sized for a file of size
+// bytes, in large reads (io.ReadAll starts at 512 bytes and copies as it
+// grows; each read is a host call in wasm).
+func readAllSized(r io.Reader, size int64) ([]byte, error) {
+	const chunk = 1 << 20
+	b := make([]byte, 0, min(size, 1<<30)+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):min(cap(b), len(b)+chunk)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // Inputs returns the operands, or ["-"] (standard input) when there are
@@ -163,4 +191,31 @@ func (l *LineReader) Next() ([]byte, error) {
 		return nil, io.EOF
 	}
 	return line, err
+}
+
+// CountByte returns the number of bytes of p equal to c, like bytes.Count
+// with a one-byte separator. The standard library counts byte by byte on
+// wasm (internal/bytealg has no wasm Count); this counts eight bytes per
+// step with a 64-bit load and a population count, both single wasm
+// instructions.
+func CountByte(p []byte, c byte) int {
+	const lo = 0x0101010101010101
+	const hi = 0x8080808080808080
+	pat := uint64(c) * lo
+	n := 0
+	i := 0
+	for ; i+8 <= len(p); i += 8 {
+		x := binary.LittleEndian.Uint64(p[i:]) ^ pat
+		// A byte of t has its high bit set iff that byte of x is not
+		// zero: the low seven bits plus 0x7f carry into bit 7 unless
+		// they are all zero, and | x keeps a set bit 7.
+		t := ((x &^ hi) + (hi - lo)) | x
+		n += bits.OnesCount64(^t & hi)
+	}
+	for ; i < len(p); i++ {
+		if p[i] == c {
+			n++
+		}
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,40 @@ func TestFlush(t *testing.T) {
 	out.WriteString("x")
 	if st := Flush(e, out, 4); st != 4 || errb.Len() != 0 {
 		t.Errorf("Flush(EPIPE) = %d, stderr %q", st, errb.String())
+	}
+}
+
+func TestCountByte(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n < 300; n++ {
+		p := make([]byte, n)
+		for i := range p {
+			// Bytes near the pattern and with the high bit set catch
+			// carries between lanes.
+			p[i] = []byte{'\n', '\n' ^ 0x80, 0x0b, 0x09, 0xff, 0x00, 'a', 0x8a}[r.IntN(8)]
+		}
+		for _, c := range []byte{'\n', 0, 0xff, 0x8a} {
+			for off := 0; off < 8 && off <= n; off++ {
+				if got, want := CountByte(p[off:], c), bytes.Count(p[off:], []byte{c}); got != want {
+					t.Fatalf("CountByte(%q, %q) = %d, want %d", p[off:], c, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestReadAllInputSized reads files of sizes around its read size whole.
+func TestReadAllInputSized(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []int{1, 4095, 1 << 20, 1<<20 + 1, 3<<20 + 5} {
+		data := bytes.Repeat([]byte("0123456789abcdef"), n/16+1)[:n]
+		name := filepath.Join(dir, "f")
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadAllInput(&cmd.Env{}, name)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("size %d: read %d bytes, err %v", n, len(got), err)
+		}
 	}
 }

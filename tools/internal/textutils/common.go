@@ -2,6 +2,7 @@ package textutils
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"github.com/wasmbox/wasmbox/tools/internal/textio"
@@ -398,22 +399,15 @@ func (l *lineReader) next() ([]byte, error) {
 // splitRecords splits data into records terminated by delim; the final
 // record may lack the terminator. The records alias data.
 func splitRecords(data []byte, delim byte) [][]byte {
-	n := 0
-	for _, c := range data {
-		if c == delim {
-			n++
+	recs := make([][]byte, 0, textio.CountByte(data, delim)+1)
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, delim)
+		if i < 0 {
+			recs = append(recs, data)
+			break
 		}
-	}
-	recs := make([][]byte, 0, n+1)
-	start := 0
-	for i, c := range data {
-		if c == delim {
-			recs = append(recs, data[start:i])
-			start = i + 1
-		}
-	}
-	if start < len(data) {
-		recs = append(recs, data[start:])
+		recs = append(recs, data[:i:i])
+		data = data[i+1:]
 	}
 	return recs
 }

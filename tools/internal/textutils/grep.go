@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+	"github.com/wasmbox/wasmbox/tools/internal/textio"
 )
 
 func init() {
@@ -136,7 +137,8 @@ type grepper struct {
 	t                            *tool
 	re                           *Regex // matches a line (wrapped for -x/-w)
 	reNext                       *Regex // -w: continuation matcher
-	fixed                        []byte // fast path: one fixed string, no options
+	fixed                        []byte // fast path: one fixed string (lower case when fixedFold)
+	fixedFold                    bool   // -i on an ASCII fixed string
 	noPatterns                   bool
 	invert, count, quiet, only   bool
 	listMatch, listNoMatch       bool
@@ -357,10 +359,15 @@ func (g *grepper) compile(pats []string, mode string, icase bool, wrap int) erro
 		g.noPatterns = true
 		return nil
 	}
-	if mode == "F" {
-		if len(pats) == 1 && !icase && wrap == wrapNone && !g.word && pats[0] != "" {
-			g.fixed = []byte(pats[0])
+	// One pattern that is a plain string (in any syntax) is searched for
+	// as one; under -i only when it is ASCII, which the search folds.
+	if len(pats) == 1 && wrap == wrapNone && !g.word && isLiteralPattern(pats[0], mode) && (!icase || isASCII([]byte(pats[0]))) {
+		g.fixed = []byte(pats[0])
+		if icase {
+			g.fixed, g.fixedFold = bytes.ToLower(g.fixed), true
 		}
+	}
+	if mode == "F" {
 		q := make([]string, len(pats))
 		for i, p := range pats {
 			var b strings.Builder
@@ -396,6 +403,20 @@ func (g *grepper) compile(pats []string, mode string, icase bool, wrap int) erro
 	return nil
 }
 
+// isLiteralPattern reports whether pattern p of syntax mode (F, G, E, P)
+// matches exactly its own bytes.
+func isLiteralPattern(p, mode string) bool {
+	switch mode {
+	case "F":
+		return p != ""
+	case "G":
+		return p != "" && !strings.ContainsAny(p, `\.[]*^$`)
+	case "E":
+		return p != "" && !strings.ContainsAny(p, `\.[]*+?{}()|^$`)
+	}
+	return false
+}
+
 // matches returns the [start,end) spans of the matches in line (all of
 // them when all is set, else only the first).
 func (g *grepper) matches(line []byte, all bool) ([][2]int, error) {
@@ -406,7 +427,12 @@ func (g *grepper) matches(line []byte, all bool) ([][2]int, error) {
 		var out [][2]int
 		pos := 0
 		for {
-			i := bytes.Index(line[pos:], g.fixed)
+			var i int
+			if g.fixedFold {
+				i = indexFold(line[pos:], g.fixed)
+			} else {
+				i = bytes.Index(line[pos:], g.fixed)
+			}
 			if i < 0 {
 				return out, nil
 			}
@@ -607,28 +633,18 @@ func (g *grepper) searchReader(r io.Reader, name string) {
 			return
 		}
 	}
-	lr := &lineReader{r: br, delim: g.delim}
 	w := g.t.out
 	var count int64
-	var lineno, off int64
 	var beforeBuf []ctxLine
 	afterLeft := 0
 	lastPrinted := int64(0) // line number of the last printed line
 	printLines := !g.count && !g.quiet && !g.listMatch && !g.listNoMatch
-	for {
-		if g.maxCount >= 0 && count >= g.maxCount && afterLeft == 0 {
-			break
-		}
-		line, err := lr.next()
-		if err != nil {
-			if err != io.EOF {
-				g.errorf("%s: %s", name, strerror(err))
-			}
-			break
-		}
-		lineno++
-		lineOff := off
-		off += int64(len(line))
+	// handle processes one line (delimiter included when present): it
+	// returns lineNext to go on, lineBreak to end the input (the count or
+	// name is still printed) or lineReturn to end it silently.
+	// sure says that the line is known to match (the block search found
+	// the one fixed string in it).
+	handle := func(line []byte, lineno, lineOff int64, sure bool) int {
 		body := line
 		if n := len(body); n > 0 && body[n-1] == g.delim {
 			body = body[:n-1]
@@ -639,14 +655,19 @@ func (g *grepper) searchReader(r io.Reader, name string) {
 			g.emitLine(name, body, lineno, lineOff, '-')
 			lastPrinted = lineno
 			afterLeft--
-			continue
+			return lineNext
 		}
-		spans, merr := g.matches(body, g.only && printLines)
-		if merr != nil {
-			g.errorf("%s", merr)
-			return
+		var spans [][2]int
+		selected := sure && !g.invert
+		if !sure || (g.only && printLines) {
+			var merr error
+			spans, merr = g.matches(body, g.only && printLines)
+			if merr != nil {
+				g.errorf("%s", merr)
+				return lineReturn
+			}
+			selected = (len(spans) > 0) != g.invert
 		}
-		selected := (len(spans) > 0) != g.invert
 		if !selected {
 			if printLines && afterLeft > 0 {
 				g.emitLine(name, body, lineno, lineOff, '-')
@@ -659,23 +680,23 @@ func (g *grepper) searchReader(r io.Reader, name string) {
 				}
 				beforeBuf = append(beforeBuf, ctxLine{append([]byte(nil), body...), lineno, lineOff})
 			}
-			continue
+			return lineNext
 		}
 		count++
 		g.matchedAny = true
 		if g.quiet {
-			return
+			return lineReturn
 		}
 		if g.listMatch || g.listNoMatch {
-			break
+			return lineBreak
 		}
 		if !printLines {
-			continue
+			return lineNext
 		}
 		if binary {
 			w.Flush()
 			fmt.Fprintf(g.t.e.Stderr, "grep: %s: binary file matches\n", name)
-			return
+			return lineReturn
 		}
 		// Separator between non-adjacent groups.
 		if (g.before > 0 || g.after > 0) && g.lastOut {
@@ -708,6 +729,41 @@ func (g *grepper) searchReader(r io.Reader, name string) {
 		g.lastOut = true
 		lastPrinted = lineno
 		afterLeft = g.after
+		return lineNext
+	}
+	if lits, fold := g.prefilter(); lits != nil {
+		// Only lines holding one of lits can be selected: find those in
+		// large blocks and hand only them to handle.
+		// A hit of the one fixed string is a match.
+		sure := g.fixed != nil
+		if g.scanBlocks(br, name, lits, fold, sure, handle, func() bool {
+			return g.maxCount >= 0 && count >= g.maxCount
+		}) {
+			return
+		}
+	} else {
+		lr := &lineReader{r: br, delim: g.delim}
+		var lineno, off int64
+		for {
+			if g.maxCount >= 0 && count >= g.maxCount && afterLeft == 0 {
+				break
+			}
+			line, err := lr.next()
+			if err != nil {
+				if err != io.EOF {
+					g.errorf("%s: %s", name, strerror(err))
+				}
+				break
+			}
+			lineno++
+			lineOff := off
+			off += int64(len(line))
+			if r := handle(line, lineno, lineOff, false); r == lineReturn {
+				return
+			} else if r == lineBreak {
+				break
+			}
+		}
 	}
 	switch {
 	case g.count:
@@ -724,6 +780,165 @@ func (g *grepper) searchReader(r io.Reader, name string) {
 		g.listEnd()
 		g.listedNoMatch = true
 	}
+}
+
+// What handle (in searchReader) asks of the line loop.
+const (
+	lineNext = iota
+	lineBreak
+	lineReturn
+)
+
+// grepBlockSearch enables the block search (tests compare it with the line
+// loop).
+var grepBlockSearch = true
+
+// grepBlock is the read size of the block search of grep.
+const grepBlock = 256 << 10
+
+// prefilter returns literals of which every selected line holds one
+// (lower case when fold), when the block search applies: one fixed
+// string, no -v (a line without it is selected) and no context (lines
+// around are printed). Regular expressions keep the line loop: in wasm,
+// their literal prefilter per block measured slower than per line.
+func (g *grepper) prefilter() (lits [][]byte, fold bool) {
+	if !grepBlockSearch || g.noPatterns || g.invert || g.before > 0 || g.after > 0 {
+		return nil, false
+	}
+	switch {
+	case g.fixed != nil:
+		lits, fold = [][]byte{g.fixed}, g.fixedFold
+	default:
+		return nil, false
+	}
+	for _, l := range lits {
+		if len(l) == 0 || bytes.IndexByte(l, g.delim) >= 0 {
+			return nil, false
+		}
+	}
+	return lits, fold
+}
+
+// scanBlocks reads r in large blocks of whole lines, finds the lines that
+// hold one of lits and calls handle on each with its offset and (with
+// -n only) its number; sure is handed on to handle.
+// It stops when done reports true, at the end of input or when handle
+// says so; it returns true when handle asked to return silently.
+func (g *grepper) scanBlocks(r io.Reader, name string, lits [][]byte, fold, sure bool, handle func([]byte, int64, int64, bool) int, done func() bool) bool {
+	f := newLitFinder(lits, fold)
+	buf := make([]byte, grepBlock)
+	start, end := 0, 0     // unconsumed data is buf[start:end]
+	var lineno, base int64 // lines and bytes before buf[start]
+	eof := false
+	for !(eof && start == end) {
+		if !eof {
+			// Fill the buffer, growing it when one line does not fit.
+			if start > 0 {
+				end = copy(buf, buf[start:end])
+				start = 0
+			}
+			if end == len(buf) {
+				buf = append(buf, make([]byte, len(buf))...)
+			}
+			n, err := r.Read(buf[end:])
+			end += n
+			if err == io.EOF {
+				eof = true
+			} else if err != nil {
+				g.errorf("%s: %s", name, strerror(err))
+				return false
+			}
+		}
+		chunk := buf[start:end]
+		if !eof {
+			k := bytes.LastIndexByte(chunk, g.delim)
+			if k < 0 {
+				continue // no whole line yet
+			}
+			chunk = chunk[:k+1]
+		}
+		f.reset()
+		pos, counted := 0, 0
+		for pos < len(chunk) {
+			if done() {
+				return false
+			}
+			i := f.find(chunk, pos)
+			if i < 0 {
+				break
+			}
+			ls := pos + bytes.LastIndexByte(chunk[pos:i], g.delim) + 1
+			le := len(chunk)
+			if k := bytes.IndexByte(chunk[i:], g.delim); k >= 0 {
+				le = i + k + 1
+			}
+			if g.lineNum {
+				lineno += int64(textio.CountByte(chunk[counted:ls], g.delim))
+				counted = ls
+			}
+			if r := handle(chunk[ls:le], lineno+1, base+int64(ls), sure); r == lineReturn {
+				return true
+			} else if r == lineBreak {
+				return false
+			}
+			pos = le
+		}
+		if g.lineNum {
+			lineno += int64(textio.CountByte(chunk[counted:], g.delim))
+		}
+		base += int64(len(chunk))
+		start += len(chunk)
+	}
+	return false
+}
+
+// litFinder finds the leftmost occurrence of any of its literals in a
+// block, remembering where each occurs next so that a rare literal is not
+// searched for again at every candidate.
+type litFinder struct {
+	lits  [][]byte
+	folds []*foldSearch // per literal under -i
+	next  []int         // per literal: its next position, -1 none, -2 not known
+}
+
+func newLitFinder(lits [][]byte, fold bool) *litFinder {
+	f := &litFinder{lits: lits, next: make([]int, len(lits))}
+	if fold {
+		for _, l := range lits {
+			f.folds = append(f.folds, newFoldSearch(l))
+		}
+	}
+	return f
+}
+
+func (f *litFinder) reset() {
+	for i := range f.next {
+		f.next[i] = -2
+	}
+	for _, fs := range f.folds {
+		fs.reset()
+	}
+}
+
+// find returns the first position at or after pos where a literal
+// starts, or -1; b must stay the same between resets.
+func (f *litFinder) find(b []byte, pos int) int {
+	best := -1
+	for k, lit := range f.lits {
+		n := f.next[k]
+		if n == -2 || (n >= 0 && n < pos) {
+			if f.folds != nil {
+				n = f.folds[k].index(b, pos)
+			} else if n = bytes.Index(b[pos:], lit); n >= 0 {
+				n += pos
+			}
+			f.next[k] = n
+		}
+		if n >= 0 && (best < 0 || n < best) {
+			best = n
+		}
+	}
+	return best
 }
 
 func (g *grepper) listEnd() {

@@ -762,19 +762,58 @@ func requiredAny(n *node, fold bool) [][]byte {
 
 // indexFold finds lit (lower case ASCII) in b ignoring ASCII case.
 func indexFold(b, lit []byte) int {
-	c0 := lit[0]
-	u0 := upper(c0)
-	for i := 0; i+len(lit) <= len(b); {
-		j := bytes.IndexByte(b[i:], c0)
-		if u0 != c0 {
-			if k := bytes.IndexByte(b[i:], u0); k >= 0 && (j < 0 || k < j) {
-				j = k
+	f := newFoldSearch(lit)
+	return f.index(b, 0)
+}
+
+// foldSearch finds a lower-case ASCII literal ignoring ASCII case in one
+// buffer, repeatedly: it remembers where each case of the first byte
+// occurs next, so that a case that is rare (or absent) is not searched for
+// again at every candidate.
+type foldSearch struct {
+	lit    []byte
+	c0, u0 byte
+	nc, nu int // next c0 and u0 in the buffer; -1 none, -2 not known
+}
+
+func newFoldSearch(lit []byte) *foldSearch {
+	f := &foldSearch{lit: lit, c0: lit[0], u0: upper(lit[0])}
+	f.reset()
+	return f
+}
+
+// reset forgets the positions: the next index call may be on another
+// buffer.
+func (f *foldSearch) reset() {
+	f.nc, f.nu = -2, -2
+	if f.u0 == f.c0 {
+		f.nu = -1
+	}
+}
+
+// index returns the first match in b at or after i, or -1. Between resets
+// b must stay the same.
+func (f *foldSearch) index(b []byte, i int) int {
+	lit := f.lit
+	for i+len(lit) <= len(b) {
+		if f.nc != -1 && f.nc < i {
+			if f.nc = bytes.IndexByte(b[i:], f.c0); f.nc >= 0 {
+				f.nc += i
 			}
+		}
+		if f.nu != -1 && f.nu < i {
+			if f.nu = bytes.IndexByte(b[i:], f.u0); f.nu >= 0 {
+				f.nu += i
+			}
+		}
+		j := f.nc
+		if j < 0 || (f.nu >= 0 && f.nu < j) {
+			j = f.nu
 		}
 		if j < 0 {
 			return -1
 		}
-		i += j
+		i = j
 		if i+len(lit) > len(b) {
 			return -1
 		}

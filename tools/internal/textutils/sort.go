@@ -876,8 +876,12 @@ func sortMain(e *cmd.Env) int {
 			runs = append(runs, splitRecords(data, delim))
 			continue
 		}
-		all = append(all, data...)
-		if len(data) > 0 && data[len(data)-1] != delim {
+		if all == nil {
+			all = data // one input: no copy
+		} else {
+			all = append(all, data...)
+		}
+		if len(all) > 0 && all[len(all)-1] != delim {
 			all = append(all, delim)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+	"github.com/wasmbox/wasmbox/tools/internal/textio"
 )
 
 func init() { cmd.Register("wc", wcMain) }
@@ -40,44 +41,89 @@ type wcCounts struct {
 	lines, words, chars, bytes, maxLen int64
 }
 
-// wcCount counts r in one pass. Words are maximal runs of non-space bytes
-// (C locale isspace); the display width counts printable bytes, with tabs
-// advancing to the next multiple of 8.
-func wcCount(r io.Reader) (wcCounts, error) {
+// wcNeed says which counts wcCount must compute beyond bytes and lines,
+// which are always cheap.
+type wcNeed struct{ words, maxLen bool }
+
+// wcBufSize is the read size of wc: few large reads, each a host call.
+const wcBufSize = 256 << 10
+
+// wcWordStep is the word automaton of wcCount without -L: indexed by the
+// state (1 inside a word) and the byte, an entry holds the next state in
+// bit 0 and 1 in bit 1 when the byte starts a word. Printable bytes make
+// words, space bytes end them, other bytes (control, non-ASCII in the C
+// locale) neither start nor end one.
+var wcWordStep = func() (t [2][256]uint8) {
+	for b := 0; b < 256; b++ {
+		switch {
+		case b > 0x20 && b < 0x7f:
+			t[0][b], t[1][b] = 1|2, 1
+		case b == ' ' || (b >= '\t' && b <= '\r'):
+			t[0][b], t[1][b] = 0, 0
+		default:
+			t[0][b], t[1][b] = 0, 1
+		}
+	}
+	return t
+}()
+
+// wcCount counts r in one pass. Lines (and bytes) are counted a word at a
+// time; words and the display width only when need asks for them. Words
+// are maximal runs of non-space bytes (C locale isspace); the display
+// width counts printable bytes, with tabs advancing to the next multiple
+// of 8.
+func wcCount(r io.Reader, need wcNeed) (wcCounts, error) {
 	var c wcCounts
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, wcBufSize)
 	inWord := false
+	var st uint8
 	var pos int64
 	for {
 		n, err := r.Read(buf)
-		for _, b := range buf[:n] {
-			switch b {
-			case '\n':
-				c.lines++
-				fallthrough
-			case '\r', '\f':
-				if pos > c.maxLen {
-					c.maxLen = pos
-				}
-				pos = 0
-				inWord = false
-			case '\t':
-				pos += 8 - pos%8
-				inWord = false
-			case ' ', '\v':
-				pos++
-				inWord = false
-			default:
-				// Printable characters make words; other bytes (control,
-				// non-ASCII in the C locale) neither start nor end one.
-				if b > 0x20 && b < 0x7f {
+		p := buf[:n]
+		switch {
+		case need.maxLen:
+			for _, b := range p {
+				switch b {
+				case '\n':
+					c.lines++
+					fallthrough
+				case '\r', '\f':
+					if pos > c.maxLen {
+						c.maxLen = pos
+					}
+					pos = 0
+					inWord = false
+				case '\t':
+					pos += 8 - pos%8
+					inWord = false
+				case ' ', '\v':
 					pos++
-					if !inWord {
-						c.words++
-						inWord = true
+					inWord = false
+				default:
+					// Printable characters make words; other bytes
+					// (control, non-ASCII in the C locale) neither start
+					// nor end one.
+					if b > 0x20 && b < 0x7f {
+						pos++
+						if !inWord {
+							c.words++
+							inWord = true
+						}
 					}
 				}
 			}
+		case need.words:
+			var words int64
+			for _, b := range p {
+				v := wcWordStep[st&1][b]
+				words += int64(v >> 1)
+				st = v
+			}
+			c.words += words
+			c.lines += int64(textio.CountByte(p, '\n'))
+		default:
+			c.lines += int64(textio.CountByte(p, '\n'))
 		}
 		c.bytes += int64(n)
 		if err == io.EOF {
@@ -203,7 +249,7 @@ func wcMain(e *cmd.Env) int {
 			}
 			continue
 		}
-		c, err := wcCount(r)
+		c, err := wcCount(r, wcNeed{words: pw, maxLen: pL})
 		closeFn()
 		if err != nil {
 			t.out.Flush()
