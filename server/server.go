@@ -309,6 +309,16 @@ func bearerOnly(token string, next http.Handler) http.Handler {
 	})
 }
 
+// RequireToken wraps next so that every request must carry
+// "Authorization: Bearer <token>" (401 with a JSON error otherwise),
+// compared as in the server. Other HTTP front ends of wasmbox (wasmbox mcp)
+// use it so that one rule guards them all.
+func RequireToken(token string, next http.Handler) http.Handler { return bearerOnly(token, next) }
+
+// LoopbackOnly wraps next so that a request must name a loopback Host and
+// come from no foreign browser Origin (403 with a JSON error otherwise).
+func LoopbackOnly(next http.Handler) http.Handler { return loopbackOnly(next) }
+
 // reap closes the sessions idle for longer than the TTL until the server
 // shuts down.
 func (s *Server) reap() {

@@ -82,7 +82,7 @@ is mandatory to listen on a non-loopback address.`,
 			}
 			var token string
 			if listen != "" {
-				if token, err = loadToken(tokenFile); err != nil {
+				if token, err = serveToken(tokenFile); err != nil {
 					return err
 				}
 			} else if tokenFile != "" {
@@ -143,9 +143,11 @@ func (a *app) serveMCP(ctx context.Context, front *mcpFront, addr, token string,
 	mux.Handle("/mcp", h)
 	var handler http.Handler = mux
 	if isLoopbackListener(l) {
-		handler = loopbackRequests(handler)
+		handler = server.LoopbackOnly(handler)
 	}
-	handler = requireToken(token, handler)
+	if token != "" {
+		handler = server.RequireToken(token, handler)
+	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(l) }()

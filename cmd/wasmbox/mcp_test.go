@@ -323,6 +323,7 @@ func TestMCPHTTP(t *testing.T) {
 
 func TestMCPListenRules(t *testing.T) {
 	t.Setenv("WASMBOX_TOKEN", "")
+	os.Unsetenv("WASMBOX_TOKEN") // restored by t.Setenv
 	_, stderr, code := runMain(t, "", "--cachedir", testCacheDir(), "mcp", "--listen", "0.0.0.0:0")
 	if code != 1 || !strings.Contains(stderr, "needs a token") {
 		t.Fatalf("non-loopback without a token: %d %q", code, stderr)
