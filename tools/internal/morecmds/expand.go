@@ -62,9 +62,6 @@ func (t *tabStops) parse(s string) error {
 
 // finish applies the defaults once all --tabs options are parsed.
 func (t *tabStops) finish() error {
-	if (t.extend != 0 || t.increment != 0) && len(t.list) == 0 && false {
-		return nil
-	}
 	switch {
 	case len(t.list) == 0 && t.extend == 0 && t.increment == 0:
 		t.size = 8

@@ -12,12 +12,13 @@ import (
 
 	"github.com/wasmbox/wasmbox/internal/golden"
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+	_ "github.com/wasmbox/wasmbox/tools/internal/sysutils" // base32
 )
 
 // commands are the commands of this package whose golden cases run
 // natively here (the same cases run through the wasm module in package
 // wasm).
-var commands = strings.Fields(`cmp dd hexdump hd expand unexpand fmt base32 envsubst sum tsort link unlink
+var commands = strings.Fields(`base32 cmp dd hexdump hd expand unexpand fmt envsubst sum tsort link unlink
 	pr csplit bc file iconv xz unxz xzcat bzip2 bunzip2 bzcat rg`)
 
 // TestGolden runs every golden case of this package's commands in-process
