@@ -23,7 +23,7 @@ var rgTypes = map[string][]string{
 	"go": {"*.go"}, "html": {"*.htm", "*.html"}, "java": {"*.java"}, "js": {"*.js", "*.jsx", "*.mjs", "*.cjs"},
 	"json": {"*.json"}, "md": {"*.markdown", "*.md", "*.mdown", "*.mdwn", "*.mkd", "*.mkdn", "*.mdx"},
 	"markdown": {"*.markdown", "*.md", "*.mdown", "*.mdwn", "*.mkd", "*.mkdn", "*.mdx"},
-	"py": {"*.py", "*.pyi"}, "python": {"*.py", "*.pyi"}, "rust": {"*.rs"}, "sh": {"*.sh", "*.bash", "*.zsh"},
+	"py":       {"*.py", "*.pyi"}, "python": {"*.py", "*.pyi"}, "rust": {"*.rs"}, "sh": {"*.sh", "*.bash", "*.zsh"},
 	"toml": {"*.toml"}, "ts": {"*.ts", "*.tsx", "*.cts", "*.mts"}, "txt": {"*.txt"}, "yaml": {"*.yaml", "*.yml"},
 	"xml": {"*.xml"}, "sql": {"*.sql"}, "ruby": {"*.rb"}, "php": {"*.php"},
 }
