@@ -417,8 +417,10 @@ func rgMain(e *cmd.Env) int {
 	}
 	s := &rgSearch{e: e, o: &o, out: bufio.NewWriter(e.Stdout)}
 	useStdin := false
+	var stdinData []byte
+	var stdinErr error
 	if len(ops) == 0 {
-		useStdin = stdinReadable(e)
+		stdinData, useStdin, stdinErr = rgStdin(e)
 		if !useStdin {
 			ops = []string{""} // the working directory, shown without "./"
 		}
@@ -433,12 +435,11 @@ func rgMain(e *cmd.Env) int {
 		if o.files {
 			return flush(e, s.out, 1)
 		}
-		data, err := io.ReadAll(e.Stdin)
-		if err != nil {
-			fmt.Fprintf(e.Stderr, "<stdin>: %s\n", rgErr(err))
+		if stdinErr != nil {
+			fmt.Fprintf(e.Stderr, "<stdin>: %s\n", rgErr(stdinErr))
 			return 2
 		}
-		s.searchData("<stdin>", data, true)
+		s.searchData("<stdin>", stdinData, true)
 	} else {
 		for _, p := range ops {
 			s.walkRoot(p)
@@ -457,18 +458,31 @@ func rgMain(e *cmd.Env) int {
 	return flush(e, s.out, status)
 }
 
-// stdinReadable says whether rg without a path searches standard input:
-// when it is a pipe or a file, as ripgrep decides.
-func stdinReadable(e *cmd.Env) bool {
-	f, ok := e.Stdin.(*os.File)
-	if !ok {
-		return e.Stdin != nil
+// rgStdin decides whether rg without a path searches standard input, and
+// returns its content when it does. ripgrep searches stdin when it is a
+// pipe or a file; a terminal or /dev/null makes it search the working
+// directory. A wasmbox stream has no such type (WASI says "unknown"), so
+// there stdin is read: data means a pipe fed rg, an empty stream means
+// nothing did, and the working directory is searched.
+func rgStdin(e *cmd.Env) ([]byte, bool, error) {
+	if f, ok := e.Stdin.(*os.File); ok {
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, false, nil
+		}
+		switch m := fi.Mode(); {
+		case m&os.ModeNamedPipe != 0 || m.IsRegular():
+			data, err := io.ReadAll(f)
+			return data, true, err
+		case m&(os.ModeCharDevice|os.ModeDevice) != 0:
+			return nil, false, nil
+		}
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return false
+	if e.Stdin == nil {
+		return nil, false, nil
 	}
-	return fi.Mode()&os.ModeNamedPipe != 0 || fi.Mode().IsRegular()
+	data, err := io.ReadAll(e.Stdin)
+	return data, len(data) > 0 || err != nil, err
 }
 
 func isDirOperand(p string) bool {
@@ -499,6 +513,16 @@ type rgSearch struct {
 }
 
 func (s *rgSearch) walkRoot(root string) {
+	if root == "-" {
+		data, err := io.ReadAll(s.e.Stdin)
+		if err != nil {
+			s.errors = true
+			fmt.Fprintf(s.e.Stderr, "<stdin>: %s\n", rgErr(err))
+			return
+		}
+		s.searchData("<stdin>", data, true)
+		return
+	}
 	display := root
 	fsPath := root
 	if root == "" {
