@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -462,10 +463,10 @@ func rgMain(e *cmd.Env) int {
 // returns its content when it does. ripgrep searches stdin when it is a
 // pipe or a file; a terminal or /dev/null makes it search the working
 // directory. A wasmbox stream has no such type (WASI says "unknown"), so
-// there stdin is read: data means a pipe fed rg, an empty stream means
+// there (GOOS wasip1) stdin is read: data means a pipe fed rg, an empty stream means
 // nothing did, and the working directory is searched.
 func rgStdin(e *cmd.Env) ([]byte, bool, error) {
-	if f, ok := e.Stdin.(*os.File); ok {
+	if f, ok := e.Stdin.(*os.File); ok && runtime.GOOS != "wasip1" {
 		fi, err := f.Stat()
 		if err != nil {
 			return nil, false, nil
@@ -474,7 +475,7 @@ func rgStdin(e *cmd.Env) ([]byte, bool, error) {
 		case m&os.ModeNamedPipe != 0 || m.IsRegular():
 			data, err := io.ReadAll(f)
 			return data, true, err
-		case m&(os.ModeCharDevice|os.ModeDevice) != 0:
+		default:
 			return nil, false, nil
 		}
 	}
