@@ -16,7 +16,8 @@ MODULES := coreutils jq awk shell
 # once instead of growing (copying) the memory (see tools/wasmopt).
 MIN_PAGES := 128
 # Debian packages whose GNU tools goldengen compares against.
-GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file
+GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file \
+	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq
 
 .PHONY: all wasm wasm-head wasm-check test check golden
 

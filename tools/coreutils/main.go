@@ -16,6 +16,7 @@ import (
 
 	// The command packages register their commands in init.
 	_ "github.com/wasmbox/wasmbox/tools/internal/fileutils"
+	_ "github.com/wasmbox/wasmbox/tools/internal/morecmds"
 	_ "github.com/wasmbox/wasmbox/tools/internal/sysutils"
 	_ "github.com/wasmbox/wasmbox/tools/internal/textutils"
 )

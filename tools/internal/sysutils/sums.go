@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -23,8 +24,33 @@ func init() {
 		cmd.Register(name, func(e *cmd.Env) int { return digestMain(e, algo) })
 	}
 	cmd.Register("cksum", cksumMain)
-	cmd.Register("base64", base64Main)
+	cmd.Register("base64", func(e *cmd.Env) int { return baseMain(e, &base64Codec) })
+	cmd.Register("base32", func(e *cmd.Env) int { return baseMain(e, &base32Codec) })
 }
+
+// baseCodec is the encoding of base64 or base32.
+type baseCodec struct {
+	name     string
+	std, raw interface {
+		AppendEncode(dst, src []byte) []byte
+		AppendDecode(dst, src []byte) ([]byte, error)
+	}
+	group    int // encoded characters per padded group
+	block    int // input bytes per read: a multiple of the raw group, so no padding mid-stream
+	alphabet func(c byte) bool
+	// decodeTail: a final group without padding is decoded before the
+	// "invalid input" error (GNU base64 does, base32 does not).
+	decodeTail bool
+}
+
+var (
+	base64Codec = baseCodec{name: "Base64", std: base64.StdEncoding, raw: base64.RawStdEncoding, group: 4, block: 48 * 1024, decodeTail: true,
+		alphabet: func(c byte) bool {
+			return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '='
+		}}
+	base32Codec = baseCodec{name: "Base32", std: base32.StdEncoding, raw: base32.StdEncoding.WithPadding(base32.NoPadding), group: 8, block: 40 * 1024,
+		alphabet: func(c byte) bool { return c >= 'A' && c <= 'Z' || c >= '2' && c <= '7' || c == '=' }}
+)
 
 // digestAlgo is a hash of the *sum commands.
 type digestAlgo struct {
@@ -413,14 +439,14 @@ func cksumFile(e *cmd.Env, name string) (uint32, int64, error) {
 	return ^crc, size, nil
 }
 
-func base64Main(e *cmd.Env) int {
+func baseMain(e *cmd.Env, codec *baseCodec) int {
 	opts, ops, err := cmd.Getopt(e.Args[1:], withHelp(
 		cmd.Option{Short: 'd', Long: "decode"}, cmd.Option{Short: 'i', Long: "ignore-garbage"},
 		cmd.Option{Short: 'w', Long: "wrap", Arg: cmd.RequiredArg}), false)
 	if err != nil {
 		return e.Usage(1, err)
 	}
-	if helpOrVersion(e, opts, "[OPTION]... [FILE]\nBase64 encode or decode FILE, or standard input, to standard output.\n  -d, --decode          decode data\n  -i, --ignore-garbage  when decoding, ignore non-alphabet characters\n  -w, --wrap=COLS       wrap encoded lines after COLS character (default 76).\n                          Use 0 to disable line wrapping\n") {
+	if helpOrVersion(e, opts, "[OPTION]... [FILE]\n"+codec.name+" encode or decode FILE, or standard input, to standard output.\n  -d, --decode          decode data\n  -i, --ignore-garbage  when decoding, ignore non-alphabet characters\n  -w, --wrap=COLS       wrap encoded lines after COLS character (default 76).\n                          Use 0 to disable line wrapping\n") {
 		return 0
 	}
 	decode, garbage, wrap := false, false, 76
@@ -454,10 +480,10 @@ func base64Main(e *cmd.Env) int {
 	defer done()
 	w, flush := output(e)
 	if decode {
-		return base64Decode(e, r, w, flush, garbage)
+		return baseDecode(e, codec, r, w, flush, garbage)
 	}
-	enc := base64.StdEncoding
-	buf := make([]byte, 48*1024) // a multiple of 3: no padding mid-stream
+	enc := codec.std
+	buf := make([]byte, codec.block)
 	col := 0
 	var out []byte
 	for {
@@ -493,7 +519,7 @@ func base64Main(e *cmd.Env) int {
 	return flush()
 }
 
-func base64Decode(e *cmd.Env, r io.Reader, w *bufio.Writer, flush func() int, garbage bool) int {
+func baseDecode(e *cmd.Env, codec *baseCodec, r io.Reader, w *bufio.Writer, flush func() int, garbage bool) int {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		e.Errorf("read error: %s", errText(err))
@@ -503,7 +529,7 @@ func base64Decode(e *cmd.Env, r io.Reader, w *bufio.Writer, flush func() int, ga
 	invalid := false
 	for _, c := range data {
 		switch {
-		case c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=':
+		case codec.alphabet(c):
 			clean = append(clean, c)
 		case c == '\n':
 		case garbage:
@@ -515,13 +541,13 @@ func base64Decode(e *cmd.Env, r io.Reader, w *bufio.Writer, flush func() int, ga
 		}
 	}
 	// Decode what is valid; report the rest.
-	n := len(clean) / 4 * 4
-	out, err := base64.StdEncoding.AppendDecode(nil, clean[:n])
+	n := len(clean) / codec.group * codec.group
+	out, err := codec.std.AppendDecode(nil, clean[:n])
 	w.Write(out)
 	if err == nil && n < len(clean) {
 		// A final group without padding: GNU decodes it and then complains.
-		tail, err2 := base64.RawStdEncoding.AppendDecode(nil, clean[n:])
-		if err2 == nil {
+		tail, err2 := codec.raw.AppendDecode(nil, clean[n:])
+		if err2 == nil && codec.decodeTail {
 			w.Write(tail)
 		}
 		invalid = true

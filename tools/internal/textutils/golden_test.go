@@ -23,7 +23,7 @@ var hostDiff = flag.Bool("hostdiff", false, "compare golden cases against the ho
 
 // textCommands are the commands this package owns; their golden cases
 // live under tools/testdata/golden/<command>/.
-var textCommands = []string{"head", "tail", "wc", "sort", "uniq", "cut", "tr", "tee", "grep", "egrep", "fgrep",
+var textCommands = []string{"yq", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "tee", "grep", "egrep", "fgrep",
 	"sed", "awk", "jq", "comm", "join", "paste", "nl", "fold", "rev", "tac", "column"}
 
 type runResult struct {
