@@ -141,8 +141,15 @@ type Job struct {
 	// module that is not in the VFS, such as a host file (wasmbox exec).
 	Module *runtime.Module
 	// FS is the filesystem the guest sees at "/" and where the command
-	// is looked up. Required.
+	// is looked up. Required, except with Module: then nil gives the
+	// guest no preopened directory at all (as `wazero run` without
+	// mounts), and the commands it spawns fail (exit 126).
 	FS vfs.FS
+	// Plain runs Module as a plain WASI program, the way `wazero run`
+	// does: the environment is exactly Env (PWD is not added) and
+	// symlinks with an absolute target are refused (EPERM), as WASI
+	// requires. The commands it spawns are not plain.
+	Plain bool
 	// Deterministic, when set, gives the guest fixed clocks and seeded
 	// randomness.
 	Deterministic *wasi.Deterministic
@@ -409,13 +416,16 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 	if cmd.argv0 != "" {
 		argv[0] = cmd.argv0
 	}
-	env := make([]string, 0, len(job.Env)+1)
-	for _, kv := range job.Env {
-		if !strings.HasPrefix(kv, "PWD=") {
-			env = append(env, kv)
+	env := job.Env
+	if !job.Plain {
+		env = make([]string, 0, len(job.Env)+1)
+		for _, kv := range job.Env {
+			if !strings.HasPrefix(kv, "PWD=") {
+				env = append(env, kv)
+			}
 		}
+		env = append(env, "PWD="+job.Dir)
 	}
-	env = append(env, "PWD="+job.Dir)
 	mc := wazero.NewModuleConfig()
 	var wasiState *preview1.State
 	if e.rt.OwnWASI() {
@@ -427,8 +437,8 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 			// `ln -s /abs/target link` is everyday shell use; the target
 			// resolves inside the VFS, never on the host. (WASI itself
 			// forbids absolute targets; the conformance suite checks that
-			// with the option off.)
-			AbsoluteSymlinks: true,
+			// with the option off, as a Plain job does.)
+			AbsoluteSymlinks: !job.Plain,
 		})
 		if err != nil {
 			return Result{ExitCode: ExitCannotExecute, Err: fmt.Errorf("%w: %v", ErrBadJob, err)}
@@ -501,7 +511,7 @@ func validate(job *Job) error {
 	if len(job.Argv) == 0 || job.Argv[0] == "" {
 		return fmt.Errorf("%w: empty argv", ErrBadJob)
 	}
-	if job.FS == nil {
+	if job.FS == nil && job.Module == nil {
 		return fmt.Errorf("%w: no filesystem", ErrBadJob)
 	}
 	if job.Dir == "" {
