@@ -97,6 +97,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return errors.New("--workers and --max-sessions must be positive, --queue not negative, timeouts positive and --max-timeout at least --timeout")
 	}
 	l, err := server.Listen(f.listen, f.allowNonLoopback)
+	if errors.Is(err, server.ErrNotLoopback) {
+		return a.fail(fmt.Errorf("refusing to listen on %q, a non-loopback address, without --allow-non-loopback (the server has no authentication)", f.listen))
+	}
 	if err != nil {
 		return a.fail(err)
 	}
