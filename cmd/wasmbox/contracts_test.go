@@ -149,3 +149,25 @@ func TestRunContracts(t *testing.T) {
 		})
 	}
 }
+
+// TestRunMountBelongsToUser: a private directory (mode 0700, as mktemp -d
+// makes it) mounted rw is the sandbox user's: cd, create, unlink and
+// chmod work in it, and chmod never sets setuid on the host.
+func TestRunMountBelongsToUser(t *testing.T) {
+	host := t.TempDir()
+	if err := os.Chmod(host, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(host+"/f", []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `cd /work && stat -c '%u:%g %a %n' . f && echo new > g && rm g && chmod 600 f && chmod u+s f; stat -c '%a %n' f`
+	stdout, stderr, code := runMain(t, "", "run", "--mount", host+":/work:rw", "-c", script)
+	if want := "1000:1000 700 .\n1000:1000 644 f\n600 f\n"; stdout != want || code != 0 {
+		t.Fatalf("stdout %q stderr %q exit %d, want %q", stdout, stderr, code, want)
+	}
+	fi, err := os.Stat(host + "/f")
+	if err != nil || fi.Mode() != 0o600 {
+		t.Fatalf("host mode %v %v, want -rw-------", fi.Mode(), err)
+	}
+}
