@@ -119,7 +119,35 @@ func ReadAllInput(e *cmd.Env, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer closeFn()
-	return io.ReadAll(r)
+	return readAll(r)
+}
+
+// readAll is io.ReadAll with a buffer sized from the input's size when it
+// is a regular file (one byte more: the end is seen without growing, and
+// a caller may append a delimiter in place), so that reading a file of
+// N bytes allocates N bytes, not the 2-3N of a doubling buffer (a Go
+// guest's heap grows its linear memory and never gives it back).
+func readAll(r io.Reader) ([]byte, error) {
+	size := 512
+	if f, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && fi.Size() < 1<<31 {
+			size = int(fi.Size()) + 1
+		}
+	}
+	b := make([]byte, 0, size)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow (the file grew, or no size)
+		}
+	}
 }
 
 // Inputs returns the operands, or ["-"] (standard input) when there are
