@@ -56,6 +56,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -141,8 +142,15 @@ type Job struct {
 	// module that is not in the VFS, such as a host file (wasmbox exec).
 	Module *runtime.Module
 	// FS is the filesystem the guest sees at "/" and where the command
-	// is looked up. Required.
+	// is looked up. Required, except with Module: then nil gives the
+	// guest no preopened directory at all (as `wazero run` without
+	// mounts), and the commands it spawns fail (exit 126).
 	FS vfs.FS
+	// Plain runs Module as a plain WASI program, the way `wazero run`
+	// does: the environment is exactly Env (PWD is not added) and
+	// symlinks with an absolute target are refused (EPERM), as WASI
+	// requires. The commands it spawns are not plain.
+	Plain bool
 	// Deterministic, when set, gives the guest fixed clocks and seeded
 	// randomness.
 	Deterministic *wasi.Deterministic
@@ -412,26 +420,32 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 	if cmd.argv0 != "" {
 		argv[0] = cmd.argv0
 	}
-	env := make([]string, 0, len(job.Env)+1)
-	for _, kv := range job.Env {
-		if !strings.HasPrefix(kv, "PWD=") {
-			env = append(env, kv)
+	// Once the guest is refused memory, what it writes to stderr is its
+	// crash report (a Go runtime trace): the Result says what happened.
+	stderr, muted := muteable(job.Stderr)
+	env := job.Env
+	if !job.Plain {
+		env = make([]string, 0, len(job.Env)+1)
+		for _, kv := range job.Env {
+			if !strings.HasPrefix(kv, "PWD=") {
+				env = append(env, kv)
+			}
 		}
+		env = append(env, "PWD="+job.Dir)
 	}
-	env = append(env, "PWD="+job.Dir)
 	mc := wazero.NewModuleConfig()
 	var wasiState *preview1.State
 	if e.rt.OwnWASI() {
 		src := wasi.NewSources(wasi.Options{Deterministic: job.Deterministic})
 		st, err := preview1.NewState(preview1.Config{
 			FS: job.FS, Args: argv, Env: env,
-			Stdin: job.Stdin, Stdout: job.Stdout, Stderr: job.Stderr,
+			Stdin: job.Stdin, Stdout: job.Stdout, Stderr: stderr,
 			Walltime: src.Walltime, Nanotime: src.Nanotime, Rand: src.Rand, Sleep: src.Sleep,
 			// `ln -s /abs/target link` is everyday shell use; the target
 			// resolves inside the VFS, never on the host. (WASI itself
 			// forbids absolute targets; the conformance suite checks that
-			// with the option off.)
-			AbsoluteSymlinks: true,
+			// with the option off, as a Plain job does.)
+			AbsoluteSymlinks: !job.Plain,
 		})
 		if err != nil {
 			return Result{ExitCode: ExitCannotExecute, Err: fmt.Errorf("%w: %v", ErrBadJob, err)}
@@ -448,7 +462,7 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 			Deterministic: job.Deterministic,
 			Stdin:         job.Stdin,
 			Stdout:        job.Stdout,
-			Stderr:        job.Stderr,
+			Stderr:        stderr,
 		})
 	}
 
@@ -470,9 +484,69 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 		budget = runtime.NewBudget(limit)
 	}
 	sp := &spawner{e: e, parent: parent, depth: depth, budget: budget}
-	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, FS: job.FS, Budget: budget, WASI: wasiState})
+	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, FS: job.FS, Budget: budget, WASI: wasiState,
+		OnMemoryLimit: func() { muted.Store(true) }})
 	return resultOf(err)
 }
+
+// muteable returns w wrapped so that it drops what is written once the
+// flag is set. A pipe keeps what its descriptor needs (poll_oneoff,
+// non-blocking writes).
+func muteable(w io.Writer) (io.Writer, *atomic.Bool) {
+	if w == nil {
+		w = io.Discard
+	}
+	m := &muteWriter{w: w}
+	wt, isWaitable := w.(wasi.Waitable)
+	tw, isTry := w.(tryWriter)
+	switch {
+	case isWaitable && isTry:
+		return &muteStream{muteWriter: m, wt: wt, tw: tw}, &m.muted
+	case isWaitable || isTry:
+		return w, new(atomic.Bool) // not muted: rare, and a report is harmless
+	}
+	return m, &m.muted
+}
+
+type tryWriter interface {
+	TryWrite(p []byte) (int, error)
+}
+
+// muteWriter drops what is written once muted.
+type muteWriter struct {
+	w     io.Writer
+	muted atomic.Bool
+}
+
+func (m *muteWriter) Write(p []byte) (int, error) {
+	if m.muted.Load() {
+		return len(p), nil
+	}
+	return m.w.Write(p)
+}
+
+// muteStream is a muteWriter over a pipe.
+type muteStream struct {
+	*muteWriter
+	wt wasi.Waitable
+	tw tryWriter
+}
+
+func (m *muteStream) TryWrite(p []byte) (int, error) {
+	if m.muted.Load() {
+		return len(p), nil
+	}
+	return m.tw.TryWrite(p)
+}
+
+func (m *muteStream) Ready(write bool) bool {
+	if write && m.muted.Load() {
+		return true
+	}
+	return m.wt.Ready(write)
+}
+
+func (m *muteStream) Wakers() *wasi.Wakers { return m.wt.Wakers() }
 
 // resultOf maps the error of runtime.Run to a Result.
 func resultOf(err error) Result {
@@ -504,7 +578,7 @@ func validate(job *Job) error {
 	if len(job.Argv) == 0 || job.Argv[0] == "" {
 		return fmt.Errorf("%w: empty argv", ErrBadJob)
 	}
-	if job.FS == nil {
+	if job.FS == nil && job.Module == nil {
 		return fmt.Errorf("%w: no filesystem", ErrBadJob)
 	}
 	if job.Dir == "" {

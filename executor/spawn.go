@@ -32,6 +32,7 @@ func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, 
 	child := s.parent
 	child.Argv = req.Argv
 	child.Module = nil // the child is looked up by its own argv[0]
+	child.Plain = false
 	if !req.InheritEnv {
 		child.Env = req.Env
 	}

@@ -43,6 +43,11 @@ type RunOptions struct {
 	// environment, no filesystem, empty input, discarded output). Ignored
 	// with wazero's module, which takes them from the ModuleConfig.
 	WASI *preview1.State
+	// OnMemoryLimit, when set, is called (on the guest's goroutine) when
+	// the guest asks for memory past its limit or budget, before the
+	// guest learns of the refusal: e.g. to silence the crash report a Go
+	// guest then prints.
+	OnMemoryLimit func()
 }
 
 // RunStats describes a finished run.
@@ -134,9 +139,11 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	if s := r.takeSpare(m, snap, limit, opts.Budget); s != nil {
 		closed.Store(true) // the spare counts its own (see newSpare)
 		alloc, mod = s.alloc, s.mod
+		alloc.setOnHit(opts.OnMemoryLimit)
 		err = runCommand(cctx, mod)
 	} else {
 		alloc = &limitAllocator{limit: limit, budget: opts.Budget, live: &r.liveMem}
+		alloc.setOnHit(opts.OnMemoryLimit)
 		if snap != nil {
 			alloc.image = snap.img
 		}

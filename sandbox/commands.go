@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strings"
 
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/runtime"
@@ -100,6 +101,12 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 		fmt.Fprintf(orDiscard(c.Stderr), "%s: not allowed in this sandbox\n", c.Argv[0])
 		return res.ExitCode, nil
 	case ClassLimitExceeded:
+		if errors.Is(res.Err, runtime.ErrMemoryLimit) {
+			// One line, in place of the guest's own crash report (the
+			// executor drops what it writes once refused memory).
+			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: memory limit (%s) exceeded\n", c.Argv[0], spacedBytes(s.cfg.limits.MemoryPerCommand))
+			return res.ExitCode, nil
+		}
 		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.Argv[0], res.Err)
 		return res.ExitCode, nil
 	}
@@ -107,6 +114,17 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.Argv[0], res.Err)
 	}
 	return res.ExitCode, nil
+}
+
+// spacedBytes renders n like runtime.FormatBytes with a space before the
+// unit: "16 MiB".
+func spacedBytes(n uint64) string {
+	f := runtime.FormatBytes(n)
+	i := strings.IndexFunc(f, func(r rune) bool { return r < '0' || r > '9' })
+	if i <= 0 {
+		return f
+	}
+	return f[:i] + " " + f[i:]
 }
 
 // ctxErr returns the context's error when the class says the command was

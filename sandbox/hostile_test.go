@@ -278,7 +278,9 @@ func wantFlood(t *testing.T, res Result) {
 	if !res.Truncated || int64(len(res.Stdout)) != hostileLimits.OutputBytes {
 		t.Errorf("truncated %v, %d bytes of stdout, want exactly %d", res.Truncated, len(res.Stdout), hostileLimits.OutputBytes)
 	}
-	if res.ErrorClass != ClassNone || res.ExitCode == 0 {
-		t.Errorf("exit %d class %q, want a write error", res.ExitCode, res.ErrorClass)
+	// The writer died on a closed pipe (141); the script's status is the
+	// script's, as if its reader had had all it wanted.
+	if res.ErrorClass != ClassNone || res.ExitCode != 0 {
+		t.Errorf("exit %d class %q, want 0", res.ExitCode, res.ErrorClass)
 	}
 }

@@ -385,6 +385,8 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	out := newCapWriter(orDiscard(stdout), s.cfg.limits.OutputBytes)
 	errOut := newCapWriter(orDiscard(stderr), s.cfg.limits.OutputBytes)
 	r, err := s.sh.Run(ctx, script, stdin, out, errOut)
+	out.flush()
+	errOut.flush()
 	if err != nil {
 		fmt.Fprintf(errOut, "wasmbox: %v\n", err)
 		return Result{ExitCode: 1, ErrorClass: ClassNone, Truncated: out.Truncated() || errOut.Truncated()}
@@ -400,6 +402,15 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		res.ErrorClass, res.ExitCode = c, exitFor(c)
 	case r.Err == nil:
 		res.ErrorClass = rs.classFor(r.Code)
+		if r.Code == exitSIGPIPE && res.Truncated {
+			// The script's last command died writing past the output
+			// cap (a closed pipe for it): the cap stands for a reader
+			// that had all it wanted, as `head` is for `yes | head`,
+			// and the script's status is what the rest of it says. The
+			// command itself saw 141 ($?, PIPESTATUS); Truncated says
+			// what happened.
+			res.ExitCode, res.ErrorClass = 0, ClassNone
+		}
 	case errors.Is(r.Err, context.DeadlineExceeded):
 		res.ErrorClass, res.ExitCode = ClassTimeout, executor.ExitTimeout
 	case errors.Is(r.Err, context.Canceled):
@@ -742,12 +753,24 @@ func newSeededReader(seed int64) io.Reader {
 // 141) and the shell's own writes fail with EPIPE.
 var ErrOutputLimit = fmt.Errorf("output limit reached: %w", syscall.EPIPE)
 
+// exitSIGPIPE is the status of a command killed by SIGPIPE (128+13).
+const exitSIGPIPE = 141
+
 // capWriter forwards at most max bytes to w and fails every write after.
-// It is safe for concurrent use (the shell and its commands write at once).
+// The output is cut at a line boundary where one exists: the write that
+// goes past the cap is cut after its last newline within the cap (when it
+// has none, at the cap unless the output already ends a line), and the
+// unfinished last line of a write that fills the cap exactly is held
+// back until it is known whether more follows (flush writes it). From the
+// cut on, every write fails with ErrOutputLimit (the stream is closed,
+// like a pipe whose reader left). It is safe for concurrent use (the
+// shell and its commands write at once).
 type capWriter struct {
 	mu        sync.Mutex
 	w         io.Writer
 	max, n    int64
+	lastNL    bool   // the output so far ends with a newline
+	held      []byte // the unfinished line of a write that filled the cap
 	truncated bool
 }
 
@@ -756,19 +779,66 @@ func newCapWriter(w io.Writer, max int64) *capWriter { return &capWriter{w: w, m
 func (c *capWriter) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	room := c.max - c.n
-	if int64(len(p)) <= room {
-		n, err := c.w.Write(p)
-		c.n += int64(n)
-		return n, err
+	if c.truncated {
+		return 0, ErrOutputLimit
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	room := c.max - c.n - int64(len(c.held))
+	if int64(len(p)) < room || (int64(len(p)) == room && p[len(p)-1] == '\n') {
+		return c.pass(p)
+	}
+	if int64(len(p)) == room {
+		// Fills the cap: hold back the unfinished line, if a line
+		// boundary precedes it.
+		i := bytes.LastIndexByte(p, '\n')
+		if i < 0 && (c.n == 0 || !c.lastNL) {
+			return c.pass(p)
+		}
+		if n, err := c.pass(p[:i+1]); err != nil {
+			return n, err
+		}
+		c.held = append([]byte(nil), p[i+1:]...)
+		return len(p), nil
 	}
 	c.truncated = true
-	if room > 0 {
-		n, _ := c.w.Write(p[:room])
-		c.n += int64(n)
-		return n, ErrOutputLimit
+	c.held = nil
+	cut := p[:max(room, 0)]
+	if i := bytes.LastIndexByte(cut, '\n'); i >= 0 {
+		cut = cut[:i+1]
+	} else if c.n > 0 && c.lastNL {
+		cut = nil
 	}
-	return 0, ErrOutputLimit
+	n := 0
+	if len(cut) > 0 {
+		n, _ = c.pass(cut)
+	}
+	return n, ErrOutputLimit
+}
+
+// pass writes p to w.
+func (c *capWriter) pass(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if n > 0 {
+		c.lastNL = p[n-1] == '\n'
+	}
+	return n, err
+}
+
+// flush writes the line held back by a write that filled the cap: no more
+// output came, so nothing was cut.
+func (c *capWriter) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.truncated && len(c.held) > 0 {
+		_, _ = c.pass(c.held)
+	}
+	c.held = nil
 }
 
 // Truncated reports that output was dropped.

@@ -129,6 +129,11 @@ func isShellName(name string) bool {
 
 func (s *Shell) external(ctx context.Context, hc interp.HandlerContext, rs *runState, args []string) error {
 	name := args[0]
+	if name == "" {
+		// bash looks the empty name up like any other, and finds nothing.
+		fmt.Fprintf(hc.Stderr, "bash: : command not found\n")
+		return status(127)
+	}
 	if isShellName(name) {
 		return s.runShellCommand(ctx, hc, rs, args)
 	}

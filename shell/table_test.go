@@ -114,6 +114,8 @@ var bashCases = []scriptCase{
 	{"command -v", `command -v echo cat nosuch; echo $?`, "echo\n/usr/bin/cat\n1\n", 0, ""},
 	{"command skips func", `echo() { builtin echo "func $*"; }; echo a; command echo b`, "func a\nb\n", 0, ""},
 	{"not found", `nosuchcmd; echo $?`, "127\n", 0, "nosuchcmd: command not found"},
+	{"empty command", `""; echo $?`, "127\n", 0, "bash: : command not found"},
+	{"empty command from a variable", `e=; "$e" arg; echo $?`, "127\n", 0, "bash: : command not found"},
 	{"exit code", `exit 42`, "", 42, ""},
 	{"syntax error", `if then fi`, "", 2, "syntax error"},
 	{"unclosed quote", `echo "abc`, "", 2, "line 1"},

@@ -155,8 +155,19 @@ func (h *hostRaw) fastOpen(r, display string, flag int) (*hostFile, error) {
 		}
 		var err error
 		fd, err = unix.Openat(dirfd, last, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-		if err == unix.ELOOP && flag&unix.O_NOFOLLOW == 0 {
-			err = errSymlink
+		if flag&unix.O_NOFOLLOW == 0 {
+			switch err {
+			case unix.ELOOP:
+				err = errSymlink
+			case unix.ENOTDIR:
+				// O_DIRECTORY on a symlink fails with ENOTDIR before
+				// O_NOFOLLOW is considered: one to a directory must be
+				// followed.
+				var st unix.Stat_t
+				if unix.Fstatat(dirfd, last, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+					err = errSymlink
+				}
+			}
 		}
 		return err
 	})
@@ -202,8 +213,8 @@ func unixInfo(name string, st *unix.Stat_t) *fileInfo {
 			Dev:   st.Dev,
 			Ino:   st.Ino,
 			Nlink: uint64(st.Nlink),
-			Uid:   st.Uid,
-			Gid:   st.Gid,
+			Uid:   guestUID(st.Uid),
+			Gid:   guestGID(st.Gid),
 			Rdev:  st.Rdev,
 			Atime: time.Unix(st.Atim.Unix()),
 			Mtime: mtime,

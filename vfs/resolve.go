@@ -350,7 +350,15 @@ func (r *resolving) Link(oldname, newname string) error {
 	po, _, errno := walk(r.raw, oldname, false)
 	var pn string
 	if errno == 0 {
-		pn, _, errno = walk(r.raw, newname, false)
+		var mustDir bool
+		pn, mustDir, errno = walk(r.raw, newname, false)
+		if errno == 0 && mustDir {
+			// "new/" names a directory that link(2) cannot make.
+			errno = syscall.ENOENT
+			if _, _, err := r.raw.LstatIfPossible(pn); err == nil {
+				errno = syscall.EEXIST
+			}
+		}
 	}
 	if errno != 0 {
 		return linkErr(op, oldname, newname, errno)

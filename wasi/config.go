@@ -82,7 +82,8 @@ func (d Deterministic) withDefaults() Deterministic {
 //
 //   - fsys is mounted at the guest's "/" (through NewFS), so a guest
 //     opening "/etc/x" or, from the initial working directory, "x" reaches
-//     the vfs path "/etc/x" or "/x".
+//     the vfs path "/etc/x" or "/x". A nil fsys gives the guest no
+//     preopened directory.
 //   - walltime and nanotime are the host clocks, or the fixed/stepping
 //     clocks of opts.Deterministic.
 //   - random_get reads crypto/rand, or a ChaCha8 stream seeded by
@@ -112,8 +113,11 @@ func Configure(ctx context.Context, mc wazero.ModuleConfig, fsys vfs.FS, opts Op
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newFS(fsys, opts), "/")
-	mc = mc.WithFSConfig(fsc).WithOsyield(runtime.Gosched)
+	if fsys != nil { // nil: no preopened directory
+		fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newFS(fsys, opts), "/")
+		mc = mc.WithFSConfig(fsc)
+	}
+	mc = mc.WithOsyield(runtime.Gosched)
 	if opts.Stdin != nil {
 		mc = mc.WithStdin(&guestReader{ctx: ctx, r: opts.Stdin})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,9 @@ compute, tools, responsiveness. The exit status is 1 when a measurement failed
 (its error is printed after the table).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOnly(only); err != nil {
+				return err
+			}
 			ctx, cancel := signalContext(context.Background())
 			defer cancel()
 			eng, err := a.engine(ctx)
@@ -73,4 +77,26 @@ compute, tools, responsiveness. The exit status is 1 when a measurement failed
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only the groups whose name contains one of these (comma-separated)")
 	cmd.Flags().StringVar(&binary, "binary", "", `wasmbox executable timed by the warm-start row (default: this one; "-" skips the row)`)
 	return cmd
+}
+
+// checkOnly refuses an --only entry that selects no measurement group: a
+// typo must not pass for a run that measured nothing.
+func checkOnly(only []string) error {
+	var groups []string
+	for _, m := range bench.Measurements() {
+		groups = append(groups, m.Group)
+	}
+	for _, o := range only {
+		found := false
+		for _, g := range groups {
+			if o != "" && strings.Contains(g, o) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return fmt.Errorf("--only %q: no measurement group matches (groups: %s)", o, strings.Join(groups, ", "))
+		}
+	}
+	return nil
 }

@@ -40,6 +40,8 @@ type execFlags struct {
 	workdir     string
 	hostlogging string
 	json        bool
+	noFS        bool
+	workdirSet  bool
 }
 
 func newExecCmd(a *app) *cobra.Command {
@@ -48,9 +50,12 @@ func newExecCmd(a *app) *cobra.Command {
 		Use:   "exec [flags] FILE.wasm [--] [ARGS...]",
 		Short: "Run a WebAssembly (WASI) module in the sandbox",
 		Long: `Run a WebAssembly module (wasip1) from the host filesystem inside the
-sandbox: a superset of "wazero run". The guest sees a virtual filesystem:
-an empty in-memory one with the default layout (/bin, /usr/bin,
-/home/user, /tmp, /etc) unless --mount maps host directories into it.
+sandbox: a superset of "wazero run". The guest's argv is FILE.wasm and
+ARGS (a "--" right after FILE.wasm is dropped); its environment is
+exactly the --env given (plus PWD when --workdir is). It sees a virtual
+filesystem: an empty in-memory one with the default layout (/bin,
+/usr/bin, /home/user, /tmp, /etc) unless --mount maps host directories
+into it, or none at all with --no-fs (as "wazero run" without mounts).
 The exit status is the guest's; 124 on timeout, 137 when the memory
 limit was hit, 134 on a trap.`,
 		Example: `  wasmbox exec prog.wasm -- -v input.txt
@@ -63,6 +68,7 @@ limit was hit, 134 on a trap.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.workdirSet = cmd.Flags().Changed("workdir")
 			return runExec(cmd.Context(), a, f, args)
 		},
 	}
@@ -73,7 +79,8 @@ limit was hit, 134 on a trap.`,
 	fl.StringArrayVar(&f.env, "env", nil, "set an environment variable of the guest, K=V (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "kill the guest after this long, e.g. 500ms, 10s (exit 124)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit of the guest, e.g. 64MiB, 1G (default 256MiB)")
-	fl.StringVar(&f.workdir, "workdir", "/", "working directory of the guest (a guest path)")
+	fl.StringVar(&f.workdir, "workdir", "/", "working directory of the guest (a guest path; sets $PWD, which wasip1 programs read)")
+	fl.BoolVar(&f.noFS, "no-fs", false, "give the guest no filesystem: no preopened directory (not with --mount)")
 	fl.StringVar(&f.hostlogging, "hostlogging", "",
 		"log host calls on stderr: filesystem, clock, proc, poll, random, memory, sock or all (comma-separated)")
 	fl.BoolVar(&f.json, "json", false,
@@ -113,6 +120,11 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		ctx = context.Background()
 	}
 	file, guestArgs := args[0], args[1:]
+	if len(guestArgs) > 0 && guestArgs[0] == "--" {
+		// The separator of "exec FILE.wasm -- ARGS" is ours, not the
+		// guest's (as with wazero run).
+		guestArgs = guestArgs[1:]
+	}
 
 	// Flags first: usage errors (exit 2) before any work.
 	var memLimit uint64
@@ -133,6 +145,9 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 	}
 	if !strings.HasPrefix(f.workdir, "/") {
 		return fmt.Errorf("--workdir %q: want an absolute guest path", f.workdir)
+	}
+	if f.noFS && len(f.mounts) > 0 {
+		return errors.New("--no-fs: not with --mount")
 	}
 	var specs []vfs.MountSpec
 	for _, m := range f.mounts {
@@ -157,11 +172,14 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 	if !runtime.IsWasm(bin) {
 		return a.fail(fmt.Errorf("%s: %w", file, runtime.ErrNotWasm))
 	}
-	fsys, rootIsMem, err := buildFS(specs)
-	if err != nil {
-		return a.fail(err)
+	var fsys *vfs.VFS
+	rootIsMem := false
+	if !f.noFS {
+		if fsys, rootIsMem, err = buildFS(specs); err != nil {
+			return a.fail(err)
+		}
+		defer closeFS(fsys)
 	}
-	defer closeFS(fsys)
 
 	cfg := runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache}
 	if scopes != 0 {
@@ -194,17 +212,24 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 	stdin, stopStdin := pumpStdin(runCtx, a.stdin)
 	defer stopStdin()
 
+	env := f.env
+	if f.workdirSet && !hasEnv(env, "PWD") {
+		env = append(env[:len(env):len(env)], "PWD="+f.workdir)
+	}
 	job := executor.Job{
 		Argv:        append([]string{file}, guestArgs...),
-		Env:         f.env,
+		Env:         env,
+		Plain:       true,
 		Dir:         f.workdir,
 		Stdin:       stdin,
 		Stdout:      a.stdout,
 		Stderr:      a.stderr,
 		Timeout:     f.timeout,
 		MemoryLimit: memLimit,
-		FS:          fsys,
 		Module:      mod,
+	}
+	if fsys != nil { // a nil *vfs.VFS must not become a non-nil vfs.FS
+		job.FS = fsys
 	}
 	var out, errOut *cappedBuffer
 	if f.json {
@@ -235,6 +260,16 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		Truncated:  out.truncated || errOut.truncated,
 		DurationMS: res.Duration.Milliseconds(),
 	})
+}
+
+// hasEnv reports whether env sets the variable key.
+func hasEnv(env []string, key string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // compileWithNotice compiles bin, telling a terminal user when a first

@@ -227,14 +227,19 @@ export API_KEY=x). The output is redacted only with --redact-output.`,
 				a.exit = res.ExitCode
 				return nil
 			}
-			out := bufio.NewWriter(a.stdout)
-			res, err := sb.Stream(ctx, src, stdin, flushWriter{out}, a.stderr)
-			out.Flush()
+			out := &flushWriter{w: bufio.NewWriter(a.stdout)}
+			res, err := sb.Stream(ctx, src, stdin, out, a.stderr)
+			out.w.Flush()
 			if err != nil {
 				return a.fail(err)
 			}
 			if res.Truncated {
-				fmt.Fprintln(a.stderr, "wasmbox: output truncated at the limit")
+				// On a line of its own, also after a cut line.
+				nl := ""
+				if out.last != 0 && out.last != '\n' {
+					nl = "\n"
+				}
+				fmt.Fprintf(a.stderr, "%swasmbox: output truncated at the limit\n", nl)
 			}
 			a.exit = res.ExitCode
 			return nil
@@ -278,11 +283,18 @@ func (a *app) scriptSource(cmd *cobra.Command, script string, args []string) (st
 	}
 }
 
-// flushWriter flushes after every write so that output streams.
-type flushWriter struct{ w *bufio.Writer }
+// flushWriter flushes after every write so that output streams, and
+// remembers the last byte written.
+type flushWriter struct {
+	w    *bufio.Writer
+	last byte
+}
 
-func (f flushWriter) Write(p []byte) (int, error) {
+func (f *flushWriter) Write(p []byte) (int, error) {
 	n, err := f.w.Write(p)
+	if n > 0 {
+		f.last = p[n-1]
+	}
 	if err == nil {
 		err = f.w.Flush()
 	}

@@ -133,6 +133,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return fmt.Errorf("--listen %s is not a loopback address: a bearer token is required (--token-file FILE or %s)", f.listen, tokenEnv)
 	}
 	l, err := server.Listen(f.listen, f.allowNonLoopback)
+	if errors.Is(err, server.ErrNotLoopback) {
+		return a.fail(fmt.Errorf("refusing to listen on %q, a non-loopback address, without --allow-non-loopback (the server has no authentication)", f.listen))
+	}
 	if err != nil {
 		return a.fail(err)
 	}

@@ -539,6 +539,11 @@ var tests = []testCase{
 		write(t, fsys, "/plain", "p")
 		_, err = fsys.Stat("/d/tocreate/")
 		wantErrno(t, err, syscall.ENOTDIR)
+		// O_DIRECTORY follows a symlink to a directory.
+		must(t, fsys.SymlinkIfPossible("sub", "/d/dirlink"))
+		f, err := fsys.OpenFile("/d/dirlink", os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		must(t, err)
+		must(t, f.Close())
 	}},
 	{"HardLinks", func(t *testing.T, fsys vfs.FS, _ Options) {
 		write(t, fsys, "/a", "one")
@@ -573,6 +578,12 @@ var tests = []testCase{
 		write(t, fsys, "/c", "")
 		wantErrno(t, fsys.Link("/b", "/c"), syscall.EEXIST)
 		wantErrno(t, fsys.Link("/missing", "/e"), syscall.ENOENT)
+		// A new name with a trailing slash names a directory: link(2)
+		// refuses it.
+		wantErrno(t, fsys.Link("/b", "/slash/"), syscall.ENOENT)
+		if exists(fsys, "/slash") {
+			t.Fatal("link with a trailing slash created the name")
+		}
 		fd, err := fsys.Stat("/d")
 		must(t, err)
 		if sys(t, fd).Nlink != 2 {

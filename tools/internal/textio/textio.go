@@ -121,31 +121,33 @@ func ReadAllInput(e *cmd.Env, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer closeFn()
-	if f, ok := r.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
-			return readAllSized(f, fi.Size())
-		}
-	}
-	return io.ReadAll(r)
+	return readAll(r)
 }
 
-// readAllSized reads r to its end into a buffer sized for a file of size
-// bytes, in large reads (io.ReadAll starts at 512 bytes and copies as it
-// grows; each read is a host call in wasm).
-func readAllSized(r io.Reader, size int64) ([]byte, error) {
-	const chunk = 1 << 20
-	b := make([]byte, 0, min(size, 1<<30)+1)
+// readAll is io.ReadAll with a buffer sized from the input's size when it
+// is a regular file (one byte more: the end is seen without growing, and
+// a caller may append a delimiter in place), so that reading a file of
+// N bytes allocates N bytes, not the 2-3N of a doubling buffer (a Go
+// guest's heap grows its linear memory and never gives it back).
+func readAll(r io.Reader) ([]byte, error) {
+	size := 512
+	if f, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 && fi.Size() < 1<<31 {
+			size = int(fi.Size()) + 1
+		}
+	}
+	b := make([]byte, 0, size)
 	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):min(cap(b), len(b)+chunk)])
+		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
 		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
 			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow (the file grew, or no size)
 		}
 	}
 }

@@ -901,21 +901,17 @@ func sortMain(e *cmd.Env) int {
 		}
 		return 0
 	}
-	if merge {
+	var each func(yield func([]byte) bool)
+	switch {
+	case merge:
 		recs = s.mergeRuns(runs)
-	} else {
+		each = s.uniqueLines(recs)
+	case uint64(len(all)) < 1<<32-1:
+		each = s.sortIndexed(all, delim)
+	default:
 		recs = splitRecords(all, delim)
 		s.sortRecords(recs)
-	}
-	if s.unique {
-		out := recs[:0]
-		for i, r := range recs {
-			if i > 0 && s.compare(out[len(out)-1], r) == 0 {
-				continue
-			}
-			out = append(out, r)
-		}
-		recs = out
+		each = s.uniqueLines(recs)
 	}
 	w := t.out
 	var f *os.File
@@ -928,7 +924,7 @@ func sortMain(e *cmd.Env) int {
 		}
 		w.Reset(f)
 	}
-	for _, r := range recs {
+	for r := range each {
 		w.Write(r)
 		w.WriteByte(delim)
 	}
@@ -944,6 +940,155 @@ func sortMain(e *cmd.Env) int {
 		return status
 	}
 	return t.flush(status)
+}
+
+// uniqueLines yields recs, without the repeats -u drops.
+func (s *sorter) uniqueLines(recs [][]byte) func(yield func([]byte) bool) {
+	return func(yield func([]byte) bool) {
+		var prev []byte
+		for i, r := range recs {
+			if s.unique && i > 0 && s.compare(prev, r) == 0 {
+				continue
+			}
+			prev = r
+			if !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+// sortIndexed sorts the records of data (each ending in delim; len(data)
+// < 4 GiB) and yields them in order, without the repeats -u
+// drops. It is sortRecords in a compact form: a record is its offset in
+// data (4 bytes, not a 24-byte slice), the order is a permutation of
+// record numbers (4 bytes), a key is a pair of offsets (8 bytes) and a
+// parsed -n key four (17 bytes), so that sorting N bytes of short lines
+// takes a few N of memory, not twenty.
+func (s *sorter) sortIndexed(data []byte, delim byte) func(yield func([]byte) bool) {
+	n := bytes.Count(data, []byte{delim})
+	if len(s.keys) == 0 {
+		return s.sortSpans(data, delim, n)
+	}
+	offs := make([]uint32, 0, n+1)
+	offs = append(offs, 0)
+	for i, c := range data {
+		if c == delim {
+			offs = append(offs, uint32(i+1))
+		}
+	}
+	n = len(offs) - 1
+	line := func(i uint32) []byte { return data[offs[i] : offs[i+1]-1] }
+	// off is where sub, a subslice of data, starts in it.
+	off := func(sub []byte) uint32 { return uint32(cap(data) - cap(sub)) }
+
+	nk := len(s.keys)
+	slot := make([]int, nk) // index among the numeric or the other keys
+	nNum, nSpan := 0, 0
+	for k := range s.keys {
+		if s.keys[k].numeric {
+			slot[k], nNum = nNum, nNum+1
+		} else {
+			slot[k], nSpan = nSpan, nSpan+1
+		}
+	}
+	spans := make([]uint32, n*nSpan*2)
+	type cnum struct {
+		is, ie, fs, fe uint32
+		neg            bool
+	}
+	nums := make([]cnum, n*nNum)
+	for i := 0; i < n && nk > 0; i++ {
+		l := line(uint32(i))
+		for k := range s.keys {
+			ks := s.keySpan(l, &s.keys[k])
+			if s.keys[k].numeric {
+				neg, intp, frac := numParts(ks)
+				nums[i*nNum+slot[k]] = cnum{off(intp), off(intp) + uint32(len(intp)), off(frac), off(frac) + uint32(len(frac)), neg}
+			} else {
+				j := (i*nSpan + slot[k]) * 2
+				spans[j], spans[j+1] = off(ks), off(ks)+uint32(len(ks))
+			}
+		}
+	}
+	cmp := func(a, b uint32) int {
+		for k := range s.keys {
+			key := &s.keys[k]
+			var c int
+			if key.numeric {
+				x, y := &nums[int(a)*nNum+slot[k]], &nums[int(b)*nNum+slot[k]]
+				c = cmpNumKey(&numKey{neg: x.neg, intp: data[x.is:x.ie], frac: data[x.fs:x.fe]},
+					&numKey{neg: y.neg, intp: data[y.is:y.ie], frac: data[y.fs:y.fe]})
+			} else {
+				ja, jb := (int(a)*nSpan+slot[k])*2, (int(b)*nSpan+slot[k])*2
+				c = s.compareKey(data[spans[ja]:spans[ja+1]], data[spans[jb]:spans[jb+1]], key)
+			}
+			if c != 0 {
+				if key.reverse {
+					return -c
+				}
+				return c
+			}
+		}
+		if nk > 0 && (s.stable || s.unique) {
+			return 0
+		}
+		c := bytes.Compare(line(a), line(b))
+		if s.rev {
+			return -c
+		}
+		return c
+	}
+	order := make([]uint32, n)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	if s.stable || s.unique {
+		slices.SortStableFunc(order, cmp)
+	} else {
+		slices.SortFunc(order, cmp)
+	}
+	return func(yield func([]byte) bool) {
+		for i, r := range order {
+			if s.unique && i > 0 && cmp(order[i-1], r) == 0 {
+				continue
+			}
+			if !yield(line(r)) {
+				return
+			}
+		}
+	}
+}
+
+// sortSpans is sortIndexed without keys: each of the n records is its
+// start and end offsets packed in a uint64 (8 bytes), sorted directly,
+// with no indirection through a table of offsets.
+func (s *sorter) sortSpans(data []byte, delim byte, n int) func(yield func([]byte) bool) {
+	spans := make([]uint64, 0, n)
+	start := 0
+	for i, c := range data {
+		if c == delim {
+			spans = append(spans, uint64(start)<<32|uint64(i))
+			start = i + 1
+		}
+	}
+	line := func(sp uint64) []byte { return data[sp>>32 : uint32(sp)] }
+	cmp := func(a, b uint64) int { return bytes.Compare(data[a>>32:uint32(a)], data[b>>32:uint32(b)]) }
+	if s.rev {
+		cmp = func(a, b uint64) int { return bytes.Compare(data[b>>32:uint32(b)], data[a>>32:uint32(a)]) }
+	}
+	// Equal records are equal bytes: stability cannot show.
+	slices.SortFunc(spans, cmp)
+	return func(yield func([]byte) bool) {
+		for i, sp := range spans {
+			if s.unique && i > 0 && cmp(spans[i-1], sp) == 0 {
+				continue
+			}
+			if !yield(line(sp)) {
+				return
+			}
+		}
+	}
 }
 
 // mergeRuns merges sorted inputs (sort -m): it repeatedly takes the
