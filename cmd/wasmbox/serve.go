@@ -129,12 +129,17 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	} else if err != nil {
 		return err
 	}
-	if token == "" && !loopbackListen(f.listen) {
-		return fmt.Errorf("--listen %s is not a loopback address: a bearer token is required (--token-file FILE or %s)", f.listen, tokenEnv)
+	if !loopbackListen(f.listen) {
+		switch {
+		case token == "" && !f.allowNonLoopback:
+			return fmt.Errorf("--listen %s is not a loopback address: it needs --allow-non-loopback and a bearer token (--token-file FILE or %s)", f.listen, tokenEnv)
+		case token == "":
+			return fmt.Errorf("--listen %s is not a loopback address: a bearer token is required (--token-file FILE or %s)", f.listen, tokenEnv)
+		}
 	}
 	l, err := server.Listen(f.listen, f.allowNonLoopback)
 	if errors.Is(err, server.ErrNotLoopback) {
-		return a.fail(fmt.Errorf("refusing to listen on %q, a non-loopback address, without --allow-non-loopback (the server has no authentication)", f.listen))
+		return a.fail(fmt.Errorf("refusing to listen on %q, a non-loopback address, without --allow-non-loopback", f.listen))
 	}
 	if err != nil {
 		return a.fail(err)
