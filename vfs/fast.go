@@ -180,7 +180,10 @@ func (v *VFS) Rename(oldname, newname string) error {
 // Link creates newname as a hard link to oldname (EXDEV across
 // filesystems).
 func (v *VFS) Link(oldname, newname string) error {
-	if fo, ok := v.fast(oldname); ok && !lastIsDot(newname) {
+	// A newname with a trailing slash takes the general path, which
+	// answers as link(2) does (ENOENT, or EEXIST) before it looks at
+	// oldname.
+	if fo, ok := v.fast(oldname); ok && !lastIsDot(newname) && !strings.HasSuffix(newname, "/") {
 		if fn, ok := v.fast(newname); ok && fn.m == fo.m {
 			err := fo.mem.hardlink(fo.r, fn.r, true)
 			if !fallback(err) {

@@ -340,6 +340,11 @@ func (h *hostRaw) SymlinkIfPossible(oldname, newname string) error {
 	defer h.linkMu.Unlock()
 	dir := path.Dir(cleanAbs(newname))
 	if !hostLinkOK(dir, oldname) {
+		// An existing newname is EEXIST whatever the target, as
+		// symlink(2) says (and as every other path of the VFS answers).
+		if _, err := h.root.Lstat(rel(newname)); err == nil || cleanAbs(newname) == "/" {
+			return linkErr("symlink", oldname, newname, syscall.EEXIST)
+		}
 		return linkErr("symlink", oldname, newname, syscall.EPERM)
 	}
 	if err := h.realDir(dir); err != nil {
