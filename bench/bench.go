@@ -127,6 +127,7 @@ func Measurements() []Measurement {
 		{"sandbox", measureSandbox},
 		{"startup", measureStartup},
 		{"compute", measureCompute},
+		{"python", measurePython},
 		{"responsiveness", measureResponsiveness},
 	}
 }
