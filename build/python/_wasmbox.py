@@ -283,3 +283,224 @@ def main(argv, env):
             if status == 0:
                 status = 120
     return status
+
+
+# --- processes: subprocess, os.system, os.popen through the host -----------
+#
+# WASI has no processes. The wasmbox runtime's process ABI
+# (runtime.ProcessABI, module _wasmbox_host) starts a child command in the
+# sandbox (resolved, allowed and limited like any command, under the same
+# deadline), with pipes of the host as its standard streams; its handle is a
+# descriptor that becomes readable when the child ends and then reads as
+# its exit status and cause. subprocess.Popen is patched to use it; the
+# child's pid is its handle. A child killed by proc_kill reports -signal as
+# returncode, like a signalled process.
+
+def _install_processes():
+    import errno
+    import shutil
+    import struct
+    import time
+    try:
+        import _wasmbox_host as host
+    except ImportError:
+        return
+    sp = subprocess
+
+    def pipe():
+        r, w = host.pipe()
+        os.set_blocking(r, True)
+        os.set_blocking(w, True)
+        return r, w
+
+    os.pipe = pipe
+
+    def spawn(argv, env=None, cwd=None, stdin=0, stdout=1, stderr=2):
+        req = {"argv": list(argv), "stdin": stdin, "stdout": stdout, "stderr": stderr}
+        if env is not None:
+            req["env"] = ["%s=%s" % (os.fsdecode(k), os.fsdecode(v)) for k, v in env.items()]
+        if cwd is not None:
+            req["dir"] = os.path.abspath(os.fsdecode(cwd))
+        return host.spawn(json.dumps(req).encode())
+
+    def status(handle, block):
+        os.set_blocking(handle, block)
+        try:
+            data = os.read(handle, 8)
+        except BlockingIOError:
+            return None
+        os.close(handle)
+        code, cause = struct.unpack("<II", data[:8])
+        if cause == 7 and code > 128:
+            return -(code - 128)
+        return code
+
+    def execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env,
+                      startupinfo, creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite,
+                      errread, errwrite, *rest):
+        if isinstance(args, (str, bytes)):
+            args = [args]
+        elif isinstance(args, os.PathLike):
+            if shell:
+                raise TypeError("path-like args is not allowed when shell is true")
+            args = [args]
+        else:
+            args = list(args)
+        args = [os.fsdecode(a) for a in args]
+        if shell:
+            args = ["/bin/sh", "-c"] + args
+            if executable:
+                args[0] = os.fsdecode(executable)
+        elif executable:
+            args[0] = os.fsdecode(executable)
+        exe = args[0]
+        path = (env if env is not None else os.environ).get("PATH", os.defpath)
+        if "/" not in exe and shutil.which(exe, path=path) is None:
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", exe)
+        if "/" in exe and not os.path.exists(os.path.join(os.fsdecode(cwd) if cwd else "", exe)):
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", exe)
+        try:
+            handle = spawn(args, env, cwd,
+                           p2cread if p2cread != -1 else 0,
+                           c2pwrite if c2pwrite != -1 else 1,
+                           errwrite if errwrite != -1 else 2)
+        finally:
+            for fd in (p2cread, c2pwrite, errwrite):
+                if fd != -1 and fd not in (p2cwrite, c2pread, errread) and fd != getattr(self, "_devnull", None):
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            if getattr(self, "_devnull", None) is not None:
+                os.close(self._devnull)
+                self._devnull = None
+        self.pid = handle
+        self._child_created = True
+
+    def internal_poll(self, _deadstate=None, _waitpid=None, _WNOHANG=None, _ECHILD=None):
+        if self.returncode is None:
+            code = status(self.pid, False)
+            if code is not None:
+                self.returncode = code
+        return self.returncode
+
+    def wait_(self, timeout):
+        if self.returncode is not None:
+            return self.returncode
+        if timeout is None:
+            self.returncode = status(self.pid, True)
+            return self.returncode
+        end = time.monotonic() + timeout
+        delay = 0.0005
+        while True:
+            code = status(self.pid, False)
+            if code is not None:
+                self.returncode = code
+                return code
+            left = end - time.monotonic()
+            if left <= 0:
+                raise sp.TimeoutExpired(self.args, timeout)
+            delay = min(delay * 2, left, 0.05)
+            time.sleep(delay)
+
+    def send_signal(self, sig):
+        if self.returncode is None:
+            try:
+                host.kill(self.pid, int(sig))
+            except OSError:
+                pass
+
+    def communicate_(self, input, endtime, orig_timeout):
+        # Without select: non-blocking descriptors, polled.
+        if self.stdin and not self._communication_started:
+            try:
+                self.stdin.flush()
+            except BrokenPipeError:
+                pass
+            if not input:
+                try:
+                    self.stdin.close()
+                except BrokenPipeError:
+                    pass
+        if not hasattr(self, "_fileobj2output"):
+            self._fileobj2output = {}
+            if self.stdout:
+                self._fileobj2output[self.stdout] = []
+            if self.stderr:
+                self._fileobj2output[self.stderr] = []
+        stdout = self._fileobj2output.get(self.stdout)
+        stderr = self._fileobj2output.get(self.stderr)
+        self._save_input(input)
+        if self._input:
+            input_view = memoryview(self._input)
+        readers = [f for f in (self.stdout, self.stderr) if f and not f.closed]
+        writer = self.stdin if (self.stdin and not self.stdin.closed and self._input) else None
+        for f in readers + ([writer] if writer else []):
+            os.set_blocking(f.fileno(), False)
+        delay = 0.0002
+        while readers or writer:
+            progress = False
+            if writer:
+                chunk = input_view[self._input_offset:self._input_offset + sp._PIPE_BUF]
+                try:
+                    n = os.write(writer.fileno(), chunk)
+                    self._input_offset += n
+                    progress = n > 0
+                except BlockingIOError:
+                    pass
+                except BrokenPipeError:
+                    self._input_offset = len(self._input)
+                if self._input_offset >= len(self._input):
+                    writer.close()
+                    writer = None
+            for f in list(readers):
+                try:
+                    data = os.read(f.fileno(), 32768)
+                except BlockingIOError:
+                    continue
+                progress = True
+                if not data:
+                    readers.remove(f)
+                    f.close()
+                else:
+                    self._fileobj2output[f].append(data)
+            if progress:
+                delay = 0.0002
+                continue
+            if endtime is not None and time.monotonic() > endtime:
+                raise sp.TimeoutExpired(self.args, orig_timeout)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+        self.wait(timeout=self._remaining_time(endtime))
+        if stdout is not None:
+            stdout = b"".join(stdout)
+        if stderr is not None:
+            stderr = b"".join(stderr)
+        if self.text_mode:
+            if stdout is not None:
+                stdout = self._translate_newlines(stdout, self.stdout.encoding, self.stdout.errors)
+            if stderr is not None:
+                stderr = self._translate_newlines(stderr, self.stderr.encoding, self.stderr.errors)
+        return (stdout, stderr)
+
+    sp._can_fork_exec = True
+    sp.Popen._execute_child = execute_child
+    sp.Popen._internal_poll = internal_poll
+    sp.Popen._wait = wait_
+    sp.Popen.send_signal = send_signal
+    sp.Popen._communicate = communicate_
+
+    def system(command):
+        """Runs command with /bin/sh -c; returns its wait status."""
+        for s in (sys.stdout, sys.stderr):
+            try:
+                s.flush()
+            except Exception:
+                pass
+        code = status(spawn(["/bin/sh", "-c", os.fsdecode(command)]), True)
+        return (-code) & 0x7F if code < 0 else (code & 0xFF) << 8
+
+    os.system = system
+
+
+_install_processes()

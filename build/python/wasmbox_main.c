@@ -19,10 +19,66 @@
  */
 #include "Python.h"
 #include <sched.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <wasi/api.h>
 
 extern void __wasm_call_ctors(void);
+
+/* The process ABI of the wasmbox runtime (runtime.ProcessABI): pipes and
+ * concurrent children, for subprocess, os.system and os.popen. */
+__attribute__((import_module("wasmbox"), import_name("pipe")))
+int32_t wasmbox_pipe(uint32_t *fds);
+__attribute__((import_module("wasmbox"), import_name("proc_spawn")))
+int32_t wasmbox_proc_spawn(const char *req, uint32_t len, uint32_t *pfd);
+__attribute__((import_module("wasmbox"), import_name("proc_kill")))
+int32_t wasmbox_proc_kill(uint32_t pfd, int32_t sig);
+
+static PyObject *errno_error(int32_t e) {
+	errno = e;
+	return PyErr_SetFromErrno(PyExc_OSError);
+}
+
+/* _wasmbox_host.pipe() -> (read_fd, write_fd) */
+static PyObject *host_pipe(PyObject *self, PyObject *unused) {
+	uint32_t fds[2];
+	int32_t e = wasmbox_pipe(fds);
+	if (e != 0) return errno_error(e);
+	return Py_BuildValue("(ii)", (int)fds[0], (int)fds[1]);
+}
+
+/* _wasmbox_host.spawn(request: bytes) -> process handle fd */
+static PyObject *host_spawn(PyObject *self, PyObject *arg) {
+	char *buf;
+	Py_ssize_t len;
+	if (PyBytes_AsStringAndSize(arg, &buf, &len) < 0) return NULL;
+	uint32_t pfd;
+	int32_t e = wasmbox_proc_spawn(buf, (uint32_t)len, &pfd);
+	if (e != 0) return errno_error(e);
+	return PyLong_FromLong((long)pfd);
+}
+
+/* _wasmbox_host.kill(handle, signal) */
+static PyObject *host_kill(PyObject *self, PyObject *args) {
+	int pfd, sig;
+	if (!PyArg_ParseTuple(args, "ii", &pfd, &sig)) return NULL;
+	int32_t e = wasmbox_proc_kill((uint32_t)pfd, sig);
+	if (e != 0) return errno_error(e);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef host_methods[] = {
+	{"pipe", host_pipe, METH_NOARGS, "pipe() -> (r, w): a pipe of the host"},
+	{"spawn", host_spawn, METH_O, "spawn(request) -> handle: start a child (runtime.ProcessABI)"},
+	{"kill", host_kill, METH_VARARGS, "kill(handle, signal): stop a child"},
+	{NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef host_module = {
+	PyModuleDef_HEAD_INIT, "_wasmbox_host", "The wasmbox host's process ABI.", -1, host_methods,
+};
+
+static PyObject *host_init(void) { return PyModule_Create(&host_module); }
 
 static PyObject *run_main; /* _wasmbox.main */
 
@@ -35,6 +91,7 @@ static void fatal(PyStatus st) {
 
 __attribute__((export_name("_initialize"))) void _initialize(void) {
 	__wasm_call_ctors();
+	if (PyImport_AppendInittab("_wasmbox_host", host_init) < 0) exit(120);
 	PyConfig config;
 	PyConfig_InitPythonConfig(&config);
 	config.parse_argv = 0;
