@@ -27,6 +27,17 @@ import textwrap, string, struct, math, hashlib, base64, copy, enum, dataclasses,
 
 VERSION = "Python %d.%d.%d" % sys.version_info[:3]
 
+# pip, offline: ensurepip's bundled wheel is importable (last on sys.path,
+# so that a pip installed in site-packages comes first), and its zip
+# directory is read once, into the snapshot.
+_PIP_WHEELS = sorted(glob.glob(os.path.join(os.path.dirname(os.__file__), "ensurepip", "_bundled", "pip-*.whl")))
+for _w in _PIP_WHEELS:
+    try:
+        import zipimport
+        sys.path_importer_cache[_w] = zipimport.zipimporter(_w)
+    except Exception:
+        pass
+
 USAGE = """usage: python3 [option] ... [-c cmd | -m mod | file | -] [arg] ...
 Options (wasmbox):
 -B     : don't write .pyc files
@@ -132,12 +143,17 @@ def _paths(opts):
     if "S" not in flags:
         dirs = list(site.getsitepackages())
         if "s" not in flags and "I" not in flags and not (not ignore_env and os.environ.get("PYTHONNOUSERSITE")):
-            site.USER_BASE = site.USER_SITE = None
+            # site has no user base on WASI: Debian's, from this run's $HOME.
+            site.USER_BASE = os.path.expanduser("~/.local")
+            site.USER_SITE = os.path.join(site.USER_BASE, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
             site.ENABLE_USER_SITE = True
-            dirs.insert(0, site.getusersitepackages())
+            dirs.insert(0, site.USER_SITE)
         for d in dirs:
             if d not in sys.path and os.path.isdir(d):
                 site.addsitedir(d)
+    for w in _PIP_WHEELS:
+        if w not in sys.path:
+            sys.path.append(w)
     if "B" in flags or (not ignore_env and os.environ.get("PYTHONDONTWRITEBYTECODE")):
         sys.dont_write_bytecode = True
 
@@ -151,7 +167,8 @@ def _new_main():
 
 def _strip_own_frames(exc):
     tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, runpy.__file__):
+    own = (main.__code__.co_filename, runpy._run_module_as_main.__code__.co_filename)
+    while tb is not None and tb.tb_frame.f_code.co_filename in own:
         tb = tb.tb_next
     return exc.with_traceback(tb)
 
@@ -252,6 +269,8 @@ def main(argv, env):
     sys.orig_argv = list(argv)
     sys.executable = "/usr/bin/python3"
     random.seed()
+    if "_umask_value" in globals():
+        _umask_value[0] = 0o022
     status = 0
     try:
         if "h" in flags:
@@ -278,7 +297,8 @@ def main(argv, env):
         pass
     for s in (sys.stdout, sys.stderr):
         try:
-            s.flush()
+            if s is not None and not s.closed:
+                s.flush()
         except Exception:
             if status == 0:
                 status = 120
@@ -504,3 +524,16 @@ def _install_processes():
 
 
 _install_processes()
+
+
+# WASI has no umask: os.umask keeps the value (0o022 at every start) and
+# returns the previous one, so that programs that read it (pip) work; files
+# are created with the modes the sandbox's filesystem gives them.
+if not hasattr(os, "umask"):
+    _umask_value = [0o022]
+
+    def umask(mask):
+        old, _umask_value[0] = _umask_value[0], int(mask) & 0o777
+        return old
+
+    os.umask = umask

@@ -78,6 +78,7 @@ for p in "$HERE"/patches/*.patch; do
 done
 cp "$HERE/wasmbox_main.c" "$PYSRC/Modules/wasmbox_main.c"
 cp "$HERE/_wasmbox.py" "$PYSRC/Lib/_wasmbox.py"
+cp "$HERE"/lib/*.py "$PYSRC/Lib/"
 
 # --- toolchain: the layout wasi-env expects of a WASI SDK ----------------
 SDK=$WORK/wasi-sdk
@@ -146,7 +147,7 @@ LIBSQLITE3_CFLAGS="-I$DEPS/include" LIBSQLITE3_LIBS="-L$DEPS/lib -lsqlite3" \
 	"$PYSRC/Tools/wasm/wasi-env" "$PYSRC/configure" -q \
 	--host=wasm32-unknown-wasi --build="$("$PYSRC/config.guess")" \
 	--with-build-python="$BUILDPY" --prefix=/usr \
-	--disable-test-modules --without-ensurepip --without-pymalloc-debug >/dev/null
+	--disable-test-modules --without-ensurepip >/dev/null
 "$PYSRC/Tools/wasm/wasi-env" make -s -j"$JOBS" python.wasm >/dev/null 2>"$WORK/wasi-make.log" || {
 	tail -40 "$WORK/wasi-make.log"; log "wasi build failed"; exit 1; }
 "$PYSRC/Tools/wasm/wasi-env" make -s pybuilddir.txt >/dev/null 2>>"$WORK/wasi-make.log"
@@ -166,6 +167,6 @@ SYSCONFIG=$(ls "$WORK/wasi/$(cat pybuilddir.txt)"/_sysconfigdata_*.py)
 	echo "# The inputs of python.wasm and python-stdlib.zip (build/python/build.sh)."
 	(cd "$WORK/src" && sha256sum *.dsc)
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
-	(cd "$ROOT" && sha256sum build/python/build.sh build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
+	(cd "$ROOT" && sha256sum build/python/build.sh build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
 } > "$OUT/python.inputs"
 log "built $OUT/python.wasm ($(wc -c < "$OUT/python.wasm") bytes), $OUT/python-stdlib.zip ($(wc -c < "$OUT/python-stdlib.zip") bytes) in $(( $(date +%s) - start ))s"

@@ -13,6 +13,7 @@ Run it with the native build Python of the same source, so that the
 bytecode magic matches the wasm interpreter.
 """
 import importlib._bootstrap_external as be
+import importlib.util
 import os
 import sys
 import zipfile
@@ -37,7 +38,7 @@ def pyc(src, rel):
     with open(src, "rb") as f:
         data = f.read()
     code = compile(data, PREFIX + "/" + rel, "exec", dont_inherit=True, optimize=1)
-    return bytes(be._code_to_hash_pyc(code, be.source_hash(data), checked=False))
+    return bytes(be._code_to_hash_pyc(code, importlib.util.source_hash(data), checked=False))
 
 
 def add(z, name, data, mode=0o644):
@@ -64,8 +65,11 @@ def main():
         else:
             with open(src, "rb") as f:
                 files.append((rel, f.read()))
+    # The build names it _sysconfigdata__{platform}_{multiarch}; Debian's
+    # sysconfig looks for _sysconfigdata_{abiflags}_{multiarch}.
     base = os.path.basename(sysconfigdata)
-    files.append((base[:-3] + ".pyc", pyc(sysconfigdata, base)))
+    name = "_sysconfigdata__" + base[:-3].rsplit("_", 1)[1] + ".py"
+    files.append((name[:-3] + ".pyc", pyc(sysconfigdata, name)))
     files.sort()
     dirs = {"lib-dynload", "site-packages"}
     for name, _ in files:
