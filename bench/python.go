@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/wasm"
 )
 
@@ -95,5 +97,31 @@ func measurePython(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		rows = append(rows, row(c.name, Duration, box, nat, c.note+"; sandbox.Run vs fork/exec "+nativePython))
 	}
+	// The hard kill: a busy loop ends at the run's deadline.
+	var box, nat []float64
+	for i := 0; i < n; i++ {
+		lat, err := killAfter(ctx, func(ctx context.Context) error {
+			res, err := sb.Stream(ctx, "python3 -c 'while True: pass'", nil, io.Discard, io.Discard)
+			if err != nil {
+				return err
+			}
+			if res.ErrorClass != sandbox.ClassTimeout {
+				return fmt.Errorf("python busy loop ended with exit %d class %q, want TIMEOUT", res.ExitCode, res.ErrorClass)
+			}
+			return nil
+		})
+		if err != nil {
+			return rows, err
+		}
+		box = append(box, lat)
+		lat, err = killAfter(ctx, func(ctx context.Context) error {
+			return nativeKill(ctx, []string{nativePython, "-c", "while True: pass"}, false)
+		})
+		if err != nil {
+			return rows, err
+		}
+		nat = append(nat, lat)
+	}
+	rows = append(rows, row("kill `while True: pass`", Duration, box, nat, "deadline to return; native: exec.CommandContext (SIGKILL)"))
 	return rows, nil
 }

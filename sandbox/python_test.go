@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/wasm"
 )
 
@@ -216,4 +217,36 @@ with zipfile.ZipFile("/tmp/wheels/demo-1.0-py3-none-any.whl", "w") as z:
 	if res.ExitCode != 0 || res.Stdout != "42 /usr/local/lib/python3.11/dist-packages/demo/__init__.py\n" {
 		t.Fatalf("pip install: %+v", res)
 	}
+}
+
+// BenchmarkPythonPass times `python3 -c pass` through the executor (the
+// command alone, no shell) and through Sandbox.Run.
+func BenchmarkPythonPass(b *testing.B) {
+	if _, _, ok := wasm.Python(); !ok {
+		b.Skip("wasm/python/python.wasm is not built (make python)")
+	}
+	ctx := context.Background()
+	sb, err := New(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close()
+	job := executor.Job{Argv: []string{"python3", "-c", "pass"}, FS: sb.fs, Dir: "/tmp", Env: []string{"PATH=/usr/bin:/bin", "HOME=/home/user"}}
+	if res := sb.engine.exec.Run(ctx, job); res.ExitCode != 0 {
+		b.Fatalf("python3 -c pass: %+v", res)
+	}
+	b.Run("executor", func(b *testing.B) {
+		for b.Loop() {
+			if res := sb.engine.exec.Run(ctx, job); res.ExitCode != 0 {
+				b.Fatalf("python3 -c pass: %+v", res)
+			}
+		}
+	})
+	b.Run("sandbox.Run", func(b *testing.B) {
+		for b.Loop() {
+			if res, err := sb.Run(ctx, "python3 -c pass"); err != nil || res.ExitCode != 0 {
+				b.Fatalf("python3 -c pass: %+v %v", res, err)
+			}
+		}
+	})
 }
