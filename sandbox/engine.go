@@ -66,10 +66,8 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 	}
 	var pyLib vfs.FS
 	if _, lib, ok := wasm.Python(); ok {
-		if pyLib, err = loadPythonStdlib(lib); err != nil {
-			rt.Close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("sandbox: %w", err)
-		}
+		var err error
+		pyLib = newLazyFS(func() (vfs.FS, error) { return loadPythonStdlib(lib) })
 		// The interpreter initializes once, with its standard library
 		// mounted, and every run starts from that snapshot.
 		world, err := vfs.NewDefault()
