@@ -66,7 +66,6 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 	}
 	var pyLib vfs.FS
 	if _, lib, ok := wasm.Python(); ok {
-		var err error
 		pyLib = newLazyFS(func() (vfs.FS, error) { return loadPythonStdlib(lib) })
 		// The interpreter initializes once, with its standard library
 		// mounted, and every run starts from that snapshot.
