@@ -79,6 +79,8 @@ print(sorted(x.name for x in p.parent.iterdir()), p.stat().st_size)
 		{"shell file", `echo 'from the shell' > /tmp/s.txt && python3 -c 'print(open("/tmp/s.txt").read().strip())'`, "from the shell\n", "", 0},
 		{"bigint unicode", `python3 -c 'print(2**200 % 1000007, len(str(3**5000)), "ŝ\u00e9🙂".upper())'`, "", "", 0},
 		{"stdin", `printf 'a\n' | python3 -c 'import sys; print(sys.stdin.read())'`, "a\n\n", "", 0},
+		{"program on stdin", `echo 'print(6 * 7)' | python3 && echo 'import sys; print(sys.argv)' | python3 - x`, "42\n['-', 'x']\n", "", 0},
+		{"safe path", `cd /tmp && echo 'X = 1' > shadow.py && python3 -P -c 'import sys; print(sys.path[0] != "")'`, "True\n", "", 0},
 		{"pipe", `python3 -c 'for i in range(3): print(i)' | python3 -c 'import sys; print(sum(int(l) for l in sys.stdin))'`, "3\n", "", 0},
 		{"script", `printf 'import sys\nprint(sys.argv[1:])\n' > /tmp/s.py && python3 /tmp/s.py a 'b c'`, "['a', 'b c']\n", "", 0},
 		{"module", `python3 -m json.tool <<'EOF'

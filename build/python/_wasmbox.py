@@ -5,7 +5,8 @@ modules it imports) and every run starts from a snapshot of that state:
 main() is called with the run's argv and environment and does what
 CPython's command line does. Supported: -c CMD, -m MOD, a script path, a
 directory or zip with __main__.py, a program on stdin ('-' or nothing),
-and the options -b -B -d -E -I -O -q -s -S -u -v -x -W ARG -X ARG -V -h.
+and the options -b -B -d -E -I -O -P -q -s -S -u -v -x -W ARG -X ARG -V -h
+(-b -d -O -q -v -X are accepted and have no effect).
 Not supported: the interactive prompt (-i, or a terminal on stdin: stdin is
 run as a program), -OO's effect on modules already loaded, threads and
 sockets (WASI has neither). Hash randomization is fixed by the snapshot (as
@@ -97,7 +98,7 @@ def _parse(args):
                     return opts, args
                 opts[ch if ch == "W" else "X_"] = opts.get(ch if ch == "W" else "X_", []) + [val]
                 break
-            if ch not in "bBdEhIOqsSuvVxi":
+            if ch not in "bBdEhIOPqsSuvVxi":
                 raise _Usage("Unknown option: -" + ch)
             opts["flags"].add(ch)
             i += 1
@@ -211,7 +212,7 @@ def _run(argv, opts, args):
         return
     script = args[0] if args else "-"
     if script == "-":
-        sys.argv = [""] + args[1:] if args else [""]
+        sys.argv = list(args) if args else [""]
         if not safe:
             sys.path.insert(0, "")
         main = _new_main()
