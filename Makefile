@@ -19,7 +19,7 @@ MIN_PAGES := 128
 GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file \
 	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq
 
-.PHONY: all wasm wasm-head wasm-check test check golden
+.PHONY: all wasm wasm-head wasm-check python python-check test check golden
 
 all: wasm
 
@@ -57,6 +57,23 @@ wasm-check:
 	for f in $(addsuffix .wasm,$(MODULES)) commands.txt; do \
 		cmp -s $$tmp/$$f wasm/$$f || { echo "wasm/$$f is stale: run make wasm and commit"; exit 1; }; \
 	done; echo "wasm/ is up to date"
+
+# CPython 3.11 for wasm32-wasi and its precompiled standard library
+# (wasm/python/, embedded by package wasm), from Debian's source packages
+# with Debian's clang/lld 19 and wasi-libc (build/python/build.sh installs
+# them with apt-get; it needs root). Not part of `make wasm`: it takes
+# minutes. python-check rebuilds them and fails if a byte differs.
+PYTHON_FILES := python.wasm python-stdlib.zip python.inputs
+
+python:
+	build/python/build.sh wasm/python
+
+python-check:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	build/python/build.sh $$tmp; \
+	for f in $(PYTHON_FILES); do \
+		cmp -s $$tmp/$$f wasm/python/$$f || { echo "wasm/python/$$f differs from the rebuild: run make python and commit"; diff $$tmp/python.inputs wasm/python/python.inputs || true; exit 1; }; \
+	done; echo "wasm/python/ is up to date"
 
 test:
 	$(GO) test ./...

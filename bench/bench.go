@@ -128,6 +128,7 @@ func Measurements() []Measurement {
 		{"startup", measureStartup},
 		{"compute", measureCompute},
 		{"tools", measureTools},
+		{"python", measurePython},
 		{"responsiveness", measureResponsiveness},
 	}
 }

@@ -194,6 +194,7 @@ type registered struct {
 	name     string
 	wasm     []byte
 	commands []string
+	snapFS   vfs.FS // see SetSnapshotFS
 	once     sync.Once
 	mod      *runtime.Module
 	err      error
@@ -236,8 +237,22 @@ func (e *Executor) Register(module string, wasm []byte, commands ...string) erro
 	return nil
 }
 
+// SetSnapshotFS sets the filesystem the registered module's snapshot is
+// taken with (see runtime.Module.SetSnapshotFS), before its first use.
+func (e *Executor) SetSnapshotFS(module string, fsys vfs.FS) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.modules[module]
+	if r == nil {
+		return fmt.Errorf("executor: no module %s", module)
+	}
+	r.snapFS = fsys
+	return nil
+}
+
 // RegisterTools registers the embedded tool modules of package wasm under
-// every command name of their index.
+// every command name of their index, and the Python interpreter under its
+// names when it is built in (wasm.PythonCommands).
 func (e *Executor) RegisterTools() error {
 	byModule := map[string][]string{}
 	for _, c := range wasm.Commands() {
@@ -249,6 +264,12 @@ func (e *Executor) RegisterTools() error {
 			return fmt.Errorf("executor: tool module %s is not embedded", name)
 		}
 		if err := e.Register(name, bin, cmds...); err != nil {
+			return err
+		}
+	}
+	if names := wasm.PythonCommands(); names != nil {
+		bin, _, _ := wasm.Python()
+		if err := e.Register(wasm.PythonModule, bin, names...); err != nil {
 			return err
 		}
 	}
@@ -290,6 +311,9 @@ func (e *Executor) compiled(ctx context.Context, r *registered) (*runtime.Module
 		r.mod, r.err = e.rt.Compile(context.WithoutCancel(ctx), r.name, r.wasm)
 		if r.err == nil {
 			e.rt.Pin(r.mod)
+			if r.snapFS != nil {
+				r.mod.SetSnapshotFS(r.snapFS)
+			}
 		}
 	})
 	return r.mod, r.err

@@ -59,6 +59,7 @@ type reactor struct {
 	spares *sparePool // nil when the runtime keeps none
 
 	mu   sync.Mutex
+	fs   vfs.FS // the snapshot world's filesystem (nil: empty)
 	snap *snapshot
 	// failed is why no snapshot can be taken; runs then initialize
 	// every instance themselves.
@@ -98,6 +99,25 @@ func (rc *reactor) close() {
 	rc.failed = errors.New("module released")
 }
 
+// SetSnapshotFS sets the filesystem of the fixed world in which the
+// snapshot of a reactor module is taken (by default an empty MemFS): a
+// program whose initialization reads files (an interpreter loading its
+// standard library) sees fsys, preopened as "/". Call it before the first
+// run; it has no effect on a module that is not a reactor or whose
+// snapshot is taken already. fsys must read the same in every process for
+// the snapshot to be (it is read, never written, by a well-behaved
+// module: give a read-only view).
+func (m *Module) SetSnapshotFS(fsys vfs.FS) {
+	if m.reactor == nil {
+		return
+	}
+	m.reactor.mu.Lock()
+	defer m.reactor.mu.Unlock()
+	if m.reactor.snap == nil {
+		m.reactor.fs = fsys
+	}
+}
+
 // snapshotOf returns m's snapshot, taking it on first use. It is nil (and
 // runs initialize every instance) when snapshots are off or impossible.
 func (r *Runtime) snapshotOf(ctx context.Context, m *Module) (*snapshot, error) {
@@ -127,8 +147,12 @@ func (r *Runtime) snapshotOf(ctx context.Context, m *Module) (*snapshot, error) 
 // its memory and globals.
 func (r *Runtime) takeSnapshot(ctx context.Context, m *Module) (*snapshot, error) {
 	var clock int64
+	var fsys vfs.FS = vfs.NewMemFS()
+	if m.reactor.fs != nil {
+		fsys = m.reactor.fs
+	}
 	st, err := preview1.NewState(preview1.Config{
-		FS:       vfs.NewMemFS(),
+		FS:       fsys,
 		Walltime: func() time.Time { return time.Unix(0, 0) },
 		Nanotime: func() int64 { clock += int64(time.Microsecond); return clock },
 		Rand:     rand.NewChaCha8([32]byte{'w', 'a', 's', 'm', 'b', 'o', 'x'}),

@@ -27,6 +27,10 @@ type Engine struct {
 	// shells are its instances started ahead of use.
 	shell  *runtime.Module
 	shells *session.Pool
+	// pyLib is Python's standard library, mounted read-only at
+	// wasm.PythonStdlibDir of every sandbox (nil when the interpreter is
+	// not built in; see python.go).
+	pyLib vfs.FS
 }
 
 // NewEngine returns an engine over a new runtime configured by cfg, with
@@ -60,7 +64,24 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	return &Engine{rt: rt, exec: ex, bin: vfs.ReadOnlyView(bin), shell: sh, shells: session.NewPool(2)}, nil
+	var pyLib vfs.FS
+	if _, lib, ok := wasm.Python(); ok {
+		pyLib = newLazyFS(func() (vfs.FS, error) { return loadPythonStdlib(lib) })
+		// The interpreter initializes once, with its standard library
+		// mounted, and every run starts from that snapshot.
+		world, err := vfs.NewDefault()
+		if err == nil {
+			err = world.Mount(wasm.PythonStdlibDir, pyLib)
+		}
+		if err == nil {
+			err = ex.SetSnapshotFS(wasm.PythonModule, vfs.ReadOnlyView(world))
+		}
+		if err != nil {
+			rt.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	return &Engine{rt: rt, exec: ex, bin: vfs.ReadOnlyView(bin), shell: sh, shells: session.NewPool(2), pyLib: pyLib}, nil
 }
 
 // Executor returns the executor the engine runs commands with.

@@ -65,6 +65,7 @@ import (
 	"github.com/wasmbox/wasmbox/shell/session"
 	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
+	"github.com/wasmbox/wasmbox/wasm"
 )
 
 // ErrorClass says why a run ended abnormally; "" for a normal end (whatever
@@ -190,6 +191,25 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	}
 	for _, dir := range []string{"/bin", "/usr/bin"} {
 		if err := v.Mount(dir, eng.bin); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	if eng.pyLib != nil {
+		// /usr/lib and the mount point belong to root, as on a real system.
+		if err := v.MkdirAll(wasm.PythonStdlibDir, 0o755); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		// site-packages (Debian's layout, which site.py follows) belongs to
+		// the sandbox user: pip installs there.
+		if err := v.MkdirAll(pythonSitePackages, 0o755); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		for _, d := range []string{"/usr/lib", wasm.PythonStdlibDir, "/usr/local", "/usr/local/lib", "/usr/local/lib/python3.11"} {
+			if err := v.Chown(d, 0, 0); err != nil {
+				return nil, fmt.Errorf("sandbox: %w", err)
+			}
+		}
+		if err := v.Mount(wasm.PythonStdlibDir, eng.pyLib); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
 	}

@@ -186,8 +186,21 @@ func apply(fsys *vfs.VFS, img *snapImage) error {
 	if err := collect(fsys, "/", skip, &have); err != nil {
 		return err
 	}
+	// Directories that lead to a mount point (/usr/lib for Python's
+	// standard library) stay, and so does Python's site-packages
+	// directory (not its contents): a snapshot that lacks them (an older
+	// one) must not take them away.
+	keep := map[string]bool{}
+	for p := range skip {
+		for d := path.Dir(p); d != "/" && d != "."; d = path.Dir(d) {
+			keep[d] = true
+		}
+	}
+	for d := pythonSitePackages; d != "/"; d = path.Dir(d) {
+		keep[d] = true
+	}
 	for i := len(have.Entries) - 1; i >= 0; i-- {
-		if p := have.Entries[i].Path; !want[p] {
+		if p := have.Entries[i].Path; !want[p] && !keep[p] {
 			if err := fsys.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}

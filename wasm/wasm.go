@@ -102,6 +102,9 @@ func Module(name string) ([]byte, bool) {
 		return awk, true
 	case ShellModule:
 		return shellWasm, true
+	case PythonModule:
+		m, _, ok := Python()
+		return m, ok
 	}
 	return nil, false
 }

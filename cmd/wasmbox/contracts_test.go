@@ -136,7 +136,7 @@ func TestRunContracts(t *testing.T) {
 		{name: "out of memory", args: []string{"run", "--memory", "16MiB", "-c", "seq 1 2000000 | sort -n > /dev/null; echo status=$?"},
 			stdout: "status=137\n", stderr: "wasmbox: sort: memory limit (16 MiB) exceeded\n"},
 		{name: "bench unknown group", args: []string{"bench", "--only", "nonexistent"}, code: 2,
-			stderr: "wasmbox: --only \"nonexistent\": no measurement group matches (groups: kill, command, script, throughput, memory, sandbox, startup, compute, tools, responsiveness)\n"},
+			stderr: "wasmbox: --only \"nonexistent\": no measurement group matches (groups: kill, command, script, throughput, memory, sandbox, startup, compute, tools, python, responsiveness)\n"},
 		{name: "serve non-loopback", args: []string{"serve", "--listen", "0.0.0.0:0"}, code: 2,
 			stderr: "wasmbox: --listen 0.0.0.0:0 is not a loopback address: it needs --allow-non-loopback and a bearer token (--token-file FILE or WASMBOX_TOKEN)\n"},
 	}

@@ -1,0 +1,172 @@
+#!/bin/bash
+# build/python/build.sh OUTDIR: builds CPython 3.11 for wasm32-wasi from
+# Debian's source packages with Debian's toolchain, and writes
+#   OUTDIR/python.wasm         the interpreter (zlib, sqlite3, bz2, expat in)
+#   OUTDIR/python-stdlib.zip   the standard library, precompiled (.pyc only),
+#                              laid out as /usr/lib/python3.11
+#   OUTDIR/python.inputs       the source packages and toolchain it used
+# Run by `make python` (and `make python-check`); not part of `make wasm`.
+#
+# Reproducible: the build runs in a fixed directory (WORK), with fixed
+# SOURCE_DATE_EPOCH, PYTHONHASHSEED, locale and time zone; the .pyc files
+# are written with unchecked-hash headers (no source mtimes) and the zip
+# with fixed entry times and modes, in sorted order.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$ROOT/build/python
+OUT=$(mkdir -p "${1:-$ROOT/wasm}" && cd "${1:-$ROOT/wasm}" && pwd)
+WORK=${PYTHON_WORK:-/tmp/wasmbox-python-build}
+JOBS=${JOBS:-2}
+
+# The source packages (Debian 12, bookworm). A security update of one of
+# them makes apt-get source fail for the old version: update the pin here,
+# run make python and commit the result.
+PY_VER=3.11.2-6+deb12u8
+ZLIB_VER=1:1.2.13.dfsg-1
+SQLITE_VER=3.40.1-2+deb12u2
+BZIP2_VER=1.0.8-5
+TOOLCHAIN_PKGS="clang-19 lld-19 llvm-19 wasi-libc libclang-rt-19-dev-wasm32"
+BUILD_PKGS="dpkg-dev tcl make gcc libc6-dev pkg-config zip"
+
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export LC_ALL=C TZ=UTC PYTHONHASHSEED=0
+unset PYTHONHOME PYTHONPATH CFLAGS CPPFLAGS LDFLAGS MAKEFLAGS MFLAGS
+start=$(date +%s)
+
+log() { echo "python: $*" >&2; }
+
+# --- packages -------------------------------------------------------------
+if ! grep -rqs 'deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+	. /etc/os-release
+	log "adding a deb-src entry for $VERSION_CODENAME"
+	cat > /etc/apt/sources.list.d/wasmbox-src.sources <<SRC
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: $VERSION_CODENAME $VERSION_CODENAME-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: $VERSION_CODENAME-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $TOOLCHAIN_PKGS $BUILD_PKGS >/dev/null
+
+# --- sources ----------------------------------------------------------------
+rm -rf "$WORK"
+mkdir -p "$WORK/src" "$WORK/deps/include" "$WORK/deps/lib"
+cd "$WORK/src"
+apt-get source -qq "python3.11=$PY_VER" "zlib=$ZLIB_VER" "sqlite3=$SQLITE_VER" "bzip2=$BZIP2_VER" >/dev/null 2>&1 || {
+	log "apt-get source failed: are the pinned versions (build/python/build.sh) still in the archive?"
+	apt-cache policy python3.11 zlib1g libsqlite3-0 libbz2-1.0 >&2 || true
+	exit 1
+}
+PYSRC=$(ls -d "$WORK"/src/python3.11-*/)
+ZSRC=$(ls -d "$WORK"/src/zlib-*/)
+SQSRC=$(ls -d "$WORK"/src/sqlite3-*/)
+BZSRC=$(ls -d "$WORK"/src/bzip2-*/)
+export SOURCE_DATE_EPOCH=$(cd "$PYSRC" && dpkg-parsechangelog -STimestamp)
+for p in "$HERE"/patches/*.patch; do
+	[ -e "$p" ] || continue
+	log "applying $(basename "$p")"
+	patch -d "$PYSRC" -p1 -s < "$p"
+done
+cp "$HERE/wasmbox_main.c" "$PYSRC/Modules/wasmbox_main.c"
+cp "$HERE/_wasmbox.py" "$PYSRC/Lib/_wasmbox.py"
+cp "$HERE"/lib/*.py "$PYSRC/Lib/"
+
+# --- toolchain: the layout wasi-env expects of a WASI SDK ----------------
+SDK=$WORK/wasi-sdk
+mkdir -p "$SDK/bin" "$SDK/share/wasi-sysroot/include" "$SDK/share/wasi-sysroot/lib"
+ln -s /usr/include/wasm32-wasi "$SDK/share/wasi-sysroot/include/wasm32-wasi"
+ln -s /usr/lib/wasm32-wasi "$SDK/share/wasi-sysroot/lib/wasm32-wasi"
+PREFIX_MAP="-ffile-prefix-map=$WORK=/build"
+for t in clang clang++; do
+	printf '#!/bin/sh\nexec /usr/bin/%s-19 --target=wasm32-wasi %s "$@"\n' "$t" "$PREFIX_MAP" > "$SDK/bin/$t"
+done
+printf '#!/bin/sh\nexec /usr/bin/clang-19 --target=wasm32-wasi -E "$@"\n' > "$SDK/bin/clang-cpp"
+chmod +x "$SDK"/bin/clang*
+ln -s /usr/bin/wasm-ld-19 "$SDK/bin/wasm-ld"
+for t in ar ranlib nm strip objdump; do ln -s "/usr/bin/llvm-$t-19" "$SDK/bin/llvm-$t"; done
+ln -s /usr/bin/llvm-ranlib-19 "$SDK/bin/ranlib"
+export WASI_SDK_PATH=$SDK
+CC="$SDK/bin/clang --sysroot=$SDK/share/wasi-sysroot"
+AR=$SDK/bin/llvm-ar
+DEPCFLAGS="-O2 -g0 -w"
+
+# --- zlib -------------------------------------------------------------------
+log "zlib"
+(cd "$ZSRC" && for f in adler32 crc32 deflate infback inffast inflate inftrees trees zutil compress uncompr gzclose gzlib gzread gzwrite; do
+	$CC $DEPCFLAGS -D_LARGEFILE64_SOURCE=1 -DHAVE_UNISTD_H -c $f.c -o "$WORK/deps/z-$f.o"
+done && cp zlib.h zconf.h "$WORK/deps/include/")
+$AR rcsD "$WORK/deps/lib/libz.a" "$WORK"/deps/z-*.o
+
+# --- bzip2 ------------------------------------------------------------------
+log "bzip2"
+(cd "$BZSRC" && for f in blocksort huffman crctable randtable compress decompress bzlib; do
+	$CC $DEPCFLAGS -D_FILE_OFFSET_BITS=64 -c $f.c -o "$WORK/deps/bz-$f.o"
+done && cp bzlib.h "$WORK/deps/include/")
+$AR rcsD "$WORK/deps/lib/libbz2.a" "$WORK"/deps/bz-*.o
+
+# --- sqlite3: the amalgamation is generated natively (tclsh), then cross-built
+log "sqlite3"
+mkdir -p "$WORK/sqlite-native"
+(cd "$WORK/sqlite-native" && "$SQSRC/configure" -q >/dev/null && make -s sqlite3.c >/dev/null)
+SQ=$HERE/sqlite
+SQFLAGS="-D_WASI_EMULATED_GETPID -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_THREADSAFE=0 -DSQLITE_OMIT_WAL
+	-DSQLITE_MAX_MMAP_SIZE=0 -DSQLITE_ENABLE_FTS5 -DSQLITE_ENABLE_MATH_FUNCTIONS
+	-DSQLITE_EXTRA_INIT=wasmbox_sqlite_init -include $SQ/wasi_stubs.h"
+$CC $DEPCFLAGS $SQFLAGS -c "$WORK/sqlite-native/sqlite3.c" -o "$WORK/deps/sqlite3.o"
+$CC $DEPCFLAGS $SQFLAGS -I"$WORK/sqlite-native" -c "$SQ/wasi_stubs.c" -o "$WORK/deps/sqlite3-wasi.o"
+cp "$WORK/sqlite-native/sqlite3.h" "$WORK/deps/include/"
+$AR rcsD "$WORK/deps/lib/libsqlite3.a" "$WORK/deps/sqlite3.o" "$WORK/deps/sqlite3-wasi.o"
+
+# --- the native build Python --------------------------------------------
+log "native build python"
+mkdir -p "$WORK/native"
+(cd "$WORK/native" && "$PYSRC/configure" -q --without-ensurepip >/dev/null && make -s -j"$JOBS" >/dev/null 2>&1) || {
+	log "native build failed"; exit 1; }
+BUILDPY=$WORK/native/python
+
+# --- CPython for wasm32-wasi ----------------------------------------------
+log "wasm32-wasi python"
+mkdir -p "$WORK/wasi"
+cd "$WORK/wasi"
+DEPS=$WORK/deps
+CONFIG_SITE=$PYSRC/Tools/wasm/config.site-wasm32-wasi \
+CFLAGS="-O2 -g0 -Wno-error=int-conversion -I$DEPS/include" \
+LDFLAGS="-L$DEPS/lib" \
+ZLIB_CFLAGS="-I$DEPS/include" ZLIB_LIBS="-L$DEPS/lib -lz" \
+BZIP2_CFLAGS="-I$DEPS/include" BZIP2_LIBS="-L$DEPS/lib -lbz2" \
+LIBSQLITE3_CFLAGS="-I$DEPS/include" LIBSQLITE3_LIBS="-L$DEPS/lib -lsqlite3" \
+	"$PYSRC/Tools/wasm/wasi-env" "$PYSRC/configure" -q \
+	--host=wasm32-unknown-wasi --build="$("$PYSRC/config.guess")" \
+	--with-build-python="$BUILDPY" --prefix=/usr \
+	--disable-test-modules --without-ensurepip >/dev/null
+"$PYSRC/Tools/wasm/wasi-env" make -s -j"$JOBS" python.wasm >/dev/null 2>"$WORK/wasi-make.log" || {
+	tail -40 "$WORK/wasi-make.log"; log "wasi build failed"; exit 1; }
+"$PYSRC/Tools/wasm/wasi-env" make -s pybuilddir.txt >/dev/null 2>>"$WORK/wasi-make.log"
+# The wasmbox reactor (wasmbox_main.c: _initialize and wasmbox_run) from the
+# same objects as the command python.wasm.
+"$PYSRC/Tools/wasm/wasi-env" make -s -f Makefile -f "$HERE/reactor.mk" WASMBOX_MAIN="$PYSRC/Modules/wasmbox_main.c" \
+	python-reactor.wasm >/dev/null 2>>"$WORK/wasi-make.log" || { tail -40 "$WORK/wasi-make.log"; log "reactor link failed"; exit 1; }
+/usr/bin/llvm-strip-19 --strip-debug -o "$OUT/python.wasm" python-reactor.wasm
+
+# --- the standard library -------------------------------------------------
+log "stdlib"
+SYSCONFIG=$(ls "$WORK/wasi/$(cat pybuilddir.txt)"/_sysconfigdata_*.py)
+"$BUILDPY" -E -S "$HERE/pack.py" "$PYSRC/Lib" "$SYSCONFIG" "$OUT/python-stdlib.zip"
+
+# --- inputs -------------------------------------------------------------------
+{
+	echo "# The inputs of python.wasm and python-stdlib.zip (build/python/build.sh)."
+	(cd "$WORK/src" && sha256sum *.dsc)
+	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
+	(cd "$ROOT" && sha256sum build/python/build.sh build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
+} > "$OUT/python.inputs"
+log "built $OUT/python.wasm ($(wc -c < "$OUT/python.wasm") bytes), $OUT/python-stdlib.zip ($(wc -c < "$OUT/python-stdlib.zip") bytes) in $(( $(date +%s) - start ))s"

@@ -1,0 +1,185 @@
+/* The entry points of python.wasm: a wasmbox reactor (see the runtime's
+ * SnapshotABI) instead of a WASI command.
+ *
+ *   _initialize   runs the C constructors, then initializes the interpreter
+ *                 (Py_InitializeFromConfig: the import system, site, and
+ *                 _wasmbox, which imports the common modules) and returns.
+ *   wasmbox_run   runs one `python3 ARGS...`: it reads argv and the
+ *                 environment from WASI and hands them to _wasmbox.main,
+ *                 which does what CPython's command line does (-c, -m,
+ *                 a script, stdin) and returns the exit status.
+ *
+ * The runtime calls _initialize once, in a fixed world (the standard
+ * library mounted, no arguments, no environment), keeps the instance's
+ * memory as a snapshot and starts every run from a copy-on-write image of
+ * it: a run pays for its own work, not for the interpreter's start. The
+ * state a run must not inherit from the snapshot (arguments, environment,
+ * working directory, standard streams, the random module's seed) is set up
+ * again by _wasmbox.main.
+ */
+#include "Python.h"
+#include <sched.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <wasi/api.h>
+
+extern void __wasm_call_ctors(void);
+
+/* The process ABI of the wasmbox runtime (runtime.ProcessABI): pipes and
+ * concurrent children, for subprocess, os.system and os.popen. */
+__attribute__((import_module("wasmbox"), import_name("pipe")))
+int32_t wasmbox_pipe(uint32_t *fds);
+__attribute__((import_module("wasmbox"), import_name("proc_spawn")))
+int32_t wasmbox_proc_spawn(const char *req, uint32_t len, uint32_t *pfd);
+__attribute__((import_module("wasmbox"), import_name("proc_kill")))
+int32_t wasmbox_proc_kill(uint32_t pfd, int32_t sig);
+
+static PyObject *errno_error(int32_t e) {
+	errno = e;
+	return PyErr_SetFromErrno(PyExc_OSError);
+}
+
+/* _wasmbox_host.pipe() -> (read_fd, write_fd) */
+static PyObject *host_pipe(PyObject *self, PyObject *unused) {
+	uint32_t fds[2];
+	int32_t e = wasmbox_pipe(fds);
+	if (e != 0) return errno_error(e);
+	return Py_BuildValue("(ii)", (int)fds[0], (int)fds[1]);
+}
+
+/* _wasmbox_host.spawn(request: bytes) -> process handle fd */
+static PyObject *host_spawn(PyObject *self, PyObject *arg) {
+	char *buf;
+	Py_ssize_t len;
+	if (PyBytes_AsStringAndSize(arg, &buf, &len) < 0) return NULL;
+	uint32_t pfd;
+	int32_t e = wasmbox_proc_spawn(buf, (uint32_t)len, &pfd);
+	if (e != 0) return errno_error(e);
+	return PyLong_FromLong((long)pfd);
+}
+
+/* _wasmbox_host.kill(handle, signal) */
+static PyObject *host_kill(PyObject *self, PyObject *args) {
+	int pfd, sig;
+	if (!PyArg_ParseTuple(args, "ii", &pfd, &sig)) return NULL;
+	int32_t e = wasmbox_proc_kill((uint32_t)pfd, sig);
+	if (e != 0) return errno_error(e);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef host_methods[] = {
+	{"pipe", host_pipe, METH_NOARGS, "pipe() -> (r, w): a pipe of the host"},
+	{"spawn", host_spawn, METH_O, "spawn(request) -> handle: start a child (runtime.ProcessABI)"},
+	{"kill", host_kill, METH_VARARGS, "kill(handle, signal): stop a child"},
+	{NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef host_module = {
+	PyModuleDef_HEAD_INIT, "_wasmbox_host", "The wasmbox host's process ABI.", -1, host_methods,
+};
+
+static PyObject *host_init(void) { return PyModule_Create(&host_module); }
+
+static PyObject *run_main; /* _wasmbox.main */
+
+static void fatal(PyStatus st) {
+	if (PyStatus_IsExit(st)) {
+		exit(st.exitcode);
+	}
+	Py_ExitStatusException(st);
+}
+
+__attribute__((export_name("_initialize"))) void _initialize(void) {
+	__wasm_call_ctors();
+	if (PyImport_AppendInittab("_wasmbox_host", host_init) < 0) exit(120);
+	PyConfig config;
+	PyConfig_InitPythonConfig(&config);
+	config.parse_argv = 0;
+	config.install_signal_handlers = 0;
+	config.use_environment = 0;
+	config.user_site_directory = 0; /* _wasmbox adds it per run, from $HOME */
+	config.safe_path = 1;           /* _wasmbox sets sys.path[0] per run */
+	PyStatus st = PyConfig_SetString(&config, &config.program_name, L"python3");
+	if (!PyStatus_Exception(st)) st = PyConfig_SetString(&config, &config.home, L"/usr");
+	if (!PyStatus_Exception(st)) st = PyConfig_SetString(&config, &config.executable, L"/usr/bin/python3");
+	if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
+	PyConfig_Clear(&config);
+	if (PyStatus_Exception(st)) fatal(st);
+	PyObject *mod = PyImport_ImportModule("_wasmbox");
+	if (mod != NULL) {
+		run_main = PyObject_GetAttrString(mod, "main");
+		Py_DECREF(mod);
+	}
+	if (run_main == NULL) {
+		PyErr_Print();
+		exit(120);
+	}
+	/* Keeps WASI's sched_yield imported: the runtime's fuel metering calls
+	 * it at loop heads (never reached: the count is never negative). */
+	if (run_main == (PyObject *)-1) sched_yield();
+}
+
+/* strings returns the NUL-separated strings of a WASI vector as a list. */
+static PyObject *strings(char **v, size_t n) {
+	PyObject *list = PyList_New((Py_ssize_t)n);
+	if (list == NULL) return NULL;
+	for (size_t i = 0; i < n; i++) {
+		PyObject *s = PyUnicode_DecodeFSDefault(v[i]);
+		if (s == NULL) {
+			Py_DECREF(list);
+			return NULL;
+		}
+		PyList_SET_ITEM(list, (Py_ssize_t)i, s);
+	}
+	return list;
+}
+
+static PyObject *wasi_args(void) {
+	__wasi_size_t n, size;
+	if (__wasi_args_sizes_get(&n, &size) != 0) return PyErr_NoMemory();
+	char **v = calloc(n + 1, sizeof(char *));
+	char *buf = malloc(size + 1);
+	PyObject *list = NULL;
+	if (v != NULL && buf != NULL && __wasi_args_get((uint8_t **)v, (uint8_t *)buf) == 0)
+		list = strings(v, n);
+	else
+		PyErr_NoMemory();
+	free(v);
+	free(buf);
+	return list;
+}
+
+static PyObject *wasi_environ(void) {
+	__wasi_size_t n, size;
+	if (__wasi_environ_sizes_get(&n, &size) != 0) return PyErr_NoMemory();
+	char **v = calloc(n + 1, sizeof(char *));
+	char *buf = malloc(size + 1);
+	PyObject *list = NULL;
+	if (v != NULL && buf != NULL && __wasi_environ_get((uint8_t **)v, (uint8_t *)buf) == 0)
+		list = strings(v, n);
+	else
+		PyErr_NoMemory();
+	free(v);
+	free(buf);
+	return list;
+}
+
+__attribute__((export_name("wasmbox_run"))) int wasmbox_run(void) {
+	PyObject *argv = wasi_args();
+	PyObject *env = argv ? wasi_environ() : NULL;
+	PyObject *res = NULL;
+	if (env != NULL) res = PyObject_CallFunctionObjArgs(run_main, argv, env, NULL);
+	Py_XDECREF(argv);
+	Py_XDECREF(env);
+	if (res == NULL) {
+		PyErr_Print();
+		return 120;
+	}
+	long code = PyLong_AsLong(res);
+	Py_DECREF(res);
+	if (code == -1 && PyErr_Occurred()) {
+		PyErr_Print();
+		return 120;
+	}
+	return (int)code;
+}
