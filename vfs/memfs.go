@@ -757,14 +757,16 @@ func (m *MemFS) hardlink(oldname, newname string, strict bool) error {
 	if errno == 0 && dst.node != nil {
 		errno = syscall.EEXIST
 	}
-	if errno == 0 && src.node.kind == kDir {
-		errno = syscall.EPERM
-	}
+	// As link(2): the new name is checked (its directory, a trailing
+	// slash) before the old one's kind.
 	if errno == 0 && (dst.dir == nil || dst.mustDir) {
 		errno = syscall.ENOENT
 	}
 	if errno == 0 && dst.dir.nlink == 0 {
 		errno = syscall.ENOENT
+	}
+	if errno == 0 && src.node.kind == kDir {
+		errno = syscall.EPERM
 	}
 	if errno != 0 {
 		return linkErr(op, oldname, newname, errno)

@@ -347,13 +347,20 @@ func (r *resolving) Link(oldname, newname string) error {
 	if lastIsDot(newname) {
 		return linkErr(op, oldname, newname, syscall.EEXIST)
 	}
+	// The order of the checks is MemFS's (and link(2)'s): both paths
+	// resolve, then a missing oldname, then an existing newname, then a
+	// newname that must be a directory ("new/", which link cannot make).
 	po, _, errno := walk(r.raw, oldname, false)
 	var pn string
 	if errno == 0 {
 		var mustDir bool
 		pn, mustDir, errno = walk(r.raw, newname, false)
+		if errno == 0 {
+			if _, _, err := r.raw.LstatIfPossible(po); err != nil {
+				errno = Errno(err)
+			}
+		}
 		if errno == 0 && mustDir {
-			// "new/" names a directory that link(2) cannot make.
 			errno = syscall.ENOENT
 			if _, _, err := r.raw.LstatIfPossible(pn); err == nil {
 				errno = syscall.EEXIST
