@@ -155,8 +155,7 @@ type grepper struct {
 	includes, excludes, exclDirs []string
 	suppress                     bool
 	word                         bool
-	status                       int // 2 once an error happened
-	listedNoMatch                bool
+	status                       int  // 2 once an error happened
 	nameAuto                     bool // -r with one operand: names once a directory is searched
 	matchedAny                   bool
 	lastOut                      bool // something was printed (for "--")
@@ -341,13 +340,8 @@ func grepMain(e *cmd.Env) int {
 	if g.matchedAny {
 		status = 0
 	}
-	if g.listNoMatch {
-		// grep >= 3.5: success means a file was listed.
-		status = 1
-		if g.listedNoMatch {
-			status = 0
-		}
-	}
+	// With -L too, success means a line was selected (GNU grep >= 3.5:
+	// "grep -L zzz f" lists f and exits 1).
 	if g.status == 2 && !(g.quiet && g.matchedAny) {
 		status = 2
 	}
@@ -588,7 +582,7 @@ func globAny(globs []string, name string) bool {
 	return false
 }
 
-// listedNoMatch records that -L printed a name.
+// nameOut writes a file name and its separator.
 func (g *grepper) nameOut(name string, sep byte) {
 	g.t.out.WriteString(name)
 	if g.nullName {
@@ -778,7 +772,6 @@ func (g *grepper) searchReader(r io.Reader, name string) {
 	case g.listNoMatch && count == 0:
 		w.WriteString(name)
 		g.listEnd()
-		g.listedNoMatch = true
 	}
 }
 
