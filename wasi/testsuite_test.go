@@ -68,22 +68,9 @@ type suiteResult struct {
 // against a fresh in-memory copy of its root, and fails if fewer than
 // testsuiteFloor pass.
 func TestWASITestsuite(t *testing.T) {
-	dir := wasitest.Dir(1)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("wasi-testsuite not found at %s (set WASI_TESTSUITE_DIR): %v", dir, err)
-	}
+	cases := wasitest.Cases(t, 1)
 	ctx := context.Background()
 	r := newTestRuntime(ctx, t)
-
-	var cases []string
-	for _, lang := range []string{"assemblyscript", "c", "rust"} {
-		ms, _ := filepath.Glob(filepath.Join(dir, lang, "*.wasm"))
-		cases = append(cases, ms...)
-	}
-	sort.Strings(cases)
-	if len(cases) == 0 {
-		t.Fatalf("no test cases under %s", dir)
-	}
 
 	compiled := map[string]wazero.CompiledModule{}
 	for _, wasmPath := range cases {

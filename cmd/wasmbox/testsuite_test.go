@@ -27,37 +27,11 @@ func TestExecWASITestsuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	dir := wasitest.Dir(2)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("wasi-testsuite not found at %s (set WASI_TESTSUITE_DIR): %v", dir, err)
-	}
+	cases := wasitest.Cases(t, 2)
 	_, cache := fixtures(t)
-	var cases []string
-	for _, lang := range []string{"assemblyscript", "c", "rust"} {
-		ms, _ := filepath.Glob(filepath.Join(dir, lang, "*.wasm"))
-		cases = append(cases, ms...)
-	}
-	sort.Strings(cases)
-	if len(cases) == 0 {
-		t.Fatalf("no test cases under %s", dir)
-	}
-	passed := 0
-	var failures []string
-	for _, wasmPath := range cases {
-		name := filepath.Base(filepath.Dir(wasmPath)) + "/" + strings.TrimSuffix(filepath.Base(wasmPath), ".wasm")
-		if err := runCLISuiteCase(t, cache, wasmPath); err != nil {
-			failures = append(failures, fmt.Sprintf("  %s: %v", name, err))
-			continue
-		}
-		passed++
-	}
-	t.Logf("wasmbox exec wasi-testsuite: %d/%d passed", passed, len(cases))
-	for _, f := range failures {
-		t.Log(f)
-	}
-	if passed < cliTestsuiteFloor {
-		t.Errorf("wasmbox exec wasi-testsuite: %d passed, floor is %d", passed, cliTestsuiteFloor)
-	}
+	wasitest.Tally(t, "wasmbox exec wasi-testsuite", cases, cliTestsuiteFloor, func(wasmPath string) error {
+		return runCLISuiteCase(t, cache, wasmPath)
+	})
 }
 
 func runCLISuiteCase(t *testing.T, cache, wasmPath string) error {

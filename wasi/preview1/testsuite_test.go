@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -74,38 +73,12 @@ func run(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule, 
 // this package's module, each against a fresh in-memory copy of its root,
 // and fails below testsuiteFloor.
 func TestWASITestsuite(t *testing.T) {
-	dir := wasitest.Dir(2)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("wasi-testsuite not found at %s (set WASI_TESTSUITE_DIR): %v", dir, err)
-	}
+	cases := wasitest.Cases(t, 2)
 	ctx := context.Background()
 	r := newRuntime(ctx, t)
-	var cases []string
-	for _, lang := range []string{"assemblyscript", "c", "rust"} {
-		ms, _ := filepath.Glob(filepath.Join(dir, lang, "*.wasm"))
-		cases = append(cases, ms...)
-	}
-	sort.Strings(cases)
-	if len(cases) == 0 {
-		t.Fatalf("no test cases under %s", dir)
-	}
-	passed := 0
-	var failures []string
-	for _, wasmPath := range cases {
-		name := filepath.Base(filepath.Dir(wasmPath)) + "/" + strings.TrimSuffix(filepath.Base(wasmPath), ".wasm")
-		if err := runSuiteCase(ctx, r, wasmPath); err != nil {
-			failures = append(failures, fmt.Sprintf("  %s: %v", name, err))
-			continue
-		}
-		passed++
-	}
-	t.Logf("preview1 wasi-testsuite: %d/%d passed", passed, len(cases))
-	for _, f := range failures {
-		t.Log(f)
-	}
-	if passed < testsuiteFloor {
-		t.Errorf("preview1 wasi-testsuite: %d passed, floor is %d", passed, testsuiteFloor)
-	}
+	wasitest.Tally(t, "preview1 wasi-testsuite", cases, testsuiteFloor, func(wasmPath string) error {
+		return runSuiteCase(ctx, r, wasmPath)
+	})
 }
 
 func runSuiteCase(ctx context.Context, r wazero.Runtime, wasmPath string) error {

@@ -11,7 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"testing"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )
@@ -151,4 +153,48 @@ func copyTree(fsys vfs.FS, src string, exact bool) error {
 		}
 		return fsys.Chmod(dst, perm) // past the umask
 	})
+}
+
+// Cases returns the suite's modules (assemblyscript, c and rust, sorted)
+// of the suite at Dir(depth); it skips t when the suite is absent and
+// fails it when the suite holds no case.
+func Cases(t testing.TB, depth int) []string {
+	t.Helper()
+	dir := Dir(depth)
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("wasi-testsuite not found at %s (set WASI_TESTSUITE_DIR): %v", dir, err)
+	}
+	var cases []string
+	for _, lang := range []string{"assemblyscript", "c", "rust"} {
+		ms, _ := filepath.Glob(filepath.Join(dir, lang, "*.wasm"))
+		cases = append(cases, ms...)
+	}
+	sort.Strings(cases)
+	if len(cases) == 0 {
+		t.Fatalf("no test cases under %s", dir)
+	}
+	return cases
+}
+
+// Tally runs every case with run, logs "label: passed/total" and the
+// failures, and fails t below floor.
+func Tally(t testing.TB, label string, cases []string, floor int, run func(wasmPath string) error) {
+	t.Helper()
+	passed := 0
+	var failures []string
+	for _, wasmPath := range cases {
+		name := filepath.Base(filepath.Dir(wasmPath)) + "/" + strings.TrimSuffix(filepath.Base(wasmPath), ".wasm")
+		if err := run(wasmPath); err != nil {
+			failures = append(failures, fmt.Sprintf("  %s: %v", name, err))
+			continue
+		}
+		passed++
+	}
+	t.Logf("%s: %d/%d passed", label, passed, len(cases))
+	for _, f := range failures {
+		t.Log(f)
+	}
+	if passed < floor {
+		t.Errorf("%s: %d passed, floor is %d", label, passed, floor)
+	}
 }
