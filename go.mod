@@ -50,3 +50,9 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )
+
+// wazero v1.12.0 with one change: a module whose compiled code is already
+// in the compilation cache is not validated function by function again
+// (third_party/wazero/PATCHES.md). Builds that import wasmbox as a library
+// get upstream wazero, which behaves the same and starts slower.
+replace github.com/tetratelabs/wazero => ./third_party/wazero
