@@ -235,7 +235,7 @@ func (r *runtime) CompileModule(ctx context.Context, binary []byte) (CompiledMod
 		r.memoryLimitPages, r.memoryCapacityFromMax, !r.dwarfDisabled, r.storeCustomSections)
 	if err != nil {
 		return nil, err
-	} else if err = internal.Validate(r.enabledFeatures); err != nil {
+	} else if err = internal.ValidateExceptFunctions(r.enabledFeatures); err != nil {
 		// TODO: decoders should validate before returning, as that allows
 		// them to err with the correct position in the wasm binary.
 		return nil, err
@@ -258,7 +258,25 @@ func (r *runtime) CompileModule(ctx context.Context, binary []byte) (CompiledMod
 	if err != nil {
 		return nil, err
 	}
-	internal.AssignModuleID(binary, listeners, r.ensureTermination)
+	internal.AssignModuleID(binary, listeners, r.ensureTermination, r.enabledFeatures)
+
+	// wasmbox patch: the engine holds compiled code only for modules that
+	// passed ValidateFunctions under the same features (they are part of
+	// Module.ID), so code loaded from its memory or file cache needs no
+	// second validation of every function body, which is most of the time
+	// of a warm CompileModule. On a miss, validate, then compile.
+	if l, ok := r.store.Engine.(interface {
+		LoadCompiledModule(*wasm.Module, []experimentalapi.FunctionListener, bool) (bool, error)
+	}); ok {
+		if hit, err := l.LoadCompiledModule(internal, listeners, r.ensureTermination); err != nil {
+			return nil, err
+		} else if hit {
+			return c, nil
+		}
+	}
+	if err = internal.ValidateFunctions(r.enabledFeatures); err != nil {
+		return nil, err
+	}
 	if err = r.store.Engine.CompileModule(ctx, internal, listeners, r.ensureTermination); err != nil {
 		return nil, err
 	}

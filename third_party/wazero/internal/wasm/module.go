@@ -211,9 +211,15 @@ const (
 
 // AssignModuleID calculates a sha256 checksum on `wasm` and other args, and set Module.ID to the result.
 // See the doc on Module.ID on what it's used for.
-func (m *Module) AssignModuleID(wasm []byte, listeners []experimental.FunctionListener, withEnsureTermination bool) {
+//
+// The enabled features are part of the checksum (wasmbox patch): code
+// compiled from a module is only reused for a runtime that validates the
+// module under the same features, so that a cache hit may skip validation.
+func (m *Module) AssignModuleID(wasm []byte, listeners []experimental.FunctionListener, withEnsureTermination bool, enabledFeatures api.CoreFeatures) {
 	h := sha256.New()
 	h.Write(wasm)
+	binary.LittleEndian.PutUint64(m.ID[:8], uint64(enabledFeatures))
+	h.Write(m.ID[:8])
 	// Use the pre-allocated space backed by m.ID below.
 
 	// Write the existence of listeners to the checksum per function.
@@ -279,6 +285,18 @@ func (m *Module) typeIndexOfFunction(funcIdx Index) (Index, bool) {
 }
 
 func (m *Module) Validate(enabledFeatures api.CoreFeatures) error {
+	if err := m.ValidateExceptFunctions(enabledFeatures); err != nil {
+		return err
+	}
+	return m.ValidateFunctions(enabledFeatures)
+}
+
+// ValidateExceptFunctions is Validate without the validation of function
+// bodies (ValidateFunctions), the costly part. (wasmbox patch: the runtime
+// skips ValidateFunctions for a module whose compiled code comes from the
+// compilation cache, which holds only code compiled from a module that
+// passed it under the same features, see Module.ID.)
+func (m *Module) ValidateExceptFunctions(enabledFeatures api.CoreFeatures) error {
 	for i := range m.TypeSection {
 		tp := &m.TypeSection[i]
 		tp.CacheNumInUint64()
@@ -317,12 +335,6 @@ func (m *Module) Validate(enabledFeatures api.CoreFeatures) error {
 		return err
 	}
 
-	if m.CodeSection != nil {
-		if err = m.validateFunctions(enabledFeatures, functions, globals, memory, tables, tags, MaximumFunctionIndex); err != nil {
-			return err
-		}
-	} // No need to validate host functions as NewHostModule validates
-
 	if err = m.validateTable(enabledFeatures, tables, MaximumTableIndex); err != nil {
 		return err
 	}
@@ -335,6 +347,19 @@ func (m *Module) Validate(enabledFeatures api.CoreFeatures) error {
 		return err
 	}
 	return nil
+}
+
+// ValidateFunctions validates the function bodies of the module; see
+// ValidateExceptFunctions.
+func (m *Module) ValidateFunctions(enabledFeatures api.CoreFeatures) error {
+	if m.CodeSection == nil {
+		return nil // No need to validate host functions as NewHostModule validates
+	}
+	functions, globals, memory, tables, tags, err := m.AllDeclarations()
+	if err != nil {
+		return err
+	}
+	return m.validateFunctions(enabledFeatures, functions, globals, memory, tables, tags, MaximumFunctionIndex)
 }
 
 func (m *Module) validateConcreteRefTypes() error {

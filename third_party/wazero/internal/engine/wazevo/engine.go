@@ -143,6 +143,22 @@ func NewEngine(ctx context.Context, _ api.CoreFeatures, fc filecache.Cache) wasm
 }
 
 // CompileModule implements wasm.Engine.
+// LoadCompiledModule makes the compiled code of module available from the
+// engine's memory or its file cache, as CompileModule does on a cache hit,
+// and reports whether it was there; on a miss it compiles nothing. (wasmbox
+// patch: see wasm.Module.ValidateExceptFunctions.)
+func (e *engine) LoadCompiledModule(module *wasm.Module, listeners []experimental.FunctionListener, ensureTermination bool) (bool, error) {
+	if wazevoapi.PerfMapEnabled {
+		wazevoapi.PerfMap.Lock()
+		defer wazevoapi.PerfMap.Unlock()
+	}
+	_, ok, err := e.getCompiledModule(module, listeners, ensureTermination)
+	if err != nil {
+		return false, err
+	}
+	return ok, nil
+}
+
 func (e *engine) CompileModule(ctx context.Context, module *wasm.Module, listeners []experimental.FunctionListener, ensureTermination bool) (err error) {
 	if wazevoapi.PerfMapEnabled {
 		wazevoapi.PerfMap.Lock()

@@ -1,6 +1,7 @@
 package wazevo
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -138,8 +139,12 @@ func (e *engine) getCompiledModuleFromCache(module *wasm.Module) (cm *compiledMo
 	// Note: cached.Close is ensured to be called in deserializeCodes.
 	cm, staleCache, err = deserializeCompiledModule(e.wazeroVersion, cached)
 	if err != nil {
-		hit = false
-		return
+		// wasmbox patch: an entry that does not decode (truncated, or
+		// corrupted: its checksum fails) is a miss, removed so that the
+		// module is compiled and stored again; upstream returns the error,
+		// and CompileModule of that module fails until the cache is cleared.
+		_ = e.fileCache.Delete(fileCacheKey(module))
+		return nil, false, nil
 	} else if staleCache {
 		return nil, false, e.fileCache.Delete(fileCacheKey(module))
 	}
@@ -195,13 +200,19 @@ func serializeCompiledModule(wazeroVersion string, cm *compiledModule) io.Reader
 	return bytes.NewReader(buf.Bytes())
 }
 
-func deserializeCompiledModule(wazeroVersion string, reader io.ReadCloser) (cm *compiledModule, staleCache bool, err error) {
-	defer reader.Close()
+func deserializeCompiledModule(wazeroVersion string, rc io.ReadCloser) (cm *compiledModule, staleCache bool, err error) {
+	defer rc.Close()
+	// wasmbox patch: buffered. The file cache hands over an *os.File, and
+	// the offsets below are read 8 bytes at a time: one read(2) per
+	// function of the module (tens of thousands for a Go program) without
+	// a buffer. A read larger than the buffer (the executable) still goes
+	// straight to the file.
+	reader := bufio.NewReaderSize(rc, 64<<10)
 	cacheHeaderSize := len(magic) + 1 /* version size */ + len(wazeroVersion) + 4 /* number of functions */
 
 	// Read the header before the native code.
 	header := make([]byte, cacheHeaderSize)
-	n, err := reader.Read(header)
+	n, err := io.ReadFull(reader, header)
 	if err != nil {
 		return nil, false, fmt.Errorf("compilationcache: error reading header: %v", err)
 	}
@@ -334,11 +345,13 @@ func deserializeCompiledModule(wazeroVersion string, reader io.ReadCloser) (cm *
 // given array as a buffer. This returns io.EOF if less than 8 bytes were read.
 func readUint64(reader io.Reader, b *[8]byte) (uint64, error) {
 	s := b[0:8]
-	n, err := reader.Read(s)
-	if err != nil {
+	// wasmbox patch: io.ReadFull, as the reader is buffered (a short read
+	// at the end of the buffer is not the end of the file).
+	if _, err := io.ReadFull(reader, s); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			err = io.EOF
+		}
 		return 0, err
-	} else if n < 8 { // more strict than reader.Read
-		return 0, io.EOF
 	}
 
 	// Read the u64 from the underlying buffer.
