@@ -69,3 +69,8 @@ func executableMmapSupported() bool {
 	}
 	return true
 }
+
+// CodeFileAlignment is the alignment, in a compilation cache file, of the
+// machine code that MmapCodeSegmentFromFile maps: a multiple of the page
+// size of every supported system. (wasmbox patch.)
+const CodeFileAlignment = 64 << 10

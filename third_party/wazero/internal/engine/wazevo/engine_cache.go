@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"unsafe"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -151,7 +152,11 @@ func (e *engine) getCompiledModuleFromCache(module *wasm.Module) (cm *compiledMo
 	return
 }
 
-var magic = []byte{'W', 'A', 'Z', 'E', 'V', 'O'}
+// magic starts a cache file. wasmbox patch: "WAZEVM" (upstream "WAZEVO") marks
+// the layout with the machine code at a multiple of
+// platform.CodeFileAlignment in the file, mapped rather than read; it is
+// also part of fileCacheKey, so the two layouts never share a file.
+var magic = []byte{'W', 'A', 'Z', 'E', 'V', 'M'}
 
 func serializeCompiledModule(wazeroVersion string, cm *compiledModule) io.Reader {
 	buf := bytes.NewBuffer(nil)
@@ -169,6 +174,8 @@ func serializeCompiledModule(wazeroVersion string, cm *compiledModule) io.Reader
 	}
 	// The length of code segment (8 bytes).
 	buf.Write(u64.LeBytes(uint64(len(cm.executable))))
+	// wasmbox patch: zeros up to the alignment the code is mapped at.
+	buf.Write(make([]byte, codePadding(buf.Len())))
 	// Append the native code.
 	buf.Write(cm.executable)
 	// Append checksum.
@@ -258,6 +265,36 @@ func deserializeCompiledModule(wazeroVersion string, rc io.ReadCloser) (cm *comp
 		return
 	}
 
+	pos := int64(cacheHeaderSize) + 8*int64(functionsNum) + 8
+	pad := codePadding(int(pos))
+	if f, ok := rc.(*os.File); ok && executableLen > 0 {
+		// wasmbox patch: map the code from the file instead of copying it
+		// (40 MB for a 10 MB Go module) into fresh anonymous pages, most of
+		// a warm CompileModule; the checksum is verified all the same.
+		codeAt := pos + int64(pad)
+		if executable, err := platform.MmapCodeSegmentFromFile(f, codeAt, int(executableLen)); err == nil {
+			var sum [4]byte
+			if _, err := f.ReadAt(sum[:], codeAt+int64(executableLen)); err != nil {
+				_ = platform.MunmapCodeSegment(executable)
+				return nil, false, fmt.Errorf("compilationcache: could not read checksum: %v", err)
+			}
+			if expected, got := crc32.Checksum(executable, crc), binary.LittleEndian.Uint32(sum[:]); expected != got {
+				_ = platform.MunmapCodeSegment(executable)
+				return nil, false, fmt.Errorf("compilationcache: checksum mismatch (expected %d, got %d)", expected, got)
+			}
+			if _, err := f.Seek(codeAt+int64(executableLen)+4, io.SeekStart); err != nil {
+				_ = platform.MunmapCodeSegment(executable)
+				return nil, false, fmt.Errorf("compilationcache: %v", err)
+			}
+			reader.Reset(f)
+			cm.executable = executable
+			return finishDeserialize(cm, reader)
+		}
+	}
+	if _, err := reader.Discard(pad); err != nil {
+		return nil, false, fmt.Errorf("compilationcache: error reading executable padding: %v", err)
+	}
+
 	if executableLen > 0 {
 		executable, err := platform.MmapCodeSegment(int(executableLen))
 		if err != nil {
@@ -283,7 +320,30 @@ func deserializeCompiledModule(wazeroVersion string, rc io.ReadCloser) (cm *comp
 		}
 		cm.executable = executable
 	}
+	return finishDeserialize(cm, reader)
+}
 
+// finishDeserialize is deserializeRest, which unmaps cm's code when it fails
+// or finds the entry stale (upstream leaked the mapping then).
+func finishDeserialize(cm *compiledModule, reader io.Reader) (*compiledModule, bool, error) {
+	out, stale, err := deserializeRest(cm, reader)
+	if (err != nil || stale) && len(cm.executable) > 0 {
+		_ = platform.MunmapCodeSegment(cm.executable)
+		cm.executable = nil
+	}
+	return out, stale, err
+}
+
+// codePadding is the number of zero bytes after a cache file's first n bytes
+// that puts the machine code at a multiple of platform.CodeFileAlignment.
+func codePadding(n int) int {
+	return (platform.CodeFileAlignment - n%platform.CodeFileAlignment) % platform.CodeFileAlignment
+}
+
+// deserializeRest reads what follows the machine code (source map, catch
+// clauses) into cm, whose executable is set.
+func deserializeRest(cm *compiledModule, reader io.Reader) (_ *compiledModule, staleCache bool, err error) {
+	var eightBytes [8]byte
 	if _, err := io.ReadFull(reader, eightBytes[:1]); err != nil {
 		return nil, false, fmt.Errorf("compilationcache: error reading source map presence: %v", err)
 	}
@@ -338,7 +398,7 @@ func deserializeCompiledModule(wazeroVersion string, rc io.ReadCloser) (cm *comp
 			cm.catchClauseTable[i] = clauses
 		}
 	}
-	return
+	return cm, false, nil
 }
 
 // readUint64 strictly reads an uint64 in little-endian byte order, using the
