@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"io"
 	"sync"
+	"syscall"
 )
 
 // Device is the behaviour of a character device node (see MemFS.Mknod).
@@ -30,6 +31,16 @@ var DevNull Device = nullDev{}
 // DevZero reads as an endless run of zero bytes and discards writes, like
 // /dev/zero.
 var DevZero Device = zeroDev{}
+
+type fullDev struct{}
+
+func (fullDev) Read(p []byte) (int, error)  { clear(p); return len(p), nil }
+func (fullDev) Write(p []byte) (int, error) { return 0, syscall.ENOSPC }
+
+// DevFull reads as an endless run of zero bytes and fails every write
+// with ENOSPC, like /dev/full: the device that tests a program's handling
+// of a full disk.
+var DevFull Device = fullDev{}
 
 type randDev struct {
 	mu sync.Mutex

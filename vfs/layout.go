@@ -34,7 +34,8 @@ user:x:1000:
 //	/home/user              HOME and working directory, owned by uid 1000
 //	/tmp                    mode 1777
 //	/etc/passwd, /etc/group the sandbox user (user, 1000:1000) and root
-//	/dev/null, /dev/zero, /dev/random, /dev/urandom
+//	/dev/null, /dev/zero, /dev/full, /dev/random, /dev/urandom
+//	/dev/stdin, /dev/stdout, /dev/stderr, /dev/fd (symlinks into /proc/self/fd)
 //	/root
 //
 // with quotas of DefaultQuotaBytes and DefaultQuotaFiles unless WithQuota
@@ -92,7 +93,7 @@ func buildLayout(m *MemFS, random io.Reader) error {
 	for _, d := range []struct {
 		name string
 		dev  Device
-	}{{"null", DevNull}, {"zero", DevZero}, {"random", rnd}, {"urandom", rnd}} {
+	}{{"null", DevNull}, {"zero", DevZero}, {"full", DevFull}, {"random", rnd}, {"urandom", rnd}} {
 		if err := m.Mknod("/dev/"+d.name, 0o666, d.dev); err != nil {
 			return err
 		}
@@ -102,6 +103,22 @@ func buildLayout(m *MemFS, random io.Reader) error {
 		if err := m.Chown("/dev/"+d.name, 0, 0); err != nil {
 			return err
 		}
+	}
+	// The names of the descriptors of the calling process, as on Linux:
+	// the WASI layer opens /proc/self/fd/N as a new descriptor of what
+	// the caller's descriptor N refers to (see preview1's path_open).
+	for _, l := range []struct{ name, target string }{
+		{"/dev/fd", "/proc/self/fd"}, {"/dev/stdin", "/proc/self/fd/0"},
+		{"/dev/stdout", "/proc/self/fd/1"}, {"/dev/stderr", "/proc/self/fd/2"},
+	} {
+		if err := m.SymlinkIfPossible(l.target, l.name); err != nil {
+			return err
+		}
+		n, err := m.node("lchown", l.name, false, false)
+		if err != nil {
+			return err
+		}
+		m.chown(n, 0, 0)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )
@@ -70,6 +71,23 @@ func pathFilestatGet(_ context.Context, s *State, mem api.Memory, p []uint64) Er
 	b, ok := read(mem, uint32(p[4]), filestatSize)
 	if !ok {
 		return ErrnoFault
+	}
+	if fd, ok := s.procFD(name, uint16(p[1])&lookupSymlinkFollow != 0); ok {
+		// A descriptor of the caller by name (procfd.go).
+		e, errno := s.lookup(fd)
+		if errno != 0 {
+			return ErrnoNoent
+		}
+		if e.file == nil {
+			var st sys.Stat_t
+			st.Nlink = 1
+			writeFilestat(b, &st, e.ftype)
+			return 0
+		}
+		name = e.name
+		if name == "" {
+			name = "."
+		}
 	}
 	stat := s.fs.Lstat
 	if uint16(p[1])&lookupSymlinkFollow != 0 {
@@ -201,6 +219,15 @@ func pathOpen(_ context.Context, s *State, mem api.Memory, p []uint64) Errno {
 	// may hand down.
 	base &= dir.inh
 	inh &= dir.inh
+	if fd, ok := s.procFD(name, dirflags&lookupSymlinkFollow != 0); ok {
+		// A descriptor of the caller by name (procfd.go): a stream is
+		// opened here; a file is opened again by its path below.
+		reopen, errno := s.openProcFD(mem, fd, base, inh, oflags, uint32(p[8]))
+		if errno != 0 || reopen == "" {
+			return errno
+		}
+		name = reopen
+	}
 
 	var flag experimentalsys.Oflag
 	if dirflags&lookupSymlinkFollow == 0 {

@@ -1,0 +1,28 @@
+package sandbox
+
+import "testing"
+
+// /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/N and /dev/full behave as
+// on Linux for the commands of a script; the expectations are bash 5.2's
+// and GNU coreutils' output on Debian 12 (run by hand, recorded here).
+func TestDevFDNames(t *testing.T) {
+	sb := newSandbox(t)
+	for _, c := range []struct{ script, stdout, stderr string }{
+		{"echo from-stdin | cat /dev/stdin", "from-stdin\n", ""},
+		{"echo to-err | tee /dev/stderr", "to-err\n", "to-err\n"},
+		{"echo out | cat > /dev/stdout", "out\n", ""},
+		{"cat /dev/fd/0 <<< here", "here\n", ""},
+		{"test -e /dev/stdin && echo exists", "exists\n", ""},
+		{"echo hi > f; cat /dev/stdin < f", "hi\n", ""},
+		{"cat /dev/fd/7; echo st=$?", "st=1\n", "cat: /dev/fd/7: No such file or directory\n"},
+		{"printf 'a\\nb\\n' | wc -l /dev/stdin", "2 /dev/stdin\n", ""},
+		{"head -c 4 /dev/full | od -An -tx1", " 00 00 00 00\n", ""},
+		{"echo x | cat > /dev/full; echo st=$?", "st=1\n", "cat: write error: No space left on device\n"},
+		{"readlink /dev/stdin /dev/fd", "/proc/self/fd/0\n/proc/self/fd\n", ""},
+	} {
+		r := run(t, sb, c.script)
+		if r.Stdout != c.stdout || r.Stderr != c.stderr {
+			t.Errorf("%s:\nstdout %q, want %q\nstderr %q, want %q", c.script, r.Stdout, c.stdout, r.Stderr, c.stderr)
+		}
+	}
+}
