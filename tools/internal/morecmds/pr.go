@@ -282,11 +282,13 @@ func prPrint(out *prOut, op *prOpts, files [][]string, title string, t time.Time
 	if op.number {
 		numWidth = op.numDigits + 1
 		if op.numSep == '\t' {
-			numWidth = op.numDigits + 1
+			numWidth = op.numDigits + 8 - op.numDigits%8 // to the next tab stop
 		}
 	}
 	colWidth := (op.width - (cols-1)*sepLen) / cols
-	if op.number && cols > 1 {
+	if op.number && merge {
+		colWidth = (op.width - numWidth - (cols-1)*sepLen) / cols
+	} else if op.number && cols > 1 {
 		colWidth = (op.width - cols*numWidth - (cols-1)*sepLen) / cols
 	}
 	// A text line of the output: items in columns (nil: absent).
@@ -325,6 +327,9 @@ func prPrint(out *prOut, op *prOpts, files [][]string, title string, t time.Time
 					}
 				} else {
 					start := op.margin + c*(colWidth+sepLen+numWidth)
+					if merge && c > 0 {
+						start = op.margin + numWidth + c*(colWidth+sepLen)
+					}
 					if !cl.ok && !merge {
 						break
 					}
@@ -341,9 +346,10 @@ func prPrint(out *prOut, op *prOpts, files [][]string, title string, t time.Time
 					if len(s) > op.numDigits {
 						s = s[len(s)-op.numDigits:]
 					}
-					out.text(strings.Repeat(" ", op.numDigits-len(s)) + s)
-					if op.numSep == '\t' && cols > 1 {
-						out.space(1)
+					out.space(op.numDigits - len(s))
+					out.text(s)
+					if op.numSep == '\t' && (cols > 1 || merge) {
+						out.space(numWidth - op.numDigits)
 					} else {
 						out.text(string(op.numSep))
 					}
