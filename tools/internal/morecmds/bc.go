@@ -396,6 +396,7 @@ type bcParser struct {
 	errLine    int
 	errMsg     string
 	errPending bool
+	depth      int
 }
 
 type bcSyntaxError struct{ msg string }
@@ -447,7 +448,22 @@ type lvalue struct {
 	valid bool
 }
 
-func (p *bcParser) expr() int { return p.orExpr() }
+// bcMaxNesting bounds the parser's recursion (parentheses, blocks), so
+// that hostile input gets a syntax error instead of exhausting the stack.
+const bcMaxNesting = 1000
+
+func (p *bcParser) enter() {
+	p.depth++
+	if p.depth > bcMaxNesting {
+		p.fail("nesting too deep")
+	}
+}
+
+func (p *bcParser) expr() int {
+	p.enter()
+	defer func() { p.depth-- }()
+	return p.orExpr()
+}
 
 func (p *bcParser) orExpr() int {
 	f := p.andExpr()
@@ -488,6 +504,8 @@ func (p *bcParser) andExpr() int {
 }
 
 func (p *bcParser) notExpr() int {
+	p.enter()
+	defer func() { p.depth-- }()
 	if p.isOp(p.lx.peek(), "!") {
 		p.lx.next()
 		f := p.notExpr()
@@ -545,6 +563,8 @@ func (p *bcParser) mulExpr() int {
 }
 
 func (p *bcParser) powExpr() int {
+	p.enter()
+	defer func() { p.depth-- }()
 	f := p.unary()
 	if p.isOp(p.lx.peek(), "^") {
 		p.lx.next()
@@ -556,6 +576,8 @@ func (p *bcParser) powExpr() int {
 }
 
 func (p *bcParser) unary() int {
+	p.enter()
+	defer func() { p.depth-- }()
 	if p.isOp(p.lx.peek(), "-") {
 		p.lx.next()
 		f := p.unary()
@@ -748,6 +770,8 @@ func (p *bcParser) assignRHS() { p.addExpr() }
 
 // statement parses one statement (not empty).
 func (p *bcParser) statement() {
+	p.enter()
+	defer func() { p.depth-- }()
 	t := p.lx.peek()
 	switch {
 	case p.isOp(t, "{"):
@@ -1021,7 +1045,7 @@ func (p *bcParser) item() (code *bcCode, eof bool, err error) {
 			p.errLine = line
 		}
 	}()
-	p.code, p.nextLabel, p.inFunc, p.breakLab, p.contLab = newBcCode(), 1, false, 0, 0
+	p.code, p.nextLabel, p.inFunc, p.breakLab, p.contLab, p.depth = newBcCode(), 1, false, 0, 0, 0
 	t := p.lx.peek()
 	switch {
 	case t.kind == tkEOF:

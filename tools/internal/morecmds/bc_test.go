@@ -41,3 +41,20 @@ func TestBcBounded(t *testing.T) {
 		t.Errorf("got %q %q %d", out, errs, st)
 	}
 }
+
+// TestBcNesting: deeply nested input is a syntax error, not a stack
+// overflow, and bc goes on with the next line.
+func TestBcNesting(t *testing.T) {
+	for _, in := range []string{
+		strings.Repeat("(", 100000) + "1" + strings.Repeat(")", 100000),
+		strings.Repeat("- ", 100000) + "1",
+		strings.Repeat("2^", 100000) + "1",
+		strings.Repeat("{", 100000) + "1",
+		strings.Repeat("!", 100000) + "1",
+	} {
+		out, errs, st := runBc(t, in+"\n7\n")
+		if out != "7\n" || st != 0 || !strings.Contains(errs, "nesting too deep") {
+			t.Errorf("%.20q...: got %q %q %d", in, out, errs, st)
+		}
+	}
+}
