@@ -138,6 +138,17 @@ type bcLexer struct {
 	pending []bcTok // tokens peeked or pushed back, the next one last
 	// lastNewline: the last token next returned was a newline.
 	lastNewline bool
+	// hadError: an illegal character was reported; the item in
+	// progress does not run (GNU's had_error).
+	hadError bool
+	errw     io.Writer
+	flush    func()
+}
+
+func (l *bcLexer) illegal(c byte, line int) {
+	l.flush()
+	fmt.Fprintf(l.errw, "%s %d: illegal character: %c\n", l.name, line, c)
+	l.hadError = true
 }
 
 func newBcLexer(name string, r *bufio.Reader) *bcLexer {
@@ -188,7 +199,8 @@ func (l *bcLexer) scan() bcTok {
 			} else if d >= 0 {
 				l.ungetc()
 			}
-			return bcTok{kind: tkOp, text: "\\"}
+			l.illegal('\\', l.line)
+			continue
 		case c == '\n':
 			l.line++
 			return bcTok{kind: tkNewline}
@@ -207,6 +219,8 @@ func (l *bcLexer) scan() bcTok {
 				for {
 					d = l.getc()
 					if d < 0 {
+						l.flush()
+						fmt.Fprintln(l.errw, "EOF encountered in a comment.")
 						return bcTok{kind: tkEOF}
 					}
 					if d == '\n' {
@@ -226,12 +240,15 @@ func (l *bcLexer) scan() bcTok {
 			return bcTok{kind: tkOp, text: "/"}
 		case c == '"':
 			var b strings.Builder
+			start := l.line
+			closed := false
 			for {
 				d := l.getc()
 				if d < 0 {
-					return bcTok{kind: tkEOF}
+					break
 				}
 				if d == '"' {
+					closed = true
 					break
 				}
 				if d == '\n' {
@@ -239,7 +256,15 @@ func (l *bcLexer) scan() bcTok {
 				}
 				b.WriteByte(byte(d))
 			}
-			return bcTok{kind: tkStr, text: b.String()}
+			if closed {
+				return bcTok{kind: tkStr, text: b.String()}
+			}
+			// Unterminated: the quote is illegal and what followed it
+			// is read again as program text.
+			l.illegal('"', start)
+			l.line = start
+			l.r = bufio.NewReader(strings.NewReader(b.String()))
+			continue
 		case isBcDigit(c) || c == '.':
 			var b strings.Builder
 			dot := false
@@ -305,7 +330,8 @@ func (l *bcLexer) scan() bcTok {
 			if strings.IndexByte("+-*%^=<>!(){}[],;&", byte(c)) >= 0 {
 				return bcTok{kind: tkOp, text: string(rune(c))}
 			}
-			return bcTok{kind: tkOp, text: string(rune(c))}
+			l.illegal(byte(c), l.line)
+			continue
 		}
 	}
 }
@@ -793,6 +819,12 @@ func (p *bcParser) statement() {
 			p.lx.next()
 			p.code.emit(bcInst{op: opHalt}, 1)
 			return
+		case "limits":
+			// Printed as it is parsed, as GNU bc does.
+			p.lx.next()
+			p.m.outString("BC_BASE_MAX     = 2147483647\nBC_DIM_MAX      = 16777215\nBC_SCALE_MAX    = 2147483647\n" +
+				"BC_STRING_MAX   = 2147483647\nMAX Exponent    = 9223372036854775807\nNumber of vars  = 32767\n")
+			return
 		case "break":
 			p.lx.next()
 			if p.breakLab == 0 {
@@ -1146,8 +1178,13 @@ func (m *bcMachine) arrayName(idx int) string {
 // program ends (quit, halt), else -1.
 func (m *bcMachine) run(lx *bcLexer) int {
 	p := &bcParser{m: m, lx: lx}
+	lx.errw, lx.flush = m.errw, func() { m.out.Flush() }
 	for {
+		lx.hadError = false
 		code, eof, err := p.item()
+		if lx.hadError {
+			code = nil // GNU runs nothing of an item with an illegal character
+		}
 		if p.quit {
 			return 0
 		}
