@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+	"github.com/wasmbox/wasmbox/tools/internal/timefmt"
 )
 
 func init() { cmd.Register("find", findMain) }
@@ -1080,7 +1081,7 @@ func (f *finder) printf(format string, ff *findFile) string {
 					s = " " + s
 				}
 			default:
-				s = strftime("%"+string(k), tm)
+				s = timefmt.Strftime(tm, "%"+string(k))
 			}
 		default:
 			b.WriteString(format[i-len(spec)-1 : i+1])

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+	"github.com/wasmbox/wasmbox/tools/internal/timefmt"
 )
 
 func init() { cmd.Register("ls", lsMain, "dir", "vdir") }
@@ -511,9 +512,9 @@ func (l *lsState) timeStr(t time.Time) string {
 		f := l.timeStyle[1:]
 		recentFmt, oldFmt, two := strings.Cut(f, "\n")
 		if two && !l.recent(t) {
-			return strftime(oldFmt, t)
+			return timefmt.Strftime(t, oldFmt)
 		}
-		return strftime(recentFmt, t)
+		return timefmt.Strftime(t, recentFmt)
 	}
 	if l.recent(t) {
 		return t.Format("Jan _2 15:04")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+	"github.com/wasmbox/wasmbox/tools/internal/timefmt"
 )
 
 func init() { cmd.Register("pr", prMain) }
@@ -272,7 +273,7 @@ func prPrint(out *prOut, op *prOpts, files [][]string, title string, t time.Time
 	if op.headerGiven {
 		title = op.header
 	}
-	date := prStrftime(op.dateFmt, t.Local())
+	date := timefmt.Strftime(t.Local(), op.dateFmt)
 	cols := op.columns
 	sepLen := 1
 	if op.sepGiven {
@@ -502,68 +503,6 @@ func prTruncate(s string, width int) string {
 		col = next
 	}
 	return s
-}
-
-// prStrftime formats t for pr's -D (the usual conversions).
-func prStrftime(f string, t time.Time) string {
-	var b strings.Builder
-	for i := 0; i < len(f); i++ {
-		if f[i] != '%' || i+1 == len(f) {
-			b.WriteByte(f[i])
-			continue
-		}
-		i++
-		switch f[i] {
-		case 'Y':
-			fmt.Fprintf(&b, "%d", t.Year())
-		case 'y':
-			fmt.Fprintf(&b, "%02d", t.Year()%100)
-		case 'm':
-			fmt.Fprintf(&b, "%02d", int(t.Month()))
-		case 'd':
-			fmt.Fprintf(&b, "%02d", t.Day())
-		case 'e':
-			fmt.Fprintf(&b, "%2d", t.Day())
-		case 'H':
-			fmt.Fprintf(&b, "%02d", t.Hour())
-		case 'M':
-			fmt.Fprintf(&b, "%02d", t.Minute())
-		case 'S':
-			fmt.Fprintf(&b, "%02d", t.Second())
-		case 'j':
-			fmt.Fprintf(&b, "%03d", t.YearDay())
-		case 'b', 'h':
-			b.WriteString(t.Month().String()[:3])
-		case 'B':
-			b.WriteString(t.Month().String())
-		case 'a':
-			b.WriteString(t.Weekday().String()[:3])
-		case 'A':
-			b.WriteString(t.Weekday().String())
-		case 'F':
-			b.WriteString(t.Format("2006-01-02"))
-		case 'T':
-			b.WriteString(t.Format("15:04:05"))
-		case 'D':
-			b.WriteString(t.Format("01/02/06"))
-		case 'Z':
-			b.WriteString(t.Format("MST"))
-		case 'z':
-			b.WriteString(t.Format("-0700"))
-		case 's':
-			fmt.Fprintf(&b, "%d", t.Unix())
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case '%':
-			b.WriteByte('%')
-		default:
-			b.WriteByte('%')
-			b.WriteByte(f[i])
-		}
-	}
-	return b.String()
 }
 
 // prExpand expands tabs to stops of 8.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wasmbox/wasmbox/tools/internal/cmd"
+	"github.com/wasmbox/wasmbox/tools/internal/timefmt"
 )
 
 func init() {
@@ -115,7 +116,7 @@ func dateMain(e *cmd.Env) int {
 			return 1
 		}
 		e.Errorf("cannot set date: Operation not permitted")
-		w.WriteString(strftime(t.In(loc), format) + "\n")
+		w.WriteString(timefmt.Strftime(t.In(loc), format) + "\n")
 		flush()
 		return 1
 	}
@@ -151,14 +152,14 @@ func dateMain(e *cmd.Env) int {
 				status = 1
 				continue
 			}
-			w.WriteString(strftime(t.In(loc), format) + "\n")
+			w.WriteString(timefmt.Strftime(t.In(loc), format) + "\n")
 		}
 		if flush() != 0 {
 			return 1
 		}
 		return status
 	}
-	w.WriteString(strftime(now.In(loc), format) + "\n")
+	w.WriteString(timefmt.Strftime(now.In(loc), format) + "\n")
 	return flush()
 }
 

@@ -1,4 +1,6 @@
-package sysutils
+// Package timefmt formats times as GNU strftime does, for date, ls
+// --time-style, find -printf and pr -D.
+package timefmt
 
 import (
 	"fmt"
@@ -7,10 +9,10 @@ import (
 	"time"
 )
 
-// strftime formats t like GNU date: the conversions of C strftime plus
+// Strftime formats t like GNU date: the conversions of C strftime plus
 // %N, %s, %q, %P, %:z, %::z, %:::z, and the flags - _ 0 ^ # and a field
 // width after the %.
-func strftime(t time.Time, format string) string {
+func Strftime(t time.Time, format string) string {
 	var b strings.Builder
 	for i := 0; i < len(format); i++ {
 		c := format[i]
@@ -126,13 +128,13 @@ func strftime(t time.Time, format string) string {
 		case 'B':
 			out = str(t.Month().String(), false)
 		case 'c':
-			out = str(strftime(t, "%a %b %e %H:%M:%S %Y"), false)
+			out = str(Strftime(t, "%a %b %e %H:%M:%S %Y"), false)
 		case 'C':
 			out = num(t.Year()/100, 2, '0')
 		case 'd':
 			out = num(t.Day(), 2, '0')
 		case 'D', 'x':
-			out = str(strftime(t, "%m/%d/%y"), false)
+			out = str(Strftime(t, "%m/%d/%y"), false)
 		case 'e':
 			out = num(t.Day(), 2, '_')
 		case 'F':
@@ -141,7 +143,7 @@ func strftime(t time.Time, format string) string {
 				yw, width = max(0, width-6), -1
 			}
 			y := num(t.Year(), yw, '0')
-			out = y + strftime(t, "-%m-%d")
+			out = y + Strftime(t, "-%m-%d")
 		case 'g':
 			out = num(year%100, 2, '0')
 		case 'G':
@@ -185,15 +187,15 @@ func strftime(t time.Time, format string) string {
 		case 'q':
 			out = num((int(t.Month())+2)/3, 1, '0')
 		case 'r':
-			out = str(strftime(t, "%I:%M:%S %p"), false)
+			out = str(Strftime(t, "%I:%M:%S %p"), false)
 		case 'R':
-			out = str(strftime(t, "%H:%M"), false)
+			out = str(Strftime(t, "%H:%M"), false)
 		case 's':
 			out = num(int(t.Unix()), 1, '0')
 		case 'S':
 			out = num(t.Second(), 2, '0')
 		case 'T', 'X':
-			out = str(strftime(t, "%H:%M:%S"), false)
+			out = str(Strftime(t, "%H:%M:%S"), false)
 		case 'u':
 			wd := int(t.Weekday())
 			if wd == 0 {
