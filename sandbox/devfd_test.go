@@ -26,3 +26,15 @@ func TestDevFDNames(t *testing.T) {
 		}
 	}
 }
+
+// The standard streams of a command are pipes or buffers, never a
+// terminal: a C or Python guest's isatty says no, as /usr/bin/python3 does
+// with both streams redirected (it said True: every stream was reported as
+// a character device).
+func TestStdioIsNotATerminal(t *testing.T) {
+	sb := pythonSandbox(t)
+	r := run(t, sb, `python3 -c "import sys; print(sys.stdin.isatty(), sys.stdout.isatty(), sys.stderr.isatty())" < /dev/null 2>&1 | cat`)
+	if r.Stdout != "False False False\n" {
+		t.Errorf("stdout %q, stderr %q", r.Stdout, r.Stderr)
+	}
+}

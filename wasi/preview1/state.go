@@ -12,6 +12,7 @@ import (
 	"time"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"golang.org/x/term"
 
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
@@ -154,9 +155,9 @@ func NewState(cfg Config) (*State, error) {
 	st.tap = &tapFS{fs: cfg.FS}
 	stdioRights := fileRights &^ (rightFdSeek | rightFdTell)
 	st.files = []*entry{
-		{kind: kindReader, r: st.cfg.Stdin, ftype: filetypeCharDevice, base: stdioRights},
-		{kind: kindWriter, w: st.cfg.Stdout, ftype: filetypeCharDevice, base: stdioRights},
-		{kind: kindWriter, w: st.cfg.Stderr, ftype: filetypeCharDevice, base: stdioRights},
+		{kind: kindReader, r: st.cfg.Stdin, ftype: stdioType(st.cfg.Stdin), base: stdioRights},
+		{kind: kindWriter, w: st.cfg.Stdout, ftype: stdioType(st.cfg.Stdout), base: stdioRights},
+		{kind: kindWriter, w: st.cfg.Stderr, ftype: stdioType(st.cfg.Stderr), base: stdioRights},
 	}
 	if cfg.FS == nil {
 		return st, nil
@@ -275,3 +276,16 @@ func (a absSymlinkFS) Symlink(target, link string) experimentalsys.Errno {
 }
 
 func yield() { runtime.Gosched() }
+
+// stdioType is the file type a guest sees for a standard stream: a
+// character device, which is what isatty(3) of wasi-libc and Rust looks
+// for (with no seek rights), only for a terminal of the host; anything else
+// (a pipe, a buffer, a file) is of unknown type, as the ends of AddStream's
+// pipes are. A guest told that a pipe was a terminal (every stream was
+// one) prompted, buffered by line and coloured its output.
+func stdioType(stream any) uint8 {
+	if f, ok := stream.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
+		return filetypeCharDevice
+	}
+	return filetypeUnknown
+}
