@@ -196,6 +196,7 @@ type registered struct {
 	commands []string
 	snapFS   vfs.FS // see SetSnapshotFS
 	once     sync.Once
+	done     chan struct{} // closed when mod and err are set
 	mod      *runtime.Module
 	err      error
 }
@@ -305,18 +306,31 @@ func (e *Executor) PrecompileModules(ctx context.Context, names ...string) error
 
 func (e *Executor) compiled(ctx context.Context, r *registered) (*runtime.Module, error) {
 	r.once.Do(func() {
-		// Not cancellable (wazero compiles to the end), and the result
-		// is kept for every later job: the first job's context must not
-		// decide it.
-		r.mod, r.err = e.rt.Compile(context.WithoutCancel(ctx), r.name, r.wasm)
-		if r.err == nil {
-			e.rt.Pin(r.mod)
-			if r.snapFS != nil {
-				r.mod.SetSnapshotFS(r.snapFS)
+		// The compile is not cancellable (wazero compiles to the end),
+		// and its result is kept for every later job: the first job's
+		// context must not decide it. It runs on its own goroutine so
+		// that a job waits for it only until its own deadline or cancel
+		// (a cold compile of a tool module takes seconds); the runtime's
+		// Close waits for it.
+		r.done = make(chan struct{})
+		cctx := context.WithoutCancel(ctx)
+		go func() {
+			defer close(r.done)
+			r.mod, r.err = e.rt.Compile(cctx, r.name, r.wasm)
+			if r.err == nil {
+				e.rt.Pin(r.mod)
+				if r.snapFS != nil {
+					r.mod.SetSnapshotFS(r.snapFS)
+				}
 			}
-		}
+		}()
 	})
-	return r.mod, r.err
+	select {
+	case <-r.done:
+		return r.mod, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("compiling %s: %w", r.name, context.Cause(ctx))
+	}
 }
 
 // Module returns the compiled module registered as name, compiling it on

@@ -228,6 +228,10 @@ type Runtime struct {
 	liveMem     atomic.Int64
 	closeOnce   sync.Once
 	closeErr    error
+	// compiling is held (read) by every Compile and taken by Close, which
+	// so waits for the compiles in flight; closed is set under it.
+	compiling sync.RWMutex
+	closed    bool
 	mu          sync.Mutex
 	modules     map[[32]byte]*Module
 	lru         *list.List // of *Module, unpinned only, most recent first
@@ -373,6 +377,9 @@ func (r *Runtime) hostCtx(ctx context.Context) context.Context {
 func (r *Runtime) Close(ctx context.Context) error {
 	r.closeOnce.Do(func() {
 		ctx = context.WithoutCancel(ctx)
+		r.compiling.Lock()
+		r.closed = true
+		r.compiling.Unlock()
 		r.closeErr = r.rt.Close(ctx)
 		r.mu.Lock()
 		for _, m := range r.modules {
@@ -409,6 +416,9 @@ func (r *Runtime) MemoryLimit() uint64 { return r.memLimit }
 // ErrNotWasm is returned by Compile for input that is not a WebAssembly
 // binary (no \0asm magic).
 var ErrNotWasm = errors.New("not a WebAssembly module")
+
+// ErrClosed is returned by Compile on a runtime that is closed.
+var ErrClosed = errors.New("runtime closed")
 
 // ErrUnresolvedImport is the sentinel of *ImportError.
 var ErrUnresolvedImport = errors.New("unresolved import")
@@ -507,6 +517,11 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 	key := sha256.Sum256(wasm)
 	if m := r.lookup(key); m != nil {
 		return m, nil
+	}
+	r.compiling.RLock()
+	defer r.compiling.RUnlock()
+	if r.closed {
+		return nil, fmt.Errorf("%s: %w", name, ErrClosed)
 	}
 	r.mu.Lock()
 	lk, ok := r.compileLock[key]

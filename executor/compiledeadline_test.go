@@ -1,0 +1,48 @@
+package executor_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/wasmbox/wasmbox/executor"
+	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/runtime/runtimetest"
+	"github.com/wasmbox/wasmbox/vfs"
+)
+
+// A job whose command is compiled on first use (a cold compile of a tool
+// module takes seconds) ends at its own deadline, classed as a timeout;
+// the compile goes on and serves the next job. The job waited for the
+// whole compile before, however short its deadline.
+func TestCompileUnderJobDeadline(t *testing.T) {
+	rt, err := runtime.New(context.Background(), runtime.Config{DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	ex := executor.New(rt)
+	bin := runtimetest.Guest(t, "big")
+	if err := ex.Register("big", bin, "big"); err != nil {
+		t.Fatal(err)
+	}
+	fsys := vfs.NewMemFS()
+	if err := ex.Install(fsys, "/bin"); err != nil {
+		t.Fatal(err)
+	}
+	// 20 ms: far less than compiling a 3 MB module without a cache.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	res := ex.Run(ctx, executor.Job{Argv: []string{"big"}, FS: fsys})
+	if res.Class != executor.ClassTimeout || res.ExitCode != executor.ExitTimeout {
+		t.Fatalf("job during a cold compile: %+v", res)
+	}
+	if rt.Cached(bin) {
+		t.Fatal("the job returned only once the module was compiled")
+	}
+	// The compile was not abandoned: the next job runs the module.
+	res = ex.Run(context.Background(), executor.Job{Argv: []string{"big"}, FS: fsys})
+	if res.ExitCode != 0 {
+		t.Fatalf("job after the compile: %+v", res)
+	}
+}
