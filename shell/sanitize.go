@@ -127,18 +127,33 @@ func (s *Shell) sanitize(node syntax.Node) error {
 // guard's text (nested quoting would grow exponentially with depth).
 func guardGoroutines(node syntax.Node) error {
 	type site struct {
-		pipe *syntax.BinaryCmd
-		bg   *syntax.Stmt
+		stage *syntax.Stmt // a pipeline stage to guard in place
+		bg    *syntax.Stmt
 	}
 	var sites []site
+	// guardLeft collects the stages of the left side of pipe that run in
+	// goroutines. A left side that is itself a pipeline, (a | b) | c, is
+	// not guarded whole: each of its stages is, so that the interpreter
+	// still sees the pipeline and gives PIPESTATUS a status per stage.
+	var guardLeft func(pipe *syntax.BinaryCmd)
+	guardLeft = func(pipe *syntax.BinaryCmd) {
+		if inner, ok := barePipe(pipe.X); ok {
+			guardLeft(inner)
+			if !isGuard(inner.Y) {
+				sites = append(sites, site{stage: inner.Y}) // runs in the goroutine of pipe.X
+			}
+			return
+		}
+		if !isGuard(pipe.X) {
+			sites = append(sites, site{stage: pipe.X})
+		}
+	}
 	var visit func(n syntax.Node) bool
 	visit = func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				if !isGuard(n.X) {
-					sites = append(sites, site{pipe: n})
-				}
+				guardLeft(n)
 				syntax.Walk(n.Y, visit) // runs in the current goroutine
 				return false
 			}
@@ -152,12 +167,12 @@ func guardGoroutines(node syntax.Node) error {
 	}
 	syntax.Walk(node, visit)
 	for _, st := range sites {
-		if st.pipe != nil {
-			g, err := guardStmt(st.pipe.X)
+		if st.stage != nil {
+			g, err := guardStmt(st.stage)
 			if err != nil {
 				return err
 			}
-			st.pipe.X = g
+			*st.stage = *g
 			continue
 		}
 		// Keep the job frame on the outer statement (it is opened in the
@@ -177,6 +192,16 @@ func guardGoroutines(node syntax.Node) error {
 		st.bg.Negated = false
 	}
 	return nil
+}
+
+// barePipe returns the pipeline st runs when st is nothing more.
+func barePipe(st *syntax.Stmt) (*syntax.BinaryCmd, bool) {
+	b, ok := st.Cmd.(*syntax.BinaryCmd)
+	if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) || st.Negated || st.Background ||
+		st.Coprocess || st.Disown || len(st.Redirs) > 0 {
+		return nil, false
+	}
+	return b, true
 }
 
 // maxPipeline bounds the commands of one pipeline: each runs in its own

@@ -148,6 +148,11 @@ var bashCases = []scriptCase{
 	{"alias missing", `alias foo; echo "s=$?"; alias a=b; unalias a; alias a; echo "s=$?"; unalias zz; echo "s=$?"`, "s=1\ns=1\ns=1\n", 0, "alias: foo: not found"},
 	{"unalias -a", `alias a=1 b=2; unalias -a; alias; echo "s=$?"`, "s=0\n", 0, ""},
 	{"alias listing sorted", `alias b=2 a=1; alias`, "alias a='1'\nalias b='2'\n", 0, ""},
+	{"PIPESTATUS", "true | false | true; echo ${PIPESTATUS[@]}; false; echo ${PIPESTATUS[@]} ${#PIPESTATUS[@]}\n" +
+		"{ true | false; }; echo ${PIPESTATUS[@]}; (exit 3); echo ${PIPESTATUS[@]}\n" +
+		"f() { return 3; }; true | f | { true | false; }; echo ${PIPESTATUS[@]}; ! true | false; echo ${PIPESTATUS[@]} $?\n" +
+		"false | true; x=$(exit 2); echo ${PIPESTATUS[@]}; false | true; echo x | echo ${PIPESTATUS[@]}",
+		"0 1 0\n1 1\n0 1\n3\n0 3 1\n0 1 0\n2\n1 0\n", 0, ""},
 	{"$(( as a subshell", `x=$((echo sub; echo two)2>/dev/null); echo "$x"; echo $((1+2))`, "sub\ntwo\n3\n", 0, ""},
 }
 

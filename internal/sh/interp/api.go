@@ -188,6 +188,11 @@ type Runner struct {
 
 	optState getopts
 
+	// pipeStatus is what PIPESTATUS expands to: the exit statuses of the
+	// stages of the last foreground pipeline, or of the last simple or
+	// subshell command. It is replaced, never modified in place.
+	pipeStatus []string
+
 	// keepRedirs is set by "exec" so that its statement's redirections
 	// apply to the current shell, and not just the command.
 	// It is consumed by the enclosing statement once it finishes.
@@ -1171,6 +1176,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		usedNew:        r.usedNew,
 		exit:           r.exit,
 		lastExit:       r.lastExit,
+		pipeStatus:     r.pipeStatus,
 
 		origStdout: r.origStdout, // used for process substitutions
 	}

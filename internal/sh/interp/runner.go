@@ -354,6 +354,9 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 	if r.exit.ok() && st.Cmd != nil {
 		r.cmd(ctx, st.Cmd)
 	}
+	if setsPipeStatus(st.Cmd) {
+		r.pipeStatus = []string{strconv.Itoa(int(r.exit.code))}
+	}
 	if st.Negated {
 		if r.exit.ok() {
 			r.exit.code = 1
@@ -382,6 +385,29 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			cls.Close()
 		}
 	}
+}
+
+// setsPipeStatus reports whether a statement running cm sets PIPESTATUS to
+// its own exit status, as bash does after a simple command (even one that
+// only assigns or redirects), a subshell, [[ ]], (( )) or let; a pipeline
+// sets it to its stages' statuses, and other compound commands leave what
+// their last command set.
+func setsPipeStatus(cm syntax.Command) bool {
+	switch cm.(type) {
+	case nil, *syntax.CallExpr, *syntax.Subshell, *syntax.TestClause,
+		*syntax.ArithmCmd, *syntax.LetClause, *syntax.DeclClause:
+		return true
+	}
+	return false
+}
+
+// stageStatus is the part of PIPESTATUS that one stage of a pipeline run
+// by r2 gives: the stages of a nested pipeline, or its exit status.
+func stageStatus(st *syntax.Stmt, r2 *Runner) []string {
+	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) && !st.Negated && r2.pipeStatus != nil {
+		return r2.pipeStatus
+	}
+	return []string{strconv.Itoa(int(r2.exit.code))}
 }
 
 func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
@@ -519,8 +545,10 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				r2.exit.exiting = false // subshells don't exit the parent shell
 				pw.Close()
 			})
+			var right []string
 			if r.opts[optLastPipe] {
 				r.stmt(ctx, cm.Y)
+				right = stageStatus(cm.Y, r)
 			} else {
 				// As bash without lastpipe: the last command runs in a
 				// subshell too, so its assignments do not outlive it.
@@ -528,9 +556,11 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				r3.stmt(ctx, cm.Y)
 				r3.exit.exiting = false
 				r.exit = r3.exit
+				right = stageStatus(cm.Y, r3)
 			}
 			pr.Close()
 			wg.Wait()
+			r.pipeStatus = slices.Concat(stageStatus(cm.X, r2), right)
 			r.stdin = oldIn
 			if r.opts[optPipeFail] && !r2.exit.ok() && r.exit.ok() {
 				r.exit = r2.exit

@@ -204,6 +204,11 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 		cryptorand.Read(p[:])
 		n := binary.NativeEndian.Uint32(p[:])
 		vr.Kind, vr.Str = expand.String, strconv.FormatUint(uint64(n), 10)
+	case "PIPESTATUS":
+		vr.Kind, vr.List = expand.Indexed, r.pipeStatus
+		if vr.List == nil {
+			vr.List = []string{"0"}
+		}
 	case "DIRSTACK":
 		vr.Kind, vr.List = expand.Indexed, r.dirStack
 	case "0":
