@@ -495,7 +495,9 @@ func (r *Runner) assignVal(name string, prev expand.Variable, as *syntax.Assign,
 	elems := as.Array.Elems
 	if valType == "" {
 		valType = "-a" // indexed
-		if len(elems) > 0 && stringIndex(elems[0].Index) {
+		if prev.Kind == expand.Associative {
+			valType = "-A" // declare -A m; m=([k]=v)
+		} else if len(elems) > 0 && stringIndex(elems[0].Index) {
 			valType = "-A" // associative
 		}
 	}
@@ -505,12 +507,19 @@ func (r *Runner) assignVal(name string, prev expand.Variable, as *syntax.Assign,
 			k := r.literal(elem.Index.(*syntax.Word))
 			amap[k] = r.literal(elem.Value)
 		}
-		if !as.Append {
+		if !as.Append || prev.Kind != expand.Associative {
 			prev.Kind = expand.Associative
 			prev.Map = amap
 			return name, prev
 		}
-		// TODO
+		// m+=([k]=v) adds to (or replaces in) a copy of the map.
+		merged := maps.Clone(prev.Map)
+		if merged == nil {
+			merged = amap
+		} else {
+			maps.Copy(merged, amap)
+		}
+		prev.Map = merged
 		return name, prev
 	}
 	// The base array which the new elements are set on; empty unless
