@@ -155,6 +155,8 @@ var bashCases = []scriptCase{
 		"0 1 0\n1 1\n0 1\n3\n0 3 1\n0 1 0\n2\n1 0\n", 0, ""},
 	{"assoc length", `declare -A m=([a]=1 [b]=2); echo ${#m[@]}; declare -A n; n=([x]=1 [y]=2); echo ${#n[@]}; n+=([z]=3 [x]=9); echo ${#n[@]} ${n[x]}; m[c]=3; echo ${#m[@]} ${#m[*]}; declare -A e; echo ${#e[@]}; unset m[a]; echo ${#m[@]}`,
 		"2\n2\n3 9\n3 3\n0\n2\n", 0, ""},
+	{"mapfile set -u", `set -u; mapfile -t a < <(printf "1\n2\n"); echo ${#a[@]}; readarray b <<< "x"; echo ${#b[@]}; mapfile c < /dev/null; echo ${#c[@]} "${c[@]}" ${c[0]-d}; declare -p c`,
+		"2\n1\n0 d\ndeclare -a c=()\n", 0, ""},
 	{"$(( as a subshell", `x=$((echo sub; echo two)2>/dev/null); echo "$x"; echo $((1+2))`, "sub\ntwo\n3\n", 0, ""},
 }
 
