@@ -157,6 +157,8 @@ var bashCases = []scriptCase{
 		"2\n2\n3 9\n3 3\n0\n2\n", 0, ""},
 	{"mapfile set -u", `set -u; mapfile -t a < <(printf "1\n2\n"); echo ${#a[@]}; readarray b <<< "x"; echo ${#b[@]}; mapfile c < /dev/null; echo ${#c[@]} "${c[@]}" ${c[0]-d}; declare -p c`,
 		"2\n1\n0 d\ndeclare -a c=()\n", 0, ""},
+	{"BASHPID", `a=$BASHPID; b=$(echo $BASHPID); [ "$a" = $$ ] && echo main; [ "$b" != "$a" ] && [ -n "$b" ] && echo sub; ( c=$BASHPID; [ $c = $BASHPID ] && [ $c != $a ] && [ $c != "$b" ] && echo own )`,
+		"main\nsub\nown\n", 0, ""},
 	{"$(( as a subshell", `x=$((echo sub; echo two)2>/dev/null); echo "$x"; echo $((1+2))`, "sub\ntwo\n3\n", 0, ""},
 }
 

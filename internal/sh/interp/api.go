@@ -11,6 +11,7 @@
 package interp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
@@ -96,6 +98,11 @@ type Runner struct {
 	// pid and ppid are what $$ and $PPID expand to (see [ProcessIDs]);
 	// 0 means the process's own.
 	pid, ppid int
+
+	// bashPID is what $BASHPID expands to in a subshell (0: $$), drawn
+	// from lastPID, which a runner shares with all its subshells.
+	bashPID int
+	lastPID *atomic.Int64
 
 	// ids are the user and group ids of [UserIDs], nil if not set.
 	ids *[2]uint32
@@ -993,7 +1000,9 @@ func (r *Runner) Reset() {
 
 		dirStack: r.dirStack[:0],
 		usedNew:  r.usedNew,
+		lastPID:  new(atomic.Int64),
 	}
+	r.lastPID.Store(int64(cmp.Or(r.pid, os.Getpid())))
 	// Ensure we stop referencing any pointers before we reuse bgProcs.
 	clear(r.bgProcs)
 	r.bgProcs = r.bgProcs[:0]
@@ -1177,6 +1186,8 @@ func (r *Runner) subshell(background bool) *Runner {
 		exit:           r.exit,
 		lastExit:       r.lastExit,
 		pipeStatus:     r.pipeStatus,
+		lastPID:        r.lastPID,
+		bashPID:        int(r.lastPID.Add(1)),
 
 		origStdout: r.origStdout, // used for process substitutions
 	}

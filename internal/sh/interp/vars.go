@@ -4,6 +4,7 @@
 package interp
 
 import (
+	"cmp"
 	cryptorand "crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -181,6 +182,9 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 		if pid == 0 {
 			pid = os.Getpid()
 		}
+		vr.Kind, vr.Str = expand.String, strconv.Itoa(pid)
+	case "BASHPID":
+		pid := cmp.Or(r.bashPID, r.pid, os.Getpid())
 		vr.Kind, vr.Str = expand.String, strconv.Itoa(pid)
 	case "PPID":
 		ppid := r.ppid
