@@ -679,10 +679,13 @@ func (s *Shell) read(ctx context.Context, hc interp.HandlerContext, args []strin
 				}
 				timeout, hasTimeout = time.Duration(f*float64(time.Second)), true
 			case 'u':
-				if val != "0" {
+				fd, err := strconv.Atoi(val)
+				in, _, ok := hc.FD(fd)
+				if err != nil || fd < 0 || !ok || in == nil {
 					fmt.Fprintf(hc.Stderr, "bash: read: %s: invalid file descriptor: Bad file descriptor\n", val)
 					return status(1)
 				}
+				hc.Stdin = in
 			default:
 				fmt.Fprintf(hc.Stderr, "bash: read: -%c: invalid option\n", c)
 				return status(2)

@@ -159,6 +159,17 @@ var bashCases = []scriptCase{
 		"2\n1\n0 d\ndeclare -a c=()\n", 0, ""},
 	{"BASHPID", `a=$BASHPID; b=$(echo $BASHPID); [ "$a" = $$ ] && echo main; [ "$b" != "$a" ] && [ -n "$b" ] && echo sub; ( c=$BASHPID; [ $c = $BASHPID ] && [ $c != $a ] && [ $c != "$b" ] && echo own )`,
 		"main\nsub\nown\n", 0, ""},
+	{"fd n>file >&n", "echo a 5> f >&5; cat f", "a\n", 0, ""},
+	{"fd {var}", "exec {fd}>g; echo hi >&$fd; echo $fd; exec {fd}>&-; cat g; echo x >&10; echo s=$?", "10\nhi\ns=1\n", 0, ""},
+	{"fd exec dup and close", "exec 3>&1; echo x >&3; exec 3>&-; echo y >&3; echo s=$?", "x\ns=1\n", 0, ""},
+	{"fd exec input", "printf 'l1\\nl2\\nl3\\n' > in; exec 4<in; read a <&4; read -u 4 b; echo \"$a|$b\"; exec 4<&-; read -u 4 c; echo s=$?", "l1|l2\ns=1\n", 0, ""},
+	{"fd swap", "{ echo out; echo err >&2; } 3>&1 1>&2 2>&3 | cat; echo done", "err\ndone\n", 0, ""},
+	{"fd function and subshell", "f() { echo in-f >&7; }; f 7>h; cat h; ( exec 6>sub; echo subshell >&6 ); cat sub; echo z >&6; echo s=$?", "in-f\nsubshell\ns=1\n", 0, ""},
+	{"fd append and read loop", "exec 8>>app; echo one >&8; echo two >&8; exec 8>&-; cat app; printf 'a\\nb\\n' > in; while read -u 9 l; do echo \"[$l]\"; done 9<in", "one\ntwo\n[a]\n[b]\n", 0, ""},
+	{"fd closed for one command", "exec 3>&1; echo z 3>&- >&3; echo s=$?; echo back >&3", "s=1\nback\n", 0, ""},
+	{"fd read-write and group", "exec 5<>rw; echo rwdata >&5; exec 5>&-; cat rw; { echo grouped >&4; } 4>&1; echo to2 2>/dev/null >&3; echo s=$?", "rwdata\ngrouped\ns=1\n", 0, ""},
+	{"fd dup survives close", "exec 3>dd; exec 4>&3; exec 3>&-; echo kept >&4; exec 4>&-; cat dd", "kept\n", 0, ""},
+	{"fd heredoc on 3", "cat 3<<EOF <&3\nthree\nEOF\ncat <&3 3<<EOF\nno\nEOF\necho s=$?", "three\ns=1\n", 0, ""},
 	{"$(( as a subshell", `x=$((echo sub; echo two)2>/dev/null); echo "$x"; echo $((1+2))`, "sub\ntwo\n3\n", 0, ""},
 }
 

@@ -200,6 +200,9 @@ type Runner struct {
 	// subshell command. It is replaced, never modified in place.
 	pipeStatus []string
 
+	// fds are the descriptors above 2 (see fds.go).
+	fds map[int]fdRef
+
 	// keepRedirs is set by "exec" so that its statement's redirections
 	// apply to the current shell, and not just the command.
 	// It is consumed by the enclosing statement once it finishes.
@@ -1186,6 +1189,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		exit:           r.exit,
 		lastExit:       r.lastExit,
 		pipeStatus:     r.pipeStatus,
+		fds:            r.borrowedFDs(),
 		lastPID:        r.lastPID,
 		bashPID:        int(r.lastPID.Add(1)),
 

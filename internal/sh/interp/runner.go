@@ -336,6 +336,10 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 
 func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 	oldIn, oldOut, oldErr := r.stdin, r.stdout, r.stderr
+	var oldFDs map[int]fdRef
+	if len(st.Redirs) > 0 {
+		oldFDs = r.cloneFDs()
+	}
 	var closers []io.Closer
 	for _, rd := range st.Redirs {
 		cls, err := r.redir(ctx, rd)
@@ -374,6 +378,9 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 		if r.opts[optErrExit] {
 			r.exit.exiting = true
 		}
+	}
+	if len(st.Redirs) > 0 {
+		r.endRedirs(oldFDs, r.keepRedirs)
 	}
 	if r.keepRedirs {
 		// The exec builtin made this statement's redirections apply to the
@@ -1088,29 +1095,32 @@ func (r *Runner) hdocString(rd *syntax.Redirect) string {
 }
 
 func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, error) {
+	n, err := r.redirFD(rd)
+	if err != nil {
+		return nil, err
+	}
 	// Note that Hdoc is nil for an empty here-document.
 	if rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc {
 		pr, err := r.hdocReader(rd)
 		if err != nil {
 			return nil, err
 		}
+		if n != 0 {
+			return nil, r.setFD(n, fdRef{f: &fdFile{r: pr, in: pr, closer: pr, refs: 1}, owned: true})
+		}
 		r.stdin = pr
 		return pr, nil
 	}
 
 	orig := &r.stdout
-	if rd.N != nil {
-		switch rd.N.Value {
-		case "0":
-			// Note that the input redirects below always use stdin (0)
-			// because we don't support anything else right now.
-		case "1":
-			// The default for the output redirects below.
-		case "2":
-			orig = &r.stderr
-		default:
-			return nil, fmt.Errorf("unsupported redirect fd: %v", rd.N.Value)
-		}
+	switch n {
+	case 0:
+		// Note that the input redirects below always use stdin (0)
+		// unless they name a descriptor above 2.
+	case 1:
+		// The default for the output redirects below.
+	case 2:
+		orig = &r.stderr
 	}
 	arg := r.literal(rd.Word)
 	switch rd.Op {
@@ -1119,7 +1129,6 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		if err != nil {
 			return nil, err
 		}
-		r.stdin = pr
 		// We write to the pipe in a new goroutine,
 		// as pipe writes may block once the buffer gets full.
 		go func() {
@@ -1127,30 +1136,32 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			io.WriteString(pw, "\n")
 			pw.Close()
 		}()
-		return pr, nil
-	case syntax.DplOut:
-		switch arg {
-		case "1":
-			*orig = r.stdout
-		case "2":
-			*orig = r.stderr
-		case "-":
-			*orig = io.Discard // closing the output writer
-		default:
-			return nil, fmt.Errorf("unhandled %v arg: %q", rd.Op, arg)
+		if n != 0 {
+			return nil, r.setFD(n, fdRef{f: &fdFile{r: pr, in: pr, closer: pr, refs: 1}, owned: true})
 		}
-		return nil, nil
-	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut,
+		r.stdin = pr
+		return pr, nil
+	case syntax.DplOut, syntax.DplIn:
+		if arg == "-" {
+			r.closeFD(n)
+			return nil, nil
+		}
+		m, err := strconv.Atoi(arg)
+		if err != nil || m < 0 {
+			if rd.Op == syntax.DplOut && rd.N == nil {
+				// >&word is &>word, as in bash.
+				return r.redir(ctx, &syntax.Redirect{OpPos: rd.OpPos, Op: syntax.RdrAll, Word: rd.Word})
+			}
+			return nil, fmt.Errorf("%s: ambiguous redirect", arg)
+		}
+		ref, err := r.dupFD(m, rd.Op == syntax.DplOut)
+		if err != nil {
+			return nil, err
+		}
+		return nil, r.setFD(n, ref)
+	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut, syntax.RdrInOut,
 		syntax.RdrAll, syntax.AppAll, syntax.ClbOut:
 		// done further below
-	case syntax.DplIn:
-		switch arg {
-		case "-":
-			r.stdin = nil // closing the input file
-		default:
-			return nil, fmt.Errorf("unhandled %v arg: %q", rd.Op, arg)
-		}
-		return nil, nil
 	default:
 		return nil, fmt.Errorf("unhandled redirect op: %v", rd.Op)
 	}
@@ -1160,6 +1171,8 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		mode = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	case syntax.RdrOut, syntax.RdrAll, syntax.ClbOut:
 		mode = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	case syntax.RdrInOut:
+		mode = os.O_RDWR | os.O_CREATE
 	}
 	if r.opts[optNoClobber] && (rd.Op == syntax.RdrOut || rd.Op == syntax.RdrAll) {
 		// noclobber (set -C): > and &> do not overwrite an existing
@@ -1174,8 +1187,20 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 	if err != nil {
 		return nil, err
 	}
+	if n > 2 && rd.Op != syntax.RdrAll && rd.Op != syntax.AppAll {
+		ff := &fdFile{closer: f, refs: 1}
+		switch rd.Op {
+		case syntax.RdrIn:
+			ff.r = f
+		case syntax.RdrInOut:
+			ff.r, ff.w = f, f
+		default:
+			ff.w = f
+		}
+		return nil, r.setFD(n, fdRef{f: ff, owned: true})
+	}
 	switch rd.Op {
-	case syntax.RdrIn:
+	case syntax.RdrIn, syntax.RdrInOut:
 		stdin, err := r.newStdinFile(f)
 		if err != nil {
 			return nil, err
