@@ -47,6 +47,7 @@ const (
 // sanitize is idempotent, so that function text exported by Snapshot can
 // be sanitized again by Restore.
 func (s *Shell) sanitize(node syntax.Node) error {
+	procSubstInParams(node)
 	var err error
 	psN := 0
 	syntax.Walk(node, func(n syntax.Node) bool {
@@ -117,6 +118,69 @@ func (s *Shell) sanitize(node syntax.Node) error {
 		return &LimitError{Limit: "pipeline length", Max: maxPipeline}
 	}
 	return guardGoroutines(node)
+}
+
+// procSubstInParams finds `<(cmds)` in the word of an unquoted
+// ${x:-word} (and the other operators with a word): the parser reads it
+// there as literal text, bash as a process substitution. The word is
+// printed and parsed again as the words of a command line, whose parts,
+// joined by spaces (which the expansion splits at anyway), replace it.
+func procSubstInParams(node syntax.Node) {
+	var visit func(quoted bool) func(syntax.Node) bool
+	visit = func(quoted bool) func(syntax.Node) bool {
+		return func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.DblQuoted:
+				for _, p := range n.Parts {
+					syntax.Walk(p, visit(true))
+				}
+				return false
+			case *syntax.CmdSubst:
+				for _, st := range n.Stmts {
+					syntax.Walk(st, visit(false))
+				}
+				return false
+			case *syntax.ParamExp:
+				if !quoted && n.Exp != nil && n.Exp.Word != nil {
+					reparseProcSubst(n.Exp.Word)
+				}
+			}
+			return true
+		}
+	}
+	syntax.Walk(node, visit(false))
+}
+
+func reparseProcSubst(w *syntax.Word) {
+	found := false
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.Contains(l.Value, "<(") {
+			found = true
+		}
+	}
+	if !found {
+		return
+	}
+	var sb strings.Builder
+	if err := syntax.NewPrinter().Print(&sb, w); err != nil {
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(": "+sb.String()), "")
+	if err != nil || len(f.Stmts) != 1 {
+		return
+	}
+	ce, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Assigns) > 0 || len(ce.Args) < 2 || len(f.Stmts[0].Redirs) > 0 {
+		return
+	}
+	var parts []syntax.WordPart
+	for i, a := range ce.Args[1:] {
+		if i > 0 {
+			parts = append(parts, &syntax.Lit{Value: " "})
+		}
+		parts = append(parts, a.Parts...)
+	}
+	w.Parts = parts
 }
 
 // guardGoroutines replaces what the interpreter runs in its own goroutines

@@ -170,6 +170,7 @@ var bashCases = []scriptCase{
 	{"fd read-write and group", "exec 5<>rw; echo rwdata >&5; exec 5>&-; cat rw; { echo grouped >&4; } 4>&1; echo to2 2>/dev/null >&3; echo s=$?", "rwdata\ngrouped\ns=1\n", 0, ""},
 	{"fd dup survives close", "exec 3>dd; exec 4>&3; exec 3>&-; echo kept >&4; exec 4>&-; cat dd", "kept\n", 0, ""},
 	{"fd heredoc on 3", "cat 3<<EOF <&3\nthree\nEOF\ncat <&3 3<<EOF\nno\nEOF\necho s=$?", "three\ns=1\n", 0, ""},
+	{"proc subst in ${x:-}", "x=; cat ${x:-<(echo sub)}; cat \"${x:-<(echo sub)}\" 2>/dev/null; echo; y=$(cat ${x:-<(echo in-cmdsubst)}); echo $y; cat ${x:-${z:-<(echo nested)}}; x=set; echo ${x:-<(echo no)}", "sub\n\nin-cmdsubst\nnested\nset\n", 0, ""},
 	{"$(( as a subshell", `x=$((echo sub; echo two)2>/dev/null); echo "$x"; echo $((1+2))`, "sub\ntwo\n3\n", 0, ""},
 }
 
