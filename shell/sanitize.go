@@ -103,6 +103,10 @@ func (s *Shell) sanitize(node syntax.Node) error {
 				Cmd:    &syntax.Block{Stmts: n.Stmts},
 				Redirs: []*syntax.Redirect{frameRedirect(framePath)},
 			}}
+		case *syntax.CoprocClause:
+			if n.Stmt != nil && !hasFrame(n.Stmt, jobPath) {
+				n.Stmt.Redirs = append([]*syntax.Redirect{frameRedirect(jobPath)}, n.Stmt.Redirs...)
+			}
 		case *syntax.Stmt:
 			s.procSubstOut(n, &psN)
 			if (n.Background || n.Disown) && !hasFrame(n, jobPath) {
@@ -224,6 +228,11 @@ func guardGoroutines(node syntax.Node) error {
 		case *syntax.Stmt:
 			if (n.Background || n.Disown) && !isGuardCall(n.Cmd) {
 				sites = append(sites, site{bg: n})
+				return false
+			}
+		case *syntax.CoprocClause:
+			if n.Stmt != nil && !isGuardCall(n.Stmt.Cmd) {
+				sites = append(sites, site{bg: n.Stmt}) // runs in a goroutine too
 				return false
 			}
 		}

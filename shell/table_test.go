@@ -171,6 +171,9 @@ var bashCases = []scriptCase{
 	{"fd dup survives close", "exec 3>dd; exec 4>&3; exec 3>&-; echo kept >&4; exec 4>&-; cat dd", "kept\n", 0, ""},
 	{"fd heredoc on 3", "cat 3<<EOF <&3\nthree\nEOF\ncat <&3 3<<EOF\nno\nEOF\necho s=$?", "three\ns=1\n", 0, ""},
 	{"proc subst in ${x:-}", "x=; cat ${x:-<(echo sub)}; cat \"${x:-<(echo sub)}\" 2>/dev/null; echo; y=$(cat ${x:-<(echo in-cmdsubst)}); echo $y; cat ${x:-${z:-<(echo nested)}}; x=set; echo ${x:-<(echo no)}", "sub\n\nin-cmdsubst\nnested\nset\n", 0, ""},
+	{"coproc", "coproc cat; echo hi >&${COPROC[1]}; exec {COPROC[1]}>&-; read l <&${COPROC[0]}; echo $l; wait $COPROC_PID; echo w=$?", "hi\nw=0\n", 0, ""},
+	{"coproc named", "coproc UP { while read x; do echo \"<$x>\"; done; }; echo a >&${UP[1]}; read r <&${UP[0]}; echo \"$r\"; echo b >&${UP[1]}; read r <&${UP[0]}; echo \"$r\"; exec {UP[1]}>&-; wait $UP_PID; echo s=$?", "<a>\n<b>\ns=0\n", 0, ""},
+	{"coproc status", "coproc { echo x; exit 3; }; read v <&${COPROC[0]}; wait $COPROC_PID; echo \"$v $?\"", "x 3\n", 0, ""},
 	{"$(( as a subshell", `x=$((echo sub; echo two)2>/dev/null); echo "$x"; echo $((1+2))`, "sub\ntwo\n3\n", 0, ""},
 }
 

@@ -4,6 +4,7 @@
 package interp
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -271,4 +273,64 @@ func (hc HandlerContext) FD(n int) (r io.Reader, w io.Writer, ok bool) {
 		}
 	}
 	return r, ref.f.w, true
+}
+
+// coproc runs `coproc [NAME] cmd` (NAME defaults to COPROC): cmd runs in
+// the background with its standard input and output connected through
+// pipes to two new descriptors of the shell, NAME[1] to write to it and
+// NAME[0] to read from it; NAME_PID holds the job's id for wait.
+func (r *Runner) coproc(ctx context.Context, cm *syntax.CoprocClause) {
+	name := "COPROC"
+	if cm.Name != nil {
+		name = r.literal(cm.Name)
+	}
+	if !syntax.ValidName(name) {
+		r.errf("coproc: `%s': not a valid identifier\n", name)
+		r.exit.code = 1
+		return
+	}
+	inR, inW, err := r.newPipe() // the shell writes, the coprocess reads
+	if err != nil {
+		r.exit.fatal(err)
+		return
+	}
+	outR, outW, err := r.newPipe() // the coprocess writes, the shell reads
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		r.exit.fatal(err)
+		return
+	}
+	r2 := r.subshell(true)
+	r2.stdin = inR
+	r2.stdout = outW
+	bg := bgProc{done: make(chan struct{}), exit: new(exitStatus)}
+	r.bgProcs = append(r.bgProcs, bg)
+	go func() {
+		r2.stmt(ctx, cm.Stmt)
+		r2.exit.exiting = false // subshells don't exit the parent shell
+		outW.Close()
+		inR.Close()
+		*bg.exit = r2.exit
+		close(bg.done)
+	}()
+	if r.fds == nil {
+		r.fds = map[int]fdRef{}
+	}
+	fds := [2]int{}
+	for i, f := range []*fdFile{
+		{r: outR, in: outR, closer: outR, refs: 1},
+		{w: inW, closer: inW, refs: 1},
+	} {
+		n := minVarFD
+		for ; ; n++ {
+			if _, ok := r.fds[n]; !ok {
+				break
+			}
+		}
+		r.fds[n] = fdRef{f: f, owned: true}
+		fds[i] = n
+	}
+	r.setVar(name, expand.Variable{Set: true, Kind: expand.Indexed, List: []string{strconv.Itoa(fds[0]), strconv.Itoa(fds[1])}})
+	r.setVarString(name+"_PID", "g"+strconv.Itoa(len(r.bgProcs)))
 }

@@ -897,6 +897,8 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		// TODO: can we do these?
 		r.outf(format, "user", elapsedString(0, cm.PosixFormat))
 		r.outf(format, "sys", elapsedString(0, cm.PosixFormat))
+	case *syntax.CoprocClause:
+		r.coproc(ctx, cm)
 	default:
 		// Should only happen if we forgot a case above.
 		r.errf("unhandled command node: %T\n", cm)
