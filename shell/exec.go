@@ -407,6 +407,7 @@ func (s *Shell) runChild(ctx context.Context, hc interp.HandlerContext, rs *runS
 		return status(2)
 	}
 	interp.StdIO(hc.Stdin, hc.Stdout, hc.Stderr)(r)
+	interp.InheritFDs(hc)(r)
 	err = s.runNode(ctx, r, file)
 	if err == nil {
 		return nil

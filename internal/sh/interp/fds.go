@@ -334,3 +334,15 @@ func (r *Runner) coproc(ctx context.Context, cm *syntax.CoprocClause) {
 	r.setVar(name, expand.Variable{Set: true, Kind: expand.Indexed, List: []string{strconv.Itoa(fds[0]), strconv.Itoa(fds[1])}})
 	r.setVarString(name+"_PID", "g"+strconv.Itoa(len(r.bgProcs)))
 }
+
+// InheritFDs gives r the descriptors above 2 of the shell that runs the
+// command of hc, as a child process inherits them (r borrows them: it
+// neither counts nor closes them). Apply it after Reset.
+func InheritFDs(hc HandlerContext) RunnerOption {
+	return func(r *Runner) error {
+		if hc.runner != nil {
+			r.fds = hc.runner.borrowedFDs()
+		}
+		return nil
+	}
+}
