@@ -175,6 +175,7 @@ var bashCases = []scriptCase{
 	{"coproc named", "coproc UP { while read x; do echo \"<$x>\"; done; }; echo a >&${UP[1]}; read r <&${UP[0]}; echo \"$r\"; echo b >&${UP[1]}; read r <&${UP[0]}; echo \"$r\"; exec {UP[1]}>&-; wait $UP_PID; echo s=$?", "<a>\n<b>\ns=0\n", 0, ""},
 	{"coproc status", "coproc { echo x; exit 3; }; read v <&${COPROC[0]}; wait $COPROC_PID; echo \"$v $?\"", "x 3\n", 0, ""},
 	{"fd inherited by child shells", "printf \"echo from-script >&3\\n\" > s.sh; bash s.sh 3>&1; bash -c \"echo child >&4; exec 4>&-; echo again >&4\" 4>out 2>/dev/null; echo s=$?; cat out; exec 5>&1; bash -c \"echo five >&5\"; echo ok >&5", "from-script\ns=1\nchild\nfive\nok\n", 0, ""},
+	{"PWD and OLDPWD exported", "cd /tmp; cd /; env | sort | while read l; do case $l in PWD=*|OLDPWD=*) echo \"$l\";; esac; done; declare -p PWD OLDPWD", "OLDPWD=/tmp\nPWD=/\ndeclare -x PWD=\"/\"\ndeclare -x OLDPWD=\"/tmp\"\n", 0, ""},
 	{"$(( as a subshell", `x=$((echo sub; echo two)2>/dev/null); echo "$x"; echo $((1+2))`, "sub\ntwo\n3\n", 0, ""},
 }
 

@@ -1045,7 +1045,7 @@ func (r *Runner) Reset() {
 			Str:      strconv.Itoa(os.Getgid()),
 		})
 	}
-	r.setVarString("PWD", r.Dir)
+	r.setVar("PWD", expand.Variable{Set: true, Kind: expand.String, Str: r.Dir, Exported: true})
 	r.setVarString("IFS", " \t\n")
 	r.setVarString("OPTIND", "1")
 
