@@ -316,11 +316,25 @@ func guardStmt(st *syntax.Stmt) (*syntax.Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := parse(guardCmd+" "+q, "")
+	// The call sits on the statement's line, so that the guard runs the
+	// statement on it too (see lineOffset).
+	f, err := parse(lineOffset(int(st.Pos().Line()))+guardCmd+" "+q, "")
 	if err != nil || len(f.Stmts) != 1 {
 		return nil, fmt.Errorf("guard: %v", err)
 	}
 	return f.Stmts[0], nil
+}
+
+// maxLineOffset bounds the line numbers that guarded code keeps.
+const maxLineOffset = 10000
+
+// lineOffset is the newlines that put source parsed again (by a guard) on
+// line n, so that messages name the line bash names.
+func lineOffset(n int) string {
+	if n <= 1 || n > maxLineOffset {
+		return ""
+	}
+	return strings.Repeat("\n", n-1)
 }
 
 func isGuard(st *syntax.Stmt) bool { return st != nil && isGuardCall(st.Cmd) }

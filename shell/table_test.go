@@ -18,7 +18,7 @@ type scriptCase struct {
 // commands cat, seq, wc, sort, head come from the test executor).
 var bashCases = []scriptCase{
 	{"echo", `echo hello world`, "hello world\n", 0, ""},
-	{"redirect errors", `cat < /nonexistent; echo x > /nodir/y; echo $?`, "1\n", 0, "bash: /nonexistent: No such file or directory\nbash: /nodir/y: No such file or directory\n"},
+	{"redirect errors", `cat < /nonexistent; echo x > /nodir/y; echo $?`, "1\n", 0, "bash: line 1: /nonexistent: No such file or directory\nbash: line 1: /nodir/y: No such file or directory\n"},
 	{"positional past 9", `set -- a b c d e f g h i j k; echo "${10} ${11} [${12}] ${1}"; f() { echo "${10}"; }; f 1 2 3 4 5 6 7 8 9 ten`, "j k [] a\nten\n", 0, ""},
 	{"echo -n", `echo -n a; echo b`, "ab\n", 0, ""},
 	{"echo -ne", `echo -ne 'a\tb\n'`, "a\tb\n", 0, ""},
@@ -114,8 +114,8 @@ var bashCases = []scriptCase{
 	{"command -v", `command -v echo cat nosuch; echo $?`, "echo\n/usr/bin/cat\n1\n", 0, ""},
 	{"command skips func", `echo() { builtin echo "func $*"; }; echo a; command echo b`, "func a\nb\n", 0, ""},
 	{"not found", `nosuchcmd; echo $?`, "127\n", 0, "nosuchcmd: command not found"},
-	{"empty command", `""; echo $?`, "127\n", 0, "bash: : command not found"},
-	{"empty command from a variable", `e=; "$e" arg; echo $?`, "127\n", 0, "bash: : command not found"},
+	{"empty command", `""; echo $?`, "127\n", 0, "bash: line 1: : command not found"},
+	{"empty command from a variable", `e=; "$e" arg; echo $?`, "127\n", 0, "bash: line 1: : command not found"},
 	{"exit code", `exit 42`, "", 42, ""},
 	{"syntax error", `if then fi`, "", 2, "syntax error"},
 	{"unclosed quote", `echo "abc`, "", 2, "line 1"},
@@ -176,6 +176,7 @@ var bashCases = []scriptCase{
 	{"coproc status", "coproc { echo x; exit 3; }; read v <&${COPROC[0]}; wait $COPROC_PID; echo \"$v $?\"", "x 3\n", 0, ""},
 	{"fd inherited by child shells", "printf \"echo from-script >&3\\n\" > s.sh; bash s.sh 3>&1; bash -c \"echo child >&4; exec 4>&-; echo again >&4\" 4>out 2>/dev/null; echo s=$?; cat out; exec 5>&1; bash -c \"echo five >&5\"; echo ok >&5", "from-script\ns=1\nchild\nfive\nok\n", 0, ""},
 	{"PWD and OLDPWD exported", "cd /tmp; cd /; env | sort | while read l; do case $l in PWD=*|OLDPWD=*) echo \"$l\";; esac; done; declare -p PWD OLDPWD", "OLDPWD=/tmp\nPWD=/\ndeclare -x PWD=\"/\"\ndeclare -x OLDPWD=\"/tmp\"\n", 0, ""},
+	{"error lines", "true\ncat < /nope2 | cat\nx=$(cat < /nope3)\n{ echo a; } > /no/dir\necho x | { cat < /n5; } | cat\nnosuchcmd", "", 127, "bash: line 2: /nope2: No such file or directory\nbash: line 3: /nope3: No such file or directory\nbash: line 4: /no/dir: No such file or directory\nbash: line 5: /n5: No such file or directory\nbash: line 6: nosuchcmd: command not found\n"},
 	{"$(( as a subshell", `x=$((echo sub; echo two)2>/dev/null); echo "$x"; echo $((1+2))`, "sub\ntwo\n3\n", 0, ""},
 }
 

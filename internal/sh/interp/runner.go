@@ -1185,7 +1185,7 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			mode |= os.O_EXCL
 		}
 	}
-	f, err := r.open(ctx, arg, mode, 0o644, false)
+	f, err := r.openAt(ctx, rd.Pos(), arg, mode, 0o644, false)
 	if err != nil {
 		return nil, err
 	}
@@ -1297,6 +1297,12 @@ func (r *Runner) exec(ctx context.Context, pos syntax.Pos, args []string) {
 }
 
 func (r *Runner) open(ctx context.Context, path string, flags int, mode os.FileMode, print bool) (io.ReadWriteCloser, error) {
+	return r.openAt(ctx, todoPos, path, flags, mode, print)
+}
+
+// openAt is open for the redirection at pos, which the open handler sees
+// as HandlerContext.Pos.
+func (r *Runner) openAt(ctx context.Context, pos syntax.Pos, path string, flags int, mode os.FileMode, print bool) (io.ReadWriteCloser, error) {
 	// If we are opening a FIFO temporary file created by the interpreter itself,
 	// don't pass this along to the open handler as it will not work at all
 	// unless [os.OpenFile] is used directly with it.
@@ -1310,7 +1316,7 @@ func (r *Runner) open(ctx context.Context, path string, flags int, mode os.FileM
 		return os.OpenFile(path, flags, mode)
 	}
 
-	f, err := r.openHandler(r.handlerCtx(ctx, handlerKindOpen, todoPos), path, flags, mode)
+	f, err := r.openHandler(r.handlerCtx(ctx, handlerKindOpen, pos), path, flags, mode)
 	// TODO: support wrapped PathError returned from openHandler.
 	switch err.(type) {
 	case nil:
