@@ -462,7 +462,12 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 	// crash report (a Go runtime trace): the Result says what happened.
 	stderr, muted := muteable(job.Stderr)
 	env := job.Env
-	if !job.Plain {
+	dir := ""
+	if !job.Plain && cmd.mod.Imports(runtime.SpawnModuleName, runtime.CwdImport) {
+		// The guest asks for its directory (runtime.CwdABI): its
+		// environment is exactly the job's.
+		dir = job.Dir
+	} else if !job.Plain {
 		env = make([]string, 0, len(job.Env)+1)
 		for _, kv := range job.Env {
 			if !strings.HasPrefix(kv, "PWD=") {
@@ -522,7 +527,7 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 		budget = runtime.NewBudget(limit)
 	}
 	sp := &spawner{e: e, parent: parent, depth: depth, budget: budget}
-	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, FS: job.FS, Budget: budget, WASI: wasiState,
+	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, FS: job.FS, Budget: budget, WASI: wasiState, Dir: dir,
 		OnMemoryLimit: func() { muted.Store(true) }})
 	return resultOf(err)
 }

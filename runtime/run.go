@@ -43,6 +43,9 @@ type RunOptions struct {
 	// environment, no filesystem, empty input, discarded output). Ignored
 	// with wazero's module, which takes them from the ModuleConfig.
 	WASI *preview1.State
+	// Dir is the working directory that the guest's wasmbox.getcwd
+	// reports (see CwdABI); empty gives none.
+	Dir string
 	// OnMemoryLimit, when set, is called (on the guest's goroutine) when
 	// the guest asks for memory past its limit or budget, before the
 	// guest learns of the refusal: e.g. to silence the crash report a Go
@@ -120,6 +123,9 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	cctx := context.WithValue(ctx, spawnerKey{}, opts.Spawner)
 	if opts.FS != nil {
 		cctx = context.WithValue(cctx, metaFSKey{}, opts.FS)
+	}
+	if opts.Dir != "" {
+		cctx = context.WithValue(cctx, cwdKey{}, opts.Dir)
 	}
 	if r.ownWASI {
 		cctx = preview1.WithState(cctx, opts.WASI)

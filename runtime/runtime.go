@@ -445,7 +445,8 @@ type Module struct {
 	size     int
 	compiled wazero.CompiledModule
 	minPages uint32
-	reactor  *reactor       // for a wasmbox reactor module (see SnapshotABI)
+	reactor  *reactor // for a wasmbox reactor module (see SnapshotABI)
+	imports  map[[2]string]bool
 	rt       wazero.Runtime // r.rt, or r.fast for a metered module
 	pinned   bool
 	elem     *list.Element
@@ -569,7 +570,12 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 		return nil, err
 	}
 	m := &Module{name: name, key: key, size: len(wasm), compiled: compiled, minPages: minPages,
-		reactor: rc, rt: target}
+		reactor: rc, rt: target, imports: map[[2]string]bool{}}
+	for _, def := range compiled.ImportedFunctions() {
+		if mod, fn, ok := def.Import(); ok {
+			m.imports[[2]string{mod, fn}] = true
+		}
+	}
 	r.mu.Lock()
 	r.modules[key] = m
 	m.elem = r.lru.PushFront(m)

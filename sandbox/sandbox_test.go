@@ -44,7 +44,7 @@ func TestRunTable(t *testing.T) {
 		{script: "printf 'a\\nb\\nc\\n' > /tmp/f; cat /tmp/f | head -n 2", stdout: "a\nb\n"},
 		{script: "echo $HOME $USER $PATH $SHELL; pwd", stdout: "/home/user user /bin:/usr/bin /bin/sh\n/home/user\n"},
 		{script: "cat /nonexistent", stderr: "cat: /nonexistent: No such file or directory\n", code: 1},
-		{script: "nosuchcommand", stderr: "bash: nosuchcommand: command not found\n", code: 127, class: ClassNotFound},
+		{script: "nosuchcommand", stderr: "bash: line 1: nosuchcommand: command not found\n", code: 127, class: ClassNotFound},
 		{script: "exit 3", code: 3},
 		{script: "echo 'unterminated", code: 2},
 		{script: "cat /etc/passwd | head -n 1", stdout: "root:x:0:0:root:/root:/bin/sh\n"},

@@ -206,6 +206,16 @@ func TestHostPidNeverSeen(t *testing.T) {
 	wantEqual(t, res.Stdout, "2 1 2 1\n2\n3 2\n")
 }
 
+// TestCommandEnvironmentExact: a command gets exactly the environment it
+// was given, and still starts in its directory (the executor gives it
+// through wasmbox.getcwd, not $PWD): bash prints nothing for env -i
+// printenv. The shell exports PWD and OLDPWD itself, as bash does.
+func TestCommandEnvironmentExact(t *testing.T) {
+	sb := newSandbox(t)
+	res := run(t, sb, `env -i printenv; echo "s=$?"; cd /tmp; env -i pwd; printenv PWD OLDPWD; env -i A=1 sh -c 'echo "$A $PWD"'`)
+	wantEqual(t, res.Stdout, "s=0\n/tmp\n/tmp\n/home/user\n1 /tmp\n")
+}
+
 // TestPipelinesRunAtOnce: every stage of a pipeline runs at once, whatever
 // mix of shell code and commands it holds, with bash's subshell
 // semantics.

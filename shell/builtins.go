@@ -27,7 +27,7 @@ func (s *Shell) builtin(ctx context.Context, hc interp.HandlerContext, rs *runSt
 	case "wasmbox-fail":
 		// args: status, message
 		if len(args) == 2 {
-			fmt.Fprintf(hc.Stderr, "bash: %s\n", args[1])
+			fmt.Fprintf(hc.Stderr, "%s%s\n", bashPrefix(hc), args[1])
 			code, _ := strconv.Atoi(args[0])
 			return status(code)
 		}
@@ -68,15 +68,15 @@ func (s *Shell) builtin(ctx context.Context, hc interp.HandlerContext, rs *runSt
 		// processes); nothing to report is what bash says without jobs.
 		return nil
 	case "bg", "fg":
-		fmt.Fprintf(hc.Stderr, "bash: %s: no job control\n", name)
+		fmt.Fprintf(hc.Stderr, "%s%s: no job control\n", bashPrefix(hc), name)
 		return status(1)
 	case "suspend", "logout":
-		fmt.Fprintf(hc.Stderr, "bash: %s: not available in the sandbox\n", name)
+		fmt.Fprintf(hc.Stderr, "%s%s: not available in the sandbox\n", bashPrefix(hc), name)
 		return status(1)
 	case "ulimit":
 		return s.ulimit(hc, args)
 	}
-	fmt.Fprintf(hc.Stderr, "bash: %s: unsupported builtin\n", name)
+	fmt.Fprintf(hc.Stderr, "%s%s: unsupported builtin\n", bashPrefix(hc), name)
 	return status(2)
 }
 
@@ -90,20 +90,21 @@ func (s *Shell) guard(ctx context.Context, hc interp.HandlerContext, src string)
 			err = s.curRun().fail(&PanicError{Value: v, Stack: debug.Stack()})
 		}
 	}()
+	src = lineOffset(int(hc.Pos.Line())) + src
 	file, err := parse(src, "")
 	if err == nil {
 		err = guardGoroutines(file)
 	}
 	if err != nil {
-		fmt.Fprintf(hc.Stderr, "bash: %v\n", err)
+		fmt.Fprintf(hc.Stderr, "%s%v\n", bashPrefix(hc), err)
 		return status(2)
 	}
 	var sb strings.Builder
 	if err := syntax.NewPrinter().Print(&sb, file); err != nil {
-		fmt.Fprintf(hc.Stderr, "bash: %v\n", err)
+		fmt.Fprintf(hc.Stderr, "%s%v\n", bashPrefix(hc), err)
 		return status(2)
 	}
-	return hc.Builtin(ctx, []string{"eval", sb.String()})
+	return hc.Builtin(ctx, []string{"eval", lineOffset(int(hc.Pos.Line())) + sb.String()})
 }
 
 // setVars assigns variables in the caller's scope by running assignments
@@ -200,7 +201,7 @@ func writeOut(hc interp.HandlerContext, name, out string, code int) error {
 		if errors.Is(err, syscall.EPIPE) {
 			return status(141)
 		}
-		fmt.Fprintf(hc.Stderr, "bash: %s: write error: %s\n", name, errText(err))
+		fmt.Fprintf(hc.Stderr, "%s%s: write error: %s\n", bashPrefix(hc), name, errText(err))
 		return status(1)
 	}
 	return status(code)
@@ -297,13 +298,13 @@ func (s *Shell) printf(ctx context.Context, hc interp.HandlerContext, args []str
 	target := ""
 	if len(args) > 0 && args[0] == "-v" {
 		if len(args) < 2 {
-			fmt.Fprintf(hc.Stderr, "bash: printf: -v: option requires an argument\n")
+			fmt.Fprintf(hc.Stderr, "%sprintf: -v: option requires an argument\n", bashPrefix(hc))
 			return status(2)
 		}
 		target = args[1]
 		args = args[2:]
 		if !validAssignTarget(target) {
-			fmt.Fprintf(hc.Stderr, "bash: printf: `%s': not a valid identifier\n", target)
+			fmt.Fprintf(hc.Stderr, "%sprintf: `%s': not a valid identifier\n", bashPrefix(hc), target)
 			return status(2)
 		}
 	}
@@ -316,7 +317,7 @@ func (s *Shell) printf(ctx context.Context, hc interp.HandlerContext, args []str
 	}
 	out, errs := formatPrintf(args[0], args[1:])
 	for _, e := range errs {
-		fmt.Fprintf(hc.Stderr, "bash: printf: %s\n", e)
+		fmt.Fprintf(hc.Stderr, "%sprintf: %s\n", bashPrefix(hc), e)
 	}
 	code := 0
 	if len(errs) > 0 {
@@ -342,7 +343,7 @@ func (s *Shell) pwd(hc interp.HandlerContext, args []string) error {
 		case "-P":
 			physical = true
 		default:
-			fmt.Fprintf(hc.Stderr, "bash: pwd: %s: invalid option\n", a)
+			fmt.Fprintf(hc.Stderr, "%spwd: %s: invalid option\n", bashPrefix(hc), a)
 			return status(2)
 		}
 	}
@@ -350,7 +351,7 @@ func (s *Shell) pwd(hc interp.HandlerContext, args []string) error {
 	if dir == "" || physical {
 		real, err := s.realpath(hc.Dir)
 		if err != nil {
-			fmt.Fprintf(hc.Stderr, "bash: pwd: %s\n", errText(err))
+			fmt.Fprintf(hc.Stderr, "%spwd: %s\n", bashPrefix(hc), errText(err))
 			return status(1)
 		}
 		dir = real
@@ -420,7 +421,7 @@ func (s *Shell) typeCmd(hc interp.HandlerContext, args []string, who string) err
 				all = true
 			case 'f':
 			default:
-				fmt.Fprintf(hc.Stderr, "bash: %s: -%c: invalid option\n", who, c)
+				fmt.Fprintf(hc.Stderr, "%s%s: -%c: invalid option\n", bashPrefix(hc), who, c)
 				return status(2)
 			}
 		}
@@ -477,7 +478,7 @@ func (s *Shell) typeCmd(hc interp.HandlerContext, args []string, who string) err
 		if !found {
 			code = 1
 			if mode == "" || mode == "V" {
-				fmt.Fprintf(hc.Stderr, "bash: %s: %s: not found\n", who, n)
+				fmt.Fprintf(hc.Stderr, "%s%s: %s: not found\n", bashPrefix(hc), who, n)
 			}
 		}
 	}
@@ -514,7 +515,7 @@ func (s *Shell) umaskCmd(hc interp.HandlerContext, args []string) error {
 	}
 	n, err := strconv.ParseUint(args[0], 8, 32)
 	if err != nil || n > 0o777 {
-		fmt.Fprintf(hc.Stderr, "bash: umask: %s: octal number out of range\n", args[0])
+		fmt.Fprintf(hc.Stderr, "%sumask: %s: octal number out of range\n", bashPrefix(hc), args[0])
 		return status(1)
 	}
 	s.umask.Store(uint32(n))
@@ -541,7 +542,7 @@ func (s *Shell) kill(hc interp.HandlerContext, args []string) error {
 						continue
 					}
 				}
-				fmt.Fprintf(hc.Stderr, "bash: kill: %s: invalid signal specification\n", a)
+				fmt.Fprintf(hc.Stderr, "%skill: %s: invalid signal specification\n", bashPrefix(hc), a)
 				return status(1)
 			}
 			return nil
@@ -559,7 +560,7 @@ func (s *Shell) kill(hc interp.HandlerContext, args []string) error {
 		}
 		if args[0] == "-s" || args[0] == "-n" {
 			if len(args) < 2 {
-				fmt.Fprintf(hc.Stderr, "bash: kill: %s: option requires an argument\n", args[0])
+				fmt.Fprintf(hc.Stderr, "%skill: %s: option requires an argument\n", bashPrefix(hc), args[0])
 				return status(2)
 			}
 			sig = args[1]
@@ -578,13 +579,13 @@ func (s *Shell) kill(hc interp.HandlerContext, args []string) error {
 		switch {
 		case a == strconv.Itoa(s.pid) && sig == "0":
 		case strings.HasPrefix(a, "%") || strings.HasPrefix(a, "g"):
-			fmt.Fprintf(hc.Stderr, "bash: kill: %s: background jobs cannot be signalled in the sandbox\n", a)
+			fmt.Fprintf(hc.Stderr, "%skill: %s: background jobs cannot be signalled in the sandbox\n", bashPrefix(hc), a)
 			code = 1
 		default:
 			if _, err := strconv.Atoi(a); err != nil {
-				fmt.Fprintf(hc.Stderr, "bash: kill: %s: arguments must be process or job IDs\n", a)
+				fmt.Fprintf(hc.Stderr, "%skill: %s: arguments must be process or job IDs\n", bashPrefix(hc), a)
 			} else {
-				fmt.Fprintf(hc.Stderr, "bash: kill: (%s) - No such process\n", a)
+				fmt.Fprintf(hc.Stderr, "%skill: (%s) - No such process\n", bashPrefix(hc), a)
 			}
 			code = 1
 		}
@@ -644,7 +645,7 @@ func (s *Shell) read(ctx context.Context, hc interp.HandlerContext, args []strin
 				} else if len(args) > 0 {
 					val, args = args[0], args[1:]
 				} else {
-					fmt.Fprintf(hc.Stderr, "bash: read: -%c: option requires an argument\n", c)
+					fmt.Fprintf(hc.Stderr, "%sread: -%c: option requires an argument\n", bashPrefix(hc), c)
 					return status(2)
 				}
 				i = len(a)
@@ -664,7 +665,7 @@ func (s *Shell) read(ctx context.Context, hc interp.HandlerContext, args []strin
 			case 'n', 'N':
 				n, err := strconv.Atoi(val)
 				if err != nil || n < 0 {
-					fmt.Fprintf(hc.Stderr, "bash: read: %s: invalid number\n", val)
+					fmt.Fprintf(hc.Stderr, "%sread: %s: invalid number\n", bashPrefix(hc), val)
 					return status(2)
 				}
 				nchars, exact = n, c == 'N'
@@ -674,17 +675,20 @@ func (s *Shell) read(ctx context.Context, hc interp.HandlerContext, args []strin
 			case 't':
 				f, err := strconv.ParseFloat(val, 64)
 				if err != nil || f < 0 {
-					fmt.Fprintf(hc.Stderr, "bash: read: %s: invalid timeout specification\n", val)
+					fmt.Fprintf(hc.Stderr, "%sread: %s: invalid timeout specification\n", bashPrefix(hc), val)
 					return status(2)
 				}
 				timeout, hasTimeout = time.Duration(f*float64(time.Second)), true
 			case 'u':
-				if val != "0" {
-					fmt.Fprintf(hc.Stderr, "bash: read: %s: invalid file descriptor: Bad file descriptor\n", val)
+				fd, err := strconv.Atoi(val)
+				in, _, ok := hc.FD(fd)
+				if err != nil || fd < 0 || !ok || in == nil {
+					fmt.Fprintf(hc.Stderr, "%sread: %s: invalid file descriptor: Bad file descriptor\n", bashPrefix(hc), val)
 					return status(1)
 				}
+				hc.Stdin = in
 			default:
-				fmt.Fprintf(hc.Stderr, "bash: read: -%c: invalid option\n", c)
+				fmt.Fprintf(hc.Stderr, "%sread: -%c: invalid option\n", bashPrefix(hc), c)
 				return status(2)
 			}
 		}
@@ -695,7 +699,7 @@ func (s *Shell) read(ctx context.Context, hc interp.HandlerContext, args []strin
 	}
 	for _, n := range names {
 		if !syntax.ValidName(n) {
-			fmt.Fprintf(hc.Stderr, "bash: read: `%s': not a valid identifier\n", n)
+			fmt.Fprintf(hc.Stderr, "%sread: `%s': not a valid identifier\n", bashPrefix(hc), n)
 			return status(1)
 		}
 	}

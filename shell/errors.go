@@ -3,6 +3,9 @@ package shell
 import (
 	"errors"
 	"fmt"
+	"strconv"
+
+	"github.com/wasmbox/wasmbox/internal/sh/interp"
 )
 
 // ErrLimitExceeded is matched (with errors.Is) by every *LimitError: a
@@ -53,3 +56,12 @@ func (e *PanicError) Error() string {
 
 // Is makes errors.Is(err, ErrInternal) true.
 func (e *PanicError) Is(target error) bool { return target == ErrInternal }
+
+// bashPrefix is how bash -c begins a message about the command of hc:
+// "bash: line N: ".
+func bashPrefix(hc interp.HandlerContext) string {
+	if hc.Pos.IsValid() {
+		return "bash: line " + strconv.FormatUint(uint64(hc.Pos.Line()), 10) + ": "
+	}
+	return "bash: "
+}

@@ -193,7 +193,8 @@ func TestEscapeHostEnvironment(t *testing.T) {
 	if strings.Contains(out, "s3cret") || strings.Contains(out, "/host/home") {
 		t.Fatalf("host environment leaked: %q", out)
 	}
-	want := fmt.Sprintf("unset /home/user 1000 1000 1000 2 1\nHOME=/home/user\nPATH=/usr/bin\n")
+	// PWD is exported as bash exports it (env -i bash -c env prints it).
+	want := fmt.Sprintf("unset /home/user 1000 1000 1000 2 1\nHOME=/home/user\nPATH=/usr/bin\nPWD=/home/user\n")
 	if out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}

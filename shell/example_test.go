@@ -41,7 +41,7 @@ func Example() {
 	// hello from /tmp, pi=3.14
 	// A
 	// B
-	// bash: nosuch: command not found
+	// bash: line 1: nosuch: command not found
 	// status: 127
 }
 

@@ -131,7 +131,7 @@ func (s *Shell) external(ctx context.Context, hc interp.HandlerContext, rs *runS
 	name := args[0]
 	if name == "" {
 		// bash looks the empty name up like any other, and finds nothing.
-		fmt.Fprintf(hc.Stderr, "bash: : command not found\n")
+		fmt.Fprintf(hc.Stderr, "%s: command not found\n", bashPrefix(hc))
 		return status(127)
 	}
 	if isShellName(name) {
@@ -142,15 +142,15 @@ func (s *Shell) external(ctx context.Context, hc interp.HandlerContext, rs *runS
 		file = resolve(hc.Dir, name)
 		fi, err := s.cfg.FS.Stat(file)
 		if err != nil {
-			fmt.Fprintf(hc.Stderr, "bash: %s: %s\n", name, errText(err))
+			fmt.Fprintf(hc.Stderr, "%s%s: %s\n", bashPrefix(hc), name, errText(err))
 			return status(127)
 		}
 		if fi.IsDir() {
-			fmt.Fprintf(hc.Stderr, "bash: %s: Is a directory\n", name)
+			fmt.Fprintf(hc.Stderr, "%s%s: Is a directory\n", bashPrefix(hc), name)
 			return status(126)
 		}
 		if !s.allowed(fi, interp.AccessExec) {
-			fmt.Fprintf(hc.Stderr, "bash: %s: Permission denied\n", name)
+			fmt.Fprintf(hc.Stderr, "%s%s: Permission denied\n", bashPrefix(hc), name)
 			return status(126)
 		}
 	} else if p, ok := s.lookPathVFS(hc.Dir, hc.Env.Get("PATH").String(), name); ok {
@@ -229,7 +229,7 @@ func shebang(head []byte) ([]string, bool) {
 
 func (s *Shell) runExecutor(ctx context.Context, hc interp.HandlerContext, rs *runState, argv []string) error {
 	if s.cfg.Executor == nil {
-		fmt.Fprintf(hc.Stderr, "bash: %s: command not found\n", argv[0])
+		fmt.Fprintf(hc.Stderr, "%s%s: command not found\n", bashPrefix(hc), argv[0])
 		return status(127)
 	}
 	c := Command{
@@ -250,14 +250,14 @@ func (s *Shell) runExecutor(ctx context.Context, hc interp.HandlerContext, rs *r
 		}
 		return status(code)
 	case errors.Is(err, ErrNotFound):
-		fmt.Fprintf(hc.Stderr, "bash: %s: command not found\n", argv[0])
+		fmt.Fprintf(hc.Stderr, "%s%s: command not found\n", bashPrefix(hc), argv[0])
 		return status(127)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, ErrLimitExceeded):
 		return rs.fail(err)
 	}
-	fmt.Fprintf(hc.Stderr, "bash: %s: %v\n", argv[0], err)
+	fmt.Fprintf(hc.Stderr, "%s%s: %v\n", bashPrefix(hc), argv[0], err)
 	if code <= 0 || code > 255 {
 		code = 126
 	}
@@ -407,6 +407,7 @@ func (s *Shell) runChild(ctx context.Context, hc interp.HandlerContext, rs *runS
 		return status(2)
 	}
 	interp.StdIO(hc.Stdin, hc.Stdout, hc.Stderr)(r)
+	interp.InheritFDs(hc)(r)
 	err = s.runNode(ctx, r, file)
 	if err == nil {
 		return nil
@@ -458,7 +459,7 @@ func (s *Shell) procSubstTemp(hc interp.HandlerContext, rs *runState) (string, a
 	p := path.Join(dir, ".wasmbox-procsubst-"+randomToken())
 	f, err := s.cfg.FS.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
 	if err != nil {
-		fmt.Fprintf(hc.Stderr, "bash: process substitution: %s\n", errText(err))
+		fmt.Fprintf(hc.Stderr, "%sprocess substitution: %s\n", bashPrefix(hc), errText(err))
 		return "", nil, status(1)
 	}
 	rs.mu.Lock()
@@ -485,7 +486,7 @@ func (s *Shell) procSubst(ctx context.Context, hc interp.HandlerContext, rs *run
 		return ctx.Err()
 	}
 	if err != nil && fserr.Errno(err) == syscall.ENOSPC {
-		fmt.Fprintf(hc.Stderr, "bash: process substitution: %s\n", errText(err))
+		fmt.Fprintf(hc.Stderr, "%sprocess substitution: %s\n", bashPrefix(hc), errText(err))
 	}
 	io.WriteString(hc.Stdout, p)
 	return nil

@@ -53,8 +53,8 @@ tool x "y z" '' < /etc/group; C=3 tool2; fail; echo "status $?"; r=$(tool3); ech
 	if !slices.Equal(c.Argv, []string{"tool", "x", "y z", ""}) || c.Dir != "/tmp" {
 		t.Errorf("argv %q dir %q", c.Argv, c.Dir)
 	}
-	if !slices.Equal(c.Env, []string{"A=1", "HOME=/home/user", "PATH=/usr/bin"}) {
-		t.Errorf("env %q (B is not exported, KEEP was unset)", c.Env)
+	if !slices.Equal(c.Env, []string{"A=1", "HOME=/home/user", "OLDPWD=/home/user", "PATH=/usr/bin", "PWD=/tmp"}) {
+		t.Errorf("env %q (B is not exported, KEEP was unset; PWD and OLDPWD are, as in bash)", c.Env)
 	}
 	if !strings.HasPrefix(rec.in[0], "root:x:0:") {
 		t.Errorf("stdin %q, want /etc/group from the VFS", rec.in[0])

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -84,7 +85,7 @@ func (s *Shell) openHandler(ctx context.Context, p string, flag int, perm os.Fil
 	}
 	f, err := s.cfg.FS.OpenFile(abs, flag, perm)
 	if err != nil {
-		return nil, openError(p, err)
+		return nil, openError(hc, p, err)
 	}
 	if flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 		return f, nil
@@ -120,8 +121,13 @@ func (s *Shell) openHandler(ctx context.Context, p string, flag int, perm os.Fil
 // ("bash: out/x: No such file or directory", the path as written). It stays
 // an *os.PathError, which the interpreter prints before it carries on,
 // wrapping the errno for errors.Is.
-func openError(p string, err error) error {
-	return &os.PathError{Op: "bash:", Path: p, Err: bashErrno{fserr.Errno(err)}}
+func openError(hc interp.HandlerContext, p string, err error) error {
+	op := "bash:"
+	if hc.Pos.IsValid() {
+		// A redirection's, as bash -c says it: "bash: line 3: f: ...".
+		op = fmt.Sprintf("bash: line %d:", hc.Pos.Line())
+	}
+	return &os.PathError{Op: op, Path: p, Err: bashErrno{fserr.Errno(err)}}
 }
 
 // bashErrno is an errno that prints like C's strerror.

@@ -47,6 +47,7 @@ const (
 // sanitize is idempotent, so that function text exported by Snapshot can
 // be sanitized again by Restore.
 func (s *Shell) sanitize(node syntax.Node) error {
+	procSubstInParams(node)
 	var err error
 	psN := 0
 	syntax.Walk(node, func(n syntax.Node) bool {
@@ -102,6 +103,10 @@ func (s *Shell) sanitize(node syntax.Node) error {
 				Cmd:    &syntax.Block{Stmts: n.Stmts},
 				Redirs: []*syntax.Redirect{frameRedirect(framePath)},
 			}}
+		case *syntax.CoprocClause:
+			if n.Stmt != nil && !hasFrame(n.Stmt, jobPath) {
+				n.Stmt.Redirs = append([]*syntax.Redirect{frameRedirect(jobPath)}, n.Stmt.Redirs...)
+			}
 		case *syntax.Stmt:
 			s.procSubstOut(n, &psN)
 			if (n.Background || n.Disown) && !hasFrame(n, jobPath) {
@@ -119,6 +124,69 @@ func (s *Shell) sanitize(node syntax.Node) error {
 	return guardGoroutines(node)
 }
 
+// procSubstInParams finds `<(cmds)` in the word of an unquoted
+// ${x:-word} (and the other operators with a word): the parser reads it
+// there as literal text, bash as a process substitution. The word is
+// printed and parsed again as the words of a command line, whose parts,
+// joined by spaces (which the expansion splits at anyway), replace it.
+func procSubstInParams(node syntax.Node) {
+	var visit func(quoted bool) func(syntax.Node) bool
+	visit = func(quoted bool) func(syntax.Node) bool {
+		return func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.DblQuoted:
+				for _, p := range n.Parts {
+					syntax.Walk(p, visit(true))
+				}
+				return false
+			case *syntax.CmdSubst:
+				for _, st := range n.Stmts {
+					syntax.Walk(st, visit(false))
+				}
+				return false
+			case *syntax.ParamExp:
+				if !quoted && n.Exp != nil && n.Exp.Word != nil {
+					reparseProcSubst(n.Exp.Word)
+				}
+			}
+			return true
+		}
+	}
+	syntax.Walk(node, visit(false))
+}
+
+func reparseProcSubst(w *syntax.Word) {
+	found := false
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.Contains(l.Value, "<(") {
+			found = true
+		}
+	}
+	if !found {
+		return
+	}
+	var sb strings.Builder
+	if err := syntax.NewPrinter().Print(&sb, w); err != nil {
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(": "+sb.String()), "")
+	if err != nil || len(f.Stmts) != 1 {
+		return
+	}
+	ce, ok := f.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Assigns) > 0 || len(ce.Args) < 2 || len(f.Stmts[0].Redirs) > 0 {
+		return
+	}
+	var parts []syntax.WordPart
+	for i, a := range ce.Args[1:] {
+		if i > 0 {
+			parts = append(parts, &syntax.Lit{Value: " "})
+		}
+		parts = append(parts, a.Parts...)
+	}
+	w.Parts = parts
+}
+
 // guardGoroutines replaces what the interpreter runs in its own goroutines
 // (the left side of a pipeline, a background job) by a guardCmd call
 // holding its source. Only the outermost sites are replaced: the guard
@@ -127,18 +195,33 @@ func (s *Shell) sanitize(node syntax.Node) error {
 // guard's text (nested quoting would grow exponentially with depth).
 func guardGoroutines(node syntax.Node) error {
 	type site struct {
-		pipe *syntax.BinaryCmd
-		bg   *syntax.Stmt
+		stage *syntax.Stmt // a pipeline stage to guard in place
+		bg    *syntax.Stmt
 	}
 	var sites []site
+	// guardLeft collects the stages of the left side of pipe that run in
+	// goroutines. A left side that is itself a pipeline, (a | b) | c, is
+	// not guarded whole: each of its stages is, so that the interpreter
+	// still sees the pipeline and gives PIPESTATUS a status per stage.
+	var guardLeft func(pipe *syntax.BinaryCmd)
+	guardLeft = func(pipe *syntax.BinaryCmd) {
+		if inner, ok := barePipe(pipe.X); ok {
+			guardLeft(inner)
+			if !isGuard(inner.Y) {
+				sites = append(sites, site{stage: inner.Y}) // runs in the goroutine of pipe.X
+			}
+			return
+		}
+		if !isGuard(pipe.X) {
+			sites = append(sites, site{stage: pipe.X})
+		}
+	}
 	var visit func(n syntax.Node) bool
 	visit = func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.Pipe || n.Op == syntax.PipeAll {
-				if !isGuard(n.X) {
-					sites = append(sites, site{pipe: n})
-				}
+				guardLeft(n)
 				syntax.Walk(n.Y, visit) // runs in the current goroutine
 				return false
 			}
@@ -147,17 +230,22 @@ func guardGoroutines(node syntax.Node) error {
 				sites = append(sites, site{bg: n})
 				return false
 			}
+		case *syntax.CoprocClause:
+			if n.Stmt != nil && !isGuardCall(n.Stmt.Cmd) {
+				sites = append(sites, site{bg: n.Stmt}) // runs in a goroutine too
+				return false
+			}
 		}
 		return true
 	}
 	syntax.Walk(node, visit)
 	for _, st := range sites {
-		if st.pipe != nil {
-			g, err := guardStmt(st.pipe.X)
+		if st.stage != nil {
+			g, err := guardStmt(st.stage)
 			if err != nil {
 				return err
 			}
-			st.pipe.X = g
+			*st.stage = *g
 			continue
 		}
 		// Keep the job frame on the outer statement (it is opened in the
@@ -177,6 +265,16 @@ func guardGoroutines(node syntax.Node) error {
 		st.bg.Negated = false
 	}
 	return nil
+}
+
+// barePipe returns the pipeline st runs when st is nothing more.
+func barePipe(st *syntax.Stmt) (*syntax.BinaryCmd, bool) {
+	b, ok := st.Cmd.(*syntax.BinaryCmd)
+	if !ok || (b.Op != syntax.Pipe && b.Op != syntax.PipeAll) || st.Negated || st.Background ||
+		st.Coprocess || st.Disown || len(st.Redirs) > 0 {
+		return nil, false
+	}
+	return b, true
 }
 
 // maxPipeline bounds the commands of one pipeline: each runs in its own
@@ -218,11 +316,25 @@ func guardStmt(st *syntax.Stmt) (*syntax.Stmt, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := parse(guardCmd+" "+q, "")
+	// The call sits on the statement's line, so that the guard runs the
+	// statement on it too (see lineOffset).
+	f, err := parse(lineOffset(int(st.Pos().Line()))+guardCmd+" "+q, "")
 	if err != nil || len(f.Stmts) != 1 {
 		return nil, fmt.Errorf("guard: %v", err)
 	}
 	return f.Stmts[0], nil
+}
+
+// maxLineOffset bounds the line numbers that guarded code keeps.
+const maxLineOffset = 10000
+
+// lineOffset is the newlines that put source parsed again (by a guard) on
+// line n, so that messages name the line bash names.
+func lineOffset(n int) string {
+	if n <= 1 || n > maxLineOffset {
+		return ""
+	}
+	return strings.Repeat("\n", n-1)
 }
 
 func isGuard(st *syntax.Stmt) bool { return st != nil && isGuardCall(st.Cmd) }

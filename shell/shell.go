@@ -432,6 +432,8 @@ func (s *Shell) runTop(rs *runState, script string) (int, error) {
 	interp.StdIO(stdin, rs.stdout, rs.stderr)(s.runner)
 	err = s.runNode(rs.ctx, s.runner, file)
 	rs.exited = s.runner.Exited()
+	// Descriptors that exec opened end with the Run, like its streams.
+	s.runner.CloseFDs()
 	interp.StdIO(nil, io.Discard, io.Discard)(s.runner)
 	code, err := s.exitOf(rs, err)
 	// The EXIT trap fires at the end of every Run (each Run is a script);

@@ -127,7 +127,7 @@ func TestRunContracts(t *testing.T) {
 		stderr string
 		code   int
 	}{
-		{name: "empty command", args: []string{"run", "-c", `""`}, stderr: "bash: : command not found\n", code: 127},
+		{name: "empty command", args: []string{"run", "-c", `""`}, stderr: "bash: line 1: : command not found\n", code: 127},
 		{name: "empty command status", args: []string{"run", "-c", `"" 2>/dev/null; echo $?`}, stdout: "127\n"},
 		{name: "script too large", args: []string{"run", "-c", big}, code: 2,
 			stderr: "wasmbox: script is 77000 bytes, larger than the 65536-byte limit\n"},

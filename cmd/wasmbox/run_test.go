@@ -38,7 +38,7 @@ func TestRunCommand(t *testing.T) {
 		{name: "file", args: []string{"run", script}, stdout: "from file\n", code: 4},
 		{name: "stdin to script", stdin: "piped\n", args: []string{"run", "-c", "cat"}, stdout: "piped\n"},
 		{name: "exit status", args: []string{"run", "-c", "exit 7"}, code: 7},
-		{name: "not found", args: []string{"run", "-c", "nosuch"}, stderr: "bash: nosuch: command not found\n", code: 127},
+		{name: "not found", args: []string{"run", "-c", "nosuch"}, stderr: "bash: line 1: nosuch: command not found\n", code: 127},
 		{name: "timeout", args: []string{"run", "--timeout", "200ms", "-c", "while :; do :; done"}, code: 124},
 		{name: "env", args: []string{"run", "--env", "A=b", "-c", "echo $A"}, stdout: "b\n"},
 		{name: "workdir", args: []string{"run", "--workdir", "/tmp/x", "-c", "pwd"}, stdout: "/tmp/x\n"},

@@ -216,3 +216,22 @@ func readStrings(sizes, get func(unsafe.Pointer, unsafe.Pointer) uint32) []strin
 	}
 	return out
 }
+
+//go:wasmimport wasmbox getcwd
+func hostGetcwd(buf unsafe.Pointer, n uint32) uint32
+
+// Getwd returns the working directory the host gives this command
+// (runtime.CwdABI), or false when it gives none (then $PWD holds it).
+func Getwd() (string, bool) {
+	buf := make([]byte, 256)
+	for {
+		n := hostGetcwd(unsafe.Pointer(&buf[0]), uint32(len(buf)))
+		if n == 0 {
+			return "", false
+		}
+		if int(n) <= len(buf) {
+			return string(buf[:n]), true
+		}
+		buf = make([]byte, n)
+	}
+}

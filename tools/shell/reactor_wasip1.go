@@ -24,5 +24,8 @@ func wasmboxRun() int32 {
 			pwd = v
 		}
 	}
+	if dir, ok := guest.Getwd(); ok {
+		pwd = dir // the host's (runtime.CwdABI), whatever $PWD says
+	}
 	return int32(shell.CommandMain(guest.Args(), env, pwd))
 }

@@ -11,6 +11,7 @@
 package interp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
@@ -96,6 +98,11 @@ type Runner struct {
 	// pid and ppid are what $$ and $PPID expand to (see [ProcessIDs]);
 	// 0 means the process's own.
 	pid, ppid int
+
+	// bashPID is what $BASHPID expands to in a subshell (0: $$), drawn
+	// from lastPID, which a runner shares with all its subshells.
+	bashPID int
+	lastPID *atomic.Int64
 
 	// ids are the user and group ids of [UserIDs], nil if not set.
 	ids *[2]uint32
@@ -187,6 +194,14 @@ type Runner struct {
 	dirBootstrap [1]string
 
 	optState getopts
+
+	// pipeStatus is what PIPESTATUS expands to: the exit statuses of the
+	// stages of the last foreground pipeline, or of the last simple or
+	// subshell command. It is replaced, never modified in place.
+	pipeStatus []string
+
+	// fds are the descriptors above 2 (see fds.go).
+	fds map[int]fdRef
 
 	// keepRedirs is set by "exec" so that its statement's redirections
 	// apply to the current shell, and not just the command.
@@ -988,7 +1003,9 @@ func (r *Runner) Reset() {
 
 		dirStack: r.dirStack[:0],
 		usedNew:  r.usedNew,
+		lastPID:  new(atomic.Int64),
 	}
+	r.lastPID.Store(int64(cmp.Or(r.pid, os.Getpid())))
 	// Ensure we stop referencing any pointers before we reuse bgProcs.
 	clear(r.bgProcs)
 	r.bgProcs = r.bgProcs[:0]
@@ -1028,7 +1045,7 @@ func (r *Runner) Reset() {
 			Str:      strconv.Itoa(os.Getgid()),
 		})
 	}
-	r.setVarString("PWD", r.Dir)
+	r.setVar("PWD", expand.Variable{Set: true, Kind: expand.String, Str: r.Dir, Exported: true})
 	r.setVarString("IFS", " \t\n")
 	r.setVarString("OPTIND", "1")
 
@@ -1171,6 +1188,10 @@ func (r *Runner) subshell(background bool) *Runner {
 		usedNew:        r.usedNew,
 		exit:           r.exit,
 		lastExit:       r.lastExit,
+		pipeStatus:     r.pipeStatus,
+		fds:            r.borrowedFDs(),
+		lastPID:        r.lastPID,
+		bashPID:        int(r.lastPID.Add(1)),
 
 		origStdout: r.origStdout, // used for process substitutions
 	}

@@ -1022,8 +1022,7 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			return failf(2, "%s: Only one array name may be specified, %v\n", name, args)
 		}
 
-		var vr expand.Variable
-		vr.Kind = expand.Indexed
+		vr := expand.Variable{Set: true, Kind: expand.Indexed, List: []string{}}
 		scanner := bufio.NewScanner(r.stdin)
 		scanner.Split(mapfileSplit(delim[0], dropDelim))
 		for scanner.Scan() {
@@ -1136,9 +1135,17 @@ func (r *Runner) changeDir(ctx context.Context, cmd, path string) uint8 {
 		return 1
 	}
 	r.Dir = apath
-	r.setVarString("OLDPWD", r.envGet("PWD"))
-	r.setVarString("PWD", apath)
+	r.setDirVar("OLDPWD", r.envGet("PWD"))
+	r.setDirVar("PWD", apath)
 	return 0
+}
+
+// setDirVar sets PWD or OLDPWD, exported as bash has them, unless the
+// script made the variable a non-exported one.
+func (r *Runner) setDirVar(name, value string) {
+	prev := r.lookupVar(name)
+	r.setVar(name, expand.Variable{Set: true, Kind: expand.String, Str: value,
+		Exported: prev.Exported || !prev.Declared()})
 }
 
 func absPath(dir, path string) string {

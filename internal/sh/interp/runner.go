@@ -336,6 +336,10 @@ func (r *Runner) stmt(ctx context.Context, st *syntax.Stmt) {
 
 func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 	oldIn, oldOut, oldErr := r.stdin, r.stdout, r.stderr
+	var oldFDs map[int]fdRef
+	if len(st.Redirs) > 0 {
+		oldFDs = r.cloneFDs()
+	}
 	var closers []io.Closer
 	for _, rd := range st.Redirs {
 		cls, err := r.redir(ctx, rd)
@@ -353,6 +357,9 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 	}
 	if r.exit.ok() && st.Cmd != nil {
 		r.cmd(ctx, st.Cmd)
+	}
+	if setsPipeStatus(st.Cmd) {
+		r.pipeStatus = []string{strconv.Itoa(int(r.exit.code))}
 	}
 	if st.Negated {
 		if r.exit.ok() {
@@ -372,6 +379,9 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			r.exit.exiting = true
 		}
 	}
+	if len(st.Redirs) > 0 {
+		r.endRedirs(oldFDs, r.keepRedirs)
+	}
 	if r.keepRedirs {
 		// The exec builtin made this statement's redirections apply to the
 		// shell itself, so don't undo them and keep their files open.
@@ -382,6 +392,29 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			cls.Close()
 		}
 	}
+}
+
+// setsPipeStatus reports whether a statement running cm sets PIPESTATUS to
+// its own exit status, as bash does after a simple command (even one that
+// only assigns or redirects), a subshell, [[ ]], (( )) or let; a pipeline
+// sets it to its stages' statuses, and other compound commands leave what
+// their last command set.
+func setsPipeStatus(cm syntax.Command) bool {
+	switch cm.(type) {
+	case nil, *syntax.CallExpr, *syntax.Subshell, *syntax.TestClause,
+		*syntax.ArithmCmd, *syntax.LetClause, *syntax.DeclClause:
+		return true
+	}
+	return false
+}
+
+// stageStatus is the part of PIPESTATUS that one stage of a pipeline run
+// by r2 gives: the stages of a nested pipeline, or its exit status.
+func stageStatus(st *syntax.Stmt, r2 *Runner) []string {
+	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) && !st.Negated && r2.pipeStatus != nil {
+		return r2.pipeStatus
+	}
+	return []string{strconv.Itoa(int(r2.exit.code))}
 }
 
 func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
@@ -519,8 +552,10 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				r2.exit.exiting = false // subshells don't exit the parent shell
 				pw.Close()
 			})
+			var right []string
 			if r.opts[optLastPipe] {
 				r.stmt(ctx, cm.Y)
+				right = stageStatus(cm.Y, r)
 			} else {
 				// As bash without lastpipe: the last command runs in a
 				// subshell too, so its assignments do not outlive it.
@@ -528,9 +563,11 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				r3.stmt(ctx, cm.Y)
 				r3.exit.exiting = false
 				r.exit = r3.exit
+				right = stageStatus(cm.Y, r3)
 			}
 			pr.Close()
 			wg.Wait()
+			r.pipeStatus = slices.Concat(stageStatus(cm.X, r2), right)
 			r.stdin = oldIn
 			if r.opts[optPipeFail] && !r2.exit.ok() && r.exit.ok() {
 				r.exit = r2.exit
@@ -860,6 +897,8 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		// TODO: can we do these?
 		r.outf(format, "user", elapsedString(0, cm.PosixFormat))
 		r.outf(format, "sys", elapsedString(0, cm.PosixFormat))
+	case *syntax.CoprocClause:
+		r.coproc(ctx, cm)
 	default:
 		// Should only happen if we forgot a case above.
 		r.errf("unhandled command node: %T\n", cm)
@@ -1058,29 +1097,32 @@ func (r *Runner) hdocString(rd *syntax.Redirect) string {
 }
 
 func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, error) {
+	n, err := r.redirFD(rd)
+	if err != nil {
+		return nil, err
+	}
 	// Note that Hdoc is nil for an empty here-document.
 	if rd.Op == syntax.Hdoc || rd.Op == syntax.DashHdoc {
 		pr, err := r.hdocReader(rd)
 		if err != nil {
 			return nil, err
 		}
+		if n != 0 {
+			return nil, r.setFD(n, fdRef{f: &fdFile{r: pr, in: pr, closer: pr, refs: 1}, owned: true})
+		}
 		r.stdin = pr
 		return pr, nil
 	}
 
 	orig := &r.stdout
-	if rd.N != nil {
-		switch rd.N.Value {
-		case "0":
-			// Note that the input redirects below always use stdin (0)
-			// because we don't support anything else right now.
-		case "1":
-			// The default for the output redirects below.
-		case "2":
-			orig = &r.stderr
-		default:
-			return nil, fmt.Errorf("unsupported redirect fd: %v", rd.N.Value)
-		}
+	switch n {
+	case 0:
+		// Note that the input redirects below always use stdin (0)
+		// unless they name a descriptor above 2.
+	case 1:
+		// The default for the output redirects below.
+	case 2:
+		orig = &r.stderr
 	}
 	arg := r.literal(rd.Word)
 	switch rd.Op {
@@ -1089,7 +1131,6 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		if err != nil {
 			return nil, err
 		}
-		r.stdin = pr
 		// We write to the pipe in a new goroutine,
 		// as pipe writes may block once the buffer gets full.
 		go func() {
@@ -1097,30 +1138,32 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			io.WriteString(pw, "\n")
 			pw.Close()
 		}()
-		return pr, nil
-	case syntax.DplOut:
-		switch arg {
-		case "1":
-			*orig = r.stdout
-		case "2":
-			*orig = r.stderr
-		case "-":
-			*orig = io.Discard // closing the output writer
-		default:
-			return nil, fmt.Errorf("unhandled %v arg: %q", rd.Op, arg)
+		if n != 0 {
+			return nil, r.setFD(n, fdRef{f: &fdFile{r: pr, in: pr, closer: pr, refs: 1}, owned: true})
 		}
-		return nil, nil
-	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut,
+		r.stdin = pr
+		return pr, nil
+	case syntax.DplOut, syntax.DplIn:
+		if arg == "-" {
+			r.closeFD(n)
+			return nil, nil
+		}
+		m, err := strconv.Atoi(arg)
+		if err != nil || m < 0 {
+			if rd.Op == syntax.DplOut && rd.N == nil {
+				// >&word is &>word, as in bash.
+				return r.redir(ctx, &syntax.Redirect{OpPos: rd.OpPos, Op: syntax.RdrAll, Word: rd.Word})
+			}
+			return nil, fmt.Errorf("%s: ambiguous redirect", arg)
+		}
+		ref, err := r.dupFD(m, rd.Op == syntax.DplOut)
+		if err != nil {
+			return nil, err
+		}
+		return nil, r.setFD(n, ref)
+	case syntax.RdrIn, syntax.RdrOut, syntax.AppOut, syntax.RdrInOut,
 		syntax.RdrAll, syntax.AppAll, syntax.ClbOut:
 		// done further below
-	case syntax.DplIn:
-		switch arg {
-		case "-":
-			r.stdin = nil // closing the input file
-		default:
-			return nil, fmt.Errorf("unhandled %v arg: %q", rd.Op, arg)
-		}
-		return nil, nil
 	default:
 		return nil, fmt.Errorf("unhandled redirect op: %v", rd.Op)
 	}
@@ -1130,6 +1173,8 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 		mode = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	case syntax.RdrOut, syntax.RdrAll, syntax.ClbOut:
 		mode = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	case syntax.RdrInOut:
+		mode = os.O_RDWR | os.O_CREATE
 	}
 	if r.opts[optNoClobber] && (rd.Op == syntax.RdrOut || rd.Op == syntax.RdrAll) {
 		// noclobber (set -C): > and &> do not overwrite an existing
@@ -1140,12 +1185,24 @@ func (r *Runner) redir(ctx context.Context, rd *syntax.Redirect) (io.Closer, err
 			mode |= os.O_EXCL
 		}
 	}
-	f, err := r.open(ctx, arg, mode, 0o644, false)
+	f, err := r.openAt(ctx, rd.Pos(), arg, mode, 0o644, false)
 	if err != nil {
 		return nil, err
 	}
+	if n > 2 && rd.Op != syntax.RdrAll && rd.Op != syntax.AppAll {
+		ff := &fdFile{closer: f, refs: 1}
+		switch rd.Op {
+		case syntax.RdrIn:
+			ff.r = f
+		case syntax.RdrInOut:
+			ff.r, ff.w = f, f
+		default:
+			ff.w = f
+		}
+		return nil, r.setFD(n, fdRef{f: ff, owned: true})
+	}
 	switch rd.Op {
-	case syntax.RdrIn:
+	case syntax.RdrIn, syntax.RdrInOut:
 		stdin, err := r.newStdinFile(f)
 		if err != nil {
 			return nil, err
@@ -1240,6 +1297,12 @@ func (r *Runner) exec(ctx context.Context, pos syntax.Pos, args []string) {
 }
 
 func (r *Runner) open(ctx context.Context, path string, flags int, mode os.FileMode, print bool) (io.ReadWriteCloser, error) {
+	return r.openAt(ctx, todoPos, path, flags, mode, print)
+}
+
+// openAt is open for the redirection at pos, which the open handler sees
+// as HandlerContext.Pos.
+func (r *Runner) openAt(ctx context.Context, pos syntax.Pos, path string, flags int, mode os.FileMode, print bool) (io.ReadWriteCloser, error) {
 	// If we are opening a FIFO temporary file created by the interpreter itself,
 	// don't pass this along to the open handler as it will not work at all
 	// unless [os.OpenFile] is used directly with it.
@@ -1253,7 +1316,7 @@ func (r *Runner) open(ctx context.Context, path string, flags int, mode os.FileM
 		return os.OpenFile(path, flags, mode)
 	}
 
-	f, err := r.openHandler(r.handlerCtx(ctx, handlerKindOpen, todoPos), path, flags, mode)
+	f, err := r.openHandler(r.handlerCtx(ctx, handlerKindOpen, pos), path, flags, mode)
 	// TODO: support wrapped PathError returned from openHandler.
 	switch err.(type) {
 	case nil:

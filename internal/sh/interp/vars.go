@@ -4,6 +4,7 @@
 package interp
 
 import (
+	"cmp"
 	cryptorand "crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -182,6 +183,9 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 			pid = os.Getpid()
 		}
 		vr.Kind, vr.Str = expand.String, strconv.Itoa(pid)
+	case "BASHPID":
+		pid := cmp.Or(r.bashPID, r.pid, os.Getpid())
+		vr.Kind, vr.Str = expand.String, strconv.Itoa(pid)
 	case "PPID":
 		ppid := r.ppid
 		if ppid == 0 {
@@ -204,6 +208,11 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 		cryptorand.Read(p[:])
 		n := binary.NativeEndian.Uint32(p[:])
 		vr.Kind, vr.Str = expand.String, strconv.FormatUint(uint64(n), 10)
+	case "PIPESTATUS":
+		vr.Kind, vr.List = expand.Indexed, r.pipeStatus
+		if vr.List == nil {
+			vr.List = []string{"0"}
+		}
 	case "DIRSTACK":
 		vr.Kind, vr.List = expand.Indexed, r.dirStack
 	case "0":
@@ -490,7 +499,9 @@ func (r *Runner) assignVal(name string, prev expand.Variable, as *syntax.Assign,
 	elems := as.Array.Elems
 	if valType == "" {
 		valType = "-a" // indexed
-		if len(elems) > 0 && stringIndex(elems[0].Index) {
+		if prev.Kind == expand.Associative {
+			valType = "-A" // declare -A m; m=([k]=v)
+		} else if len(elems) > 0 && stringIndex(elems[0].Index) {
 			valType = "-A" // associative
 		}
 	}
@@ -500,12 +511,19 @@ func (r *Runner) assignVal(name string, prev expand.Variable, as *syntax.Assign,
 			k := r.literal(elem.Index.(*syntax.Word))
 			amap[k] = r.literal(elem.Value)
 		}
-		if !as.Append {
+		if !as.Append || prev.Kind != expand.Associative {
 			prev.Kind = expand.Associative
 			prev.Map = amap
 			return name, prev
 		}
-		// TODO
+		// m+=([k]=v) adds to (or replaces in) a copy of the map.
+		merged := maps.Clone(prev.Map)
+		if merged == nil {
+			merged = amap
+		} else {
+			maps.Copy(merged, amap)
+		}
+		prev.Map = merged
 		return name, prev
 	}
 	// The base array which the new elements are set on; empty unless

@@ -54,8 +54,12 @@ func wasmboxRun() int32 {
 		}
 		os.Setenv(k, v)
 	}
-	// As syscall's init: $PWD made absolute, or else the first preopen,
-	// which is what the snapshot holds already.
+	// The directory the host gives (its getcwd call), else as syscall's
+	// init: $PWD made absolute, or else the first preopen, which is what
+	// the snapshot holds already.
+	if dir, ok := guest.Getwd(); ok {
+		pwd = dir
+	}
 	if pwd != "" {
 		if err := syscall.Chdir(pwd); err != nil {
 			syscallCwd = path.Join("/", pwd)
