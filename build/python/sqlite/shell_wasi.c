@@ -1,0 +1,57 @@
+/* SQLite's shell (sqlite3.wasm) on wasm32-wasi: linked with shell.c, the
+ * amalgamation and wasi_stubs.c (see shell.sh). */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* chmod, which WASI lacks, through the wasmbox runtime's metadata call
+ * (runtime.MetaABI): the shell's writefile(NAME, DATA, MODE) and .archive
+ * set modes with it. */
+__attribute__((import_module("wasmbox"), import_name("chmod")))
+int32_t wasmbox_chmod(const char *path, uint32_t len, uint32_t mode, uint32_t follow);
+
+int chmod(const char *path, mode_t mode) {
+	char buf[PATH_MAX];
+	if (path[0] != '/') {
+		if (getcwd(buf, sizeof buf) == NULL) return -1;
+		size_t n = strlen(buf), m = strlen(path);
+		if (n + 1 + m + 1 > sizeof buf) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		buf[n] = '/';
+		memcpy(buf + n + 1, path, m + 1);
+		path = buf;
+	}
+	int32_t e = wasmbox_chmod(path, (uint32_t)strlen(path), (uint32_t)mode & 07777, 1);
+	if (e != 0) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+/* isatty: wasmbox gives a guest no terminal, but its WASI describes the
+ * standard streams as character devices without seek rights, which is
+ * what wasi-libc's isatty takes for one: the shell would prompt and print
+ * its banner into a pipe. Its -interactive option still asks for them. */
+int isatty(int fd) {
+	(void)fd;
+	errno = ENOTTY;
+	return 0;
+}
+
+/* The wasmbox runtime meters the loops of a module that imports WASI's
+ * sched_yield (it calls it every so many iterations, and ends the guest
+ * there when its deadline passes); without the import, wazero's own check
+ * at every loop header applies, several times slower in the VDBE's loop.
+ * The shell never yields: this keeps the import. */
+static volatile int never;
+
+__attribute__((constructor)) static void wasmbox_keep_sched_yield(void) {
+	if (never) sched_yield();
+}
