@@ -4,7 +4,10 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "sqlite3.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +38,14 @@ int chmod(const char *path, mode_t mode) {
 	return 0;
 }
 
+/* The working directory: a WASI command starts in "/"; wasmbox passes
+ * the guest's working directory as $PWD (as Go's wasip1 runtime expects),
+ * so relative names (a database, .import FILE, .read FILE) resolve there. */
+__attribute__((constructor)) static void wasmbox_chdir_pwd(void) {
+	const char *pwd = getenv("PWD");
+	if (pwd != NULL && pwd[0] == '/') chdir(pwd);
+}
+
 /* isatty: wasmbox gives a guest no terminal, but its WASI describes the
  * standard streams as character devices without seek rights, which is
  * what wasi-libc's isatty takes for one: the shell would prompt and print
@@ -43,6 +54,44 @@ int isatty(int fd) {
 	(void)fd;
 	errno = ENOTTY;
 	return 0;
+}
+
+/* Out of memory ends the shell, as the shell's own allocations do ("Error:
+ * out of memory", status 1): in wasm, malloc fails only when the memory
+ * limit refuses to grow the memory. SQLite would report SQLITE_NOMEM and
+ * carry on, and some statements never come back to report it: an
+ * aggregate such as group_concat over an endless recursive CTE keeps
+ * stepping with its accumulator in error, at the limit, until the
+ * deadline. The wasmbox runtime reports the end of a guest that hit its
+ * limit as the limit (status 137). wasmbox_shell_init is the shell's
+ * SQLITE_SHELL_INIT_PROC, called before sqlite3_initialize. */
+static sqlite3_mem_methods sys_mem;
+
+static void out_of_memory(void) {
+	fputs("Error: out of memory\n", stderr);
+	exit(1);
+}
+
+static void *oom_malloc(int n) {
+	void *p = sys_mem.xMalloc(n);
+	if (p == NULL) out_of_memory();
+	return p;
+}
+
+static void *oom_realloc(void *old, int n) {
+	void *p = sys_mem.xRealloc(old, n);
+	if (p == NULL) out_of_memory();
+	return p;
+}
+
+void wasmbox_shell_init(void) {
+	if (sqlite3_config(SQLITE_CONFIG_GETMALLOC, &sys_mem) == SQLITE_OK) {
+		sqlite3_mem_methods m = sys_mem;
+		m.xMalloc = oom_malloc;
+		m.xRealloc = oom_realloc;
+		sqlite3_config(SQLITE_CONFIG_MALLOC, &m);
+	}
+	sqlite3_initialize();
 }
 
 /* The wasmbox runtime meters the loops of a module that imports WASI's
