@@ -17,7 +17,7 @@ MODULES := coreutils jq awk shell
 MIN_PAGES := 128
 # Debian packages whose GNU tools goldengen compares against.
 GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file \
-	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq
+	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq sqlite3
 
 .PHONY: all wasm wasm-head wasm-check python python-check test check golden
 
