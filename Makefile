@@ -17,7 +17,7 @@ MODULES := coreutils jq awk shell
 MIN_PAGES := 128
 # Debian packages whose GNU tools goldengen compares against.
 GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file \
-	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq
+	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq sqlite3
 
 .PHONY: all wasm wasm-head wasm-check python python-check test check golden
 
@@ -58,12 +58,12 @@ wasm-check:
 		cmp -s $$tmp/$$f wasm/$$f || { echo "wasm/$$f is stale: run make wasm and commit"; exit 1; }; \
 	done; echo "wasm/ is up to date"
 
-# CPython 3.11 for wasm32-wasi and its precompiled standard library
-# (wasm/python/, embedded by package wasm), from Debian's source packages
-# with Debian's clang/lld 19 and wasi-libc (build/python/build.sh installs
-# them with apt-get; it needs root). Not part of `make wasm`: it takes
+# CPython 3.11 for wasm32-wasi, its precompiled standard library and
+# SQLite's shell (wasm/python/, embedded by package wasm), from Debian's
+# source packages with Debian's clang/lld 19 and wasi-libc
+# (build/python/build.sh installs them with apt-get; it needs root). Not part of `make wasm`: it takes
 # minutes. python-check rebuilds them and fails if a byte differs.
-PYTHON_FILES := python.wasm python-stdlib.zip python.inputs
+PYTHON_FILES := python.wasm python-stdlib.zip sqlite3.wasm python.inputs
 
 python:
 	build/python/build.sh wasm/python

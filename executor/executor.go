@@ -252,8 +252,9 @@ func (e *Executor) SetSnapshotFS(module string, fsys vfs.FS) error {
 }
 
 // RegisterTools registers the embedded tool modules of package wasm under
-// every command name of their index, and the Python interpreter under its
-// names when it is built in (wasm.PythonCommands).
+// every command name of their index, and the Python interpreter and
+// SQLite's shell under their names when they are built in
+// (wasm.PythonCommands, wasm.SQLite3Commands).
 func (e *Executor) RegisterTools() error {
 	byModule := map[string][]string{}
 	for _, c := range wasm.Commands() {
@@ -271,6 +272,12 @@ func (e *Executor) RegisterTools() error {
 	if names := wasm.PythonCommands(); names != nil {
 		bin, _, _ := wasm.Python()
 		if err := e.Register(wasm.PythonModule, bin, names...); err != nil {
+			return err
+		}
+	}
+	if names := wasm.SQLite3Commands(); names != nil {
+		bin, _ := wasm.SQLite3()
+		if err := e.Register(wasm.SQLite3Module, bin, names...); err != nil {
 			return err
 		}
 	}

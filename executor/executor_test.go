@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/wasmbox/wasmbox/runtime/runtimetest"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
+	"github.com/wasmbox/wasmbox/wasm"
 )
 
 var cacheDir string
@@ -390,6 +392,16 @@ func TestTools(t *testing.T) {
 	res, _, stderr = e.run(context.Background(), executor.Job{Argv: []string{"cat", "nope"}})
 	if res.ExitCode != 1 || res.Err != nil || !strings.Contains(stderr, "nope") {
 		t.Errorf("cat nope: %+v %q", res, stderr)
+	}
+	// SQLite's shell, when built in, is registered and installed as sqlite3.
+	if names := wasm.SQLite3Commands(); names != nil {
+		if !slices.Equal(names, []string{"sqlite3"}) || !slices.Contains(e.ex.Commands(), "sqlite3") {
+			t.Errorf("sqlite3 names %q, registered: %v", names, slices.Contains(e.ex.Commands(), "sqlite3"))
+		}
+		res, out, stderr = e.run(context.Background(), executor.Job{Argv: []string{"sqlite3", ":memory:", "select 6*7"}})
+		if res.ExitCode != 0 || out != "42\n" {
+			t.Errorf("sqlite3: %+v %q %q", res, out, stderr)
+		}
 	}
 }
 

@@ -47,3 +47,38 @@ func PythonCommands() []string {
 	}
 	return []string{"python", "python3", "python3.11"}
 }
+
+// SQLite3Module is the module name of SQLite's shell, the sqlite3 command
+// (wasm/python/sqlite3.wasm: shell.c and the amalgamation python.wasm
+// links, built with the same flags by `make python`, see
+// build/python/sqlite/shell.sh). It is a WASI command (_start), not a
+// reactor. Like the interpreter it is not in commands.txt: SQLite3Commands
+// names it, and only when the artifact is present.
+const SQLite3Module = "sqlite3"
+
+// SQLite3 returns SQLite's shell (a wasip1 command module that also
+// imports wasmbox.chmod, see runtime.MetaABI), or ok false when it was not
+// built into this binary. The slice is shared: callers must not modify it.
+//
+// Databases are files of the sandbox's filesystem. The shell uses SQLite's
+// "unix-none" VFS (WASI has no byte-range locks): rollback journals work,
+// WAL is compiled out, and two commands writing one database at the same
+// moment are not serialized. It has no processes (.system, .shell and
+// pipes in .output, .once and .import say so) and no line editor; the
+// standard streams are never terminals (-interactive asks for the prompt).
+func SQLite3() ([]byte, bool) {
+	m, err := pythonDir.ReadFile("python/sqlite3.wasm")
+	if err != nil {
+		return nil, false
+	}
+	return m, true
+}
+
+// SQLite3Commands returns the command names of SQLite's shell ("sqlite3"),
+// or nil when it is not built in. Module(SQLite3Module) returns it.
+func SQLite3Commands() []string {
+	if _, ok := SQLite3(); !ok {
+		return nil
+	}
+	return []string{"sqlite3"}
+}

@@ -75,11 +75,13 @@ func newTestHost() (*testHost, error) {
 	for _, m := range Modules() {
 		bins[m], _ = Module(m)
 	}
+	cmds = addSQLite3(bins, cmds)
 	switch {
 	case *buildFlag:
 		if bins, cmds, err = buildFromSource(); err != nil {
 			return nil, err
 		}
+		cmds = addSQLite3(bins, cmds)
 	case *moduleFlag != "":
 		for _, spec := range strings.Split(*moduleFlag, ",") {
 			name, file, ok := strings.Cut(spec, "=")
@@ -116,6 +118,21 @@ func newTestHost() (*testHost, error) {
 	}
 	h.bin = vfs.ReadOnlyView(bin)
 	return h, nil
+}
+
+// addSQLite3 adds SQLite's shell when it is built in (make python): a
+// plain WASI command, not in the index, whose golden cases run like the
+// tools' (-module sqlite3=FILE replaces it).
+func addSQLite3(bins map[string][]byte, cmds []Command) []Command {
+	sq, ok := SQLite3()
+	if !ok {
+		return cmds
+	}
+	bins[SQLite3Module] = sq
+	for _, name := range SQLite3Commands() {
+		cmds = append(cmds, Command{Name: name, Module: SQLite3Module})
+	}
+	return cmds
 }
 
 // buildFromSource builds the tool modules and the index from ../tools (for

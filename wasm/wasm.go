@@ -105,6 +105,8 @@ func Module(name string) ([]byte, bool) {
 	case PythonModule:
 		m, _, ok := Python()
 		return m, ok
+	case SQLite3Module:
+		return SQLite3()
 	}
 	return nil, false
 }

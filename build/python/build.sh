@@ -4,7 +4,9 @@
 #   OUTDIR/python.wasm         the interpreter (zlib, sqlite3, bz2, expat in)
 #   OUTDIR/python-stdlib.zip   the standard library, precompiled (.pyc only),
 #                              laid out as /usr/lib/python3.11
-#   OUTDIR/python.inputs       the source packages and toolchain it used
+#   OUTDIR/sqlite3.wasm        SQLite's command-line shell, from the same
+#                              amalgamation and flags (build/python/sqlite/shell.sh)
+#   OUTDIR/python.inputs       the source packages and toolchain they used
 # Run by `make python` (and `make python-check`); not part of `make wasm`.
 #
 # Reproducible: the build runs in a fixed directory (WORK), with fixed
@@ -125,6 +127,8 @@ $CC $DEPCFLAGS $SQFLAGS -c "$WORK/sqlite-native/sqlite3.c" -o "$WORK/deps/sqlite
 $CC $DEPCFLAGS $SQFLAGS -I"$WORK/sqlite-native" -c "$SQ/wasi_stubs.c" -o "$WORK/deps/sqlite3-wasi.o"
 cp "$WORK/sqlite-native/sqlite3.h" "$WORK/deps/include/"
 $AR rcsD "$WORK/deps/lib/libsqlite3.a" "$WORK/deps/sqlite3.o" "$WORK/deps/sqlite3-wasi.o"
+log "sqlite3 shell"
+CC="$CC" CFLAGS="$DEPCFLAGS $SQFLAGS" "$SQ/shell.sh" "$WORK" "$OUT/sqlite3.wasm"
 
 # --- the native build Python --------------------------------------------
 log "native build python"
@@ -164,9 +168,9 @@ SYSCONFIG=$(ls "$WORK/wasi/$(cat pybuilddir.txt)"/_sysconfigdata_*.py)
 
 # --- inputs -------------------------------------------------------------------
 {
-	echo "# The inputs of python.wasm and python-stdlib.zip (build/python/build.sh)."
+	echo "# The inputs of python.wasm, python-stdlib.zip and sqlite3.wasm (build/python/build.sh)."
 	(cd "$WORK/src" && sha256sum *.dsc)
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
 	(cd "$ROOT" && sha256sum build/python/build.sh build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
 } > "$OUT/python.inputs"
-log "built $OUT/python.wasm ($(wc -c < "$OUT/python.wasm") bytes), $OUT/python-stdlib.zip ($(wc -c < "$OUT/python-stdlib.zip") bytes) in $(( $(date +%s) - start ))s"
+log "built $OUT/python.wasm ($(wc -c < "$OUT/python.wasm") bytes), $OUT/python-stdlib.zip ($(wc -c < "$OUT/python-stdlib.zip") bytes), $OUT/sqlite3.wasm ($(wc -c < "$OUT/sqlite3.wasm") bytes) in $(( $(date +%s) - start ))s"
