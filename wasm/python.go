@@ -17,6 +17,8 @@ var (
 	pythonWasm []byte
 	//go:embed python/python-stdlib.zip
 	pythonStdlib []byte
+	//go:embed python/sqlite3.wasm
+	sqlite3Wasm []byte
 )
 
 // PythonModule is the module name of the Python interpreter.
@@ -67,11 +69,10 @@ const SQLite3Module = "sqlite3"
 // pipes in .output, .once and .import say so) and no line editor; the
 // standard streams are never terminals (-interactive asks for the prompt).
 func SQLite3() ([]byte, bool) {
-	m, err := pythonDir.ReadFile("python/sqlite3.wasm")
-	if err != nil {
+	if len(sqlite3Wasm) == 0 {
 		return nil, false
 	}
-	return m, true
+	return sqlite3Wasm, true
 }
 
 // SQLite3Commands returns the command names of SQLite's shell ("sqlite3"),
