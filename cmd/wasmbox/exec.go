@@ -386,7 +386,10 @@ func pumpStdin(ctx context.Context, r io.Reader) (io.Reader, func()) {
 	return &lazyReader{PipeReader: pr, start: start}, func() { pr.Close() }
 }
 
-// lazyReader starts its pump on the first Read (or poll).
+// lazyReader starts its pump on the first read or wait of any kind: every
+// method the WASI layer reads or waits with (a C guest reads through
+// ReadContext and TryRead, and waits with Ready and Wakers; only Read
+// started the pump, so it read an empty pipe until its deadline).
 type lazyReader struct {
 	*wasi.PipeReader
 	start func()
@@ -395,6 +398,26 @@ type lazyReader struct {
 func (l *lazyReader) Read(p []byte) (int, error) {
 	l.start()
 	return l.PipeReader.Read(p)
+}
+
+func (l *lazyReader) ReadContext(ctx context.Context, p []byte) (int, error) {
+	l.start()
+	return l.PipeReader.ReadContext(ctx, p)
+}
+
+func (l *lazyReader) TryRead(p []byte) (int, error) {
+	l.start()
+	return l.PipeReader.TryRead(p)
+}
+
+func (l *lazyReader) Ready(write bool) bool {
+	l.start()
+	return l.PipeReader.Ready(write)
+}
+
+func (l *lazyReader) Wakers() *wasi.Wakers {
+	l.start()
+	return l.PipeReader.Wakers()
 }
 
 // Poll implements experimental/sys.Pollable for wazero's poll_oneoff.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/wasmbox/wasmbox/runtime/runtimetest"
+	"github.com/wasmbox/wasmbox/wasm"
 )
 
 // fixtures writes the guest modules of the tests into a temp dir.
@@ -232,5 +233,30 @@ func TestHelp(t *testing.T) {
 	}
 	if !regexp.MustCompile(`\n  exec +Run a WebAssembly \(WASI\) module in the sandbox\n`).MatchString(stdout.String()) {
 		t.Errorf("help:\n%s", stdout.String())
+	}
+}
+
+// A C guest (SQLite's shell, built with wasi-libc) reads the caller's
+// stdin through exec: it read an empty pipe until its deadline, because
+// only the Go guests' way of reading started the pump of the host stdin.
+func TestExecCGuestReadsStdin(t *testing.T) {
+	bin, ok := wasm.SQLite3()
+	if !ok {
+		t.Skip("sqlite3.wasm is not built in (make python)")
+	}
+	dir, cache := fixtures(t)
+	mod := filepath.Join(dir, "sqlite3.wasm")
+	if err := os.WriteFile(mod, bin, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ stdin, stdout string }{
+		{"select 1+1;\n", "2\n"},
+		{"", ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := doMain([]string{"--cachedir", cache, "exec", "--timeout", "20s", mod}, strings.NewReader(tc.stdin), &stdout, &stderr)
+		if code != 0 || stdout.String() != tc.stdout {
+			t.Errorf("stdin %q: exit %d, stdout %q, stderr %q", tc.stdin, code, stdout.String(), stderr.String())
+		}
 	}
 }
