@@ -7,6 +7,7 @@ require (
 	github.com/dsnet/compress v0.0.1
 	github.com/google/uuid v1.6.0
 	github.com/itchyny/gojq v0.12.19
+	github.com/klauspost/compress v1.18.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/spf13/afero v1.15.0

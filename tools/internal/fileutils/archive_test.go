@@ -2,6 +2,9 @@ package fileutils
 
 import (
 	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -210,5 +213,54 @@ func TestHostileArchives(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, src.name), b, 0o644)
 			run(t, dir, "", src.cmd...) // must not panic
 		}
+	}
+}
+
+// TestTarGzipSize checks tar -z's compression: the archive is a gzip
+// stream (read here with the standard library) of exactly what tar -c
+// writes, and no more than 10% larger than the standard library's
+// gzip -6 of it (GNU tar's gzip -6 gives about the same size).
+func TestTarGzipSize(t *testing.T) {
+	dir := t.TempDir()
+	r := rand.New(rand.NewSource(9))
+	words := strings.Fields("alpha beta gamma delta needle omega kappa sigma zeta theta")
+	var text strings.Builder
+	for text.Len() < 300_000 {
+		fmt.Fprintf(&text, "%06d", r.Intn(5000))
+		for range 8 {
+			text.WriteString(" " + words[r.Intn(len(words))])
+		}
+		text.WriteByte('\n')
+	}
+	when := time.Date(2023, 5, 6, 7, 8, 9, 0, time.UTC)
+	for i := range 60 {
+		off := i * 4000
+		mustWrite(t, filepath.Join(dir, "src", fmt.Sprintf("f%02d.txt", i)), text.String()[off:off+5000], 0o644, when)
+	}
+	for _, args := range [][]string{{"-cf", "a.tar", "src"}, {"-czf", "a.tgz", "src"}} {
+		if _, errs, st := run(t, dir, "", append([]string{"tar"}, args...)...); st != 0 {
+			t.Fatalf("tar %v: %s", args, errs)
+		}
+	}
+	plain, _ := os.ReadFile(filepath.Join(dir, "a.tar"))
+	tgz, _ := os.ReadFile(filepath.Join(dir, "a.tgz"))
+	zr, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, plain) {
+		t.Fatalf("tar -z holds %d bytes, tar -c wrote %d (or they differ)", len(got), len(plain))
+	}
+	var ref bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&ref, 6)
+	zw.Write(plain)
+	zw.Close()
+	t.Logf("tar -z: %d bytes; compress/gzip -6: %d bytes (of %d)", len(tgz), ref.Len(), len(plain))
+	if float64(len(tgz)) > 1.10*float64(ref.Len()) {
+		t.Errorf("tar -z wrote %d bytes, more than 10%% over gzip -6's %d", len(tgz), ref.Len())
 	}
 }

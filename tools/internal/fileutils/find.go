@@ -107,7 +107,26 @@ type finder struct {
 	// owners, so the walk asks the sandbox host for them (cmd.Lstat)
 	// instead of taking WASI's stat alone.
 	needMeta bool
+	// needStat: some primary looks at more than the name, the path and
+	// the type; otherwise the entries that a directory listing gives a
+	// type for are not lstat'ed, as GNU find does with d_type (a WASI
+	// round trip per file).
+	needStat bool
 }
+
+// direntInfo is the FileInfo of an entry known from its directory's
+// listing only: its name and type, when no primary needs more.
+type direntInfo struct {
+	name string
+	typ  fs.FileMode
+}
+
+func (d direntInfo) Name() string       { return d.name }
+func (d direntInfo) Size() int64        { return 0 }
+func (d direntInfo) Mode() fs.FileMode  { return d.typ }
+func (d direntInfo) ModTime() time.Time { return time.Time{} }
+func (d direntInfo) IsDir() bool        { return d.typ.IsDir() }
+func (d direntInfo) Sys() any           { return nil }
 
 // errFind is a parse error already worded for the user.
 type errFind struct{ msg string }
@@ -186,7 +205,7 @@ paths:
 		if f.quit {
 			break
 		}
-		f.walk(s, s, 0, expr)
+		f.walk(s, s, 0, expr, nil)
 	}
 	f.out.Flush()
 	for _, b := range f.batches {
@@ -201,14 +220,18 @@ func (f *finder) errorf(format string, a ...any) {
 	f.status = 1
 }
 
-func (f *finder) walk(path, start string, depth int, expr findNode) {
+// walk visits path and what is under it. ent, when not nil, is path's
+// entry in its directory's listing.
+func (f *finder) walk(path, start string, depth int, expr findNode, ent fs.DirEntry) {
 	var fi fs.FileInfo
 	var err error
 	stat, lstat := os.Stat, os.Lstat
 	if f.needMeta {
 		stat, lstat = metaStat, metaLstat
 	}
-	if f.follow || depth == 0 && f.followArgs {
+	if ent != nil && !f.needStat && !f.follow {
+		fi = direntInfo{name: ent.Name(), typ: ent.Type()}
+	} else if f.follow || depth == 0 && f.followArgs {
 		fi, err = stat(path)
 		if err != nil {
 			fi, err = lstat(path)
@@ -229,10 +252,17 @@ func (f *finder) walk(path, start string, depth int, expr findNode) {
 		}
 	}
 	if fi.IsDir() && !ff.prune && (f.maxDepth < 0 || depth < f.maxDepth) {
+		// With needStat every entry is lstat'ed by walk: only the names
+		// are read (ReadDir would lstat the entries of unknown type).
 		dir, err := os.Open(path)
 		var names []string
+		var ents []fs.DirEntry
 		if err == nil {
-			names, err = dir.Readdirnames(-1)
+			if f.needStat || f.follow {
+				names, err = dir.Readdirnames(-1)
+			} else {
+				ents, err = dir.ReadDir(-1)
+			}
 			dir.Close()
 		}
 		if err != nil {
@@ -243,7 +273,14 @@ func (f *finder) walk(path, start string, depth int, expr findNode) {
 			if f.quit {
 				return
 			}
-			f.walk(joinPath(path, n), start, depth+1, expr)
+			f.walk(joinPath(path, n), start, depth+1, expr, nil)
+		}
+		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+		for _, d := range ents {
+			if f.quit {
+				return
+			}
+			f.walk(joinPath(path, d.Name()), start, depth+1, expr, d)
 		}
 	}
 	if f.depthFirst && inRange && !f.quit {
@@ -377,6 +414,13 @@ func (f *finder) parsePrimary() (findNode, error) {
 		return nil, nil
 	}
 	f.pos++
+	switch t {
+	case "(", "-true", "-false", "-depth", "-d", "-maxdepth", "-mindepth", "-xdev", "-mount", "-noleaf", "-nowarn",
+		"-warn", "-ignore_readdir_race", "-noignore_readdir_race", "-daystart", "-regextype", "-name", "-iname",
+		"-path", "-wholename", "-ipath", "-iwholename", "-regex", "-iregex", "-print", "-print0", "-prune", "-quit":
+	default:
+		f.needStat = true
+	}
 	switch t {
 	case "(":
 		n, err := f.parseExpr()

@@ -170,6 +170,7 @@ type jqDecoder struct {
 	dec   *json.Decoder
 	order *jqKeyOrder
 	name  string
+	p     *jqParser
 }
 
 func (d *jqDecoder) next() (any, error) {
@@ -177,14 +178,26 @@ func (d *jqDecoder) next() (any, error) {
 	if err := d.dec.Decode(&raw); err != nil {
 		return nil, err
 	}
-	p := &jqParser{s: raw, order: d.order}
-	return p.value(), nil
+	if d.p == nil {
+		d.p = &jqParser{order: d.order, intern: map[string]string{}}
+	}
+	d.p.s, d.p.i = raw, 0
+	return d.p.value(), nil
 }
 
+// jqParser builds gojq values from validated JSON. It is kept across the
+// texts of an input, and spares the allocations that dominate a large
+// document (GC work is dear in wasm, where the collector runs on the one
+// thread): object keys are interned, the keys of an object are collected
+// on a shared stack, and an object with the same keys in the same order
+// as the one before it records nothing new in the key order.
 type jqParser struct {
-	s     []byte
-	i     int
-	order *jqKeyOrder
+	s      []byte
+	i      int
+	order  *jqKeyOrder
+	intern map[string]string // object keys
+	keys   []string          // the keys of the objects being parsed
+	last   []string          // the keys of the last object recorded
 }
 
 func (p *jqParser) ws() {
@@ -200,7 +213,7 @@ func (p *jqParser) value() any {
 	case c == '{':
 		p.i++
 		m := map[string]any{}
-		var keys []string
+		base := len(p.keys)
 		for {
 			p.ws()
 			if p.s[p.i] == '}' {
@@ -211,17 +224,21 @@ func (p *jqParser) value() any {
 				p.i++
 				continue
 			}
-			k := p.str()
+			k := p.key()
 			p.ws()
 			p.i++ // ':'
 			v := p.value()
 			if _, dup := m[k]; !dup {
-				keys = append(keys, k)
+				p.keys = append(p.keys, k)
 			}
 			m[k] = v
 		}
-		p.order.addRank(keys)
-		p.order.record(keys)
+		if keys := p.keys[base:]; !slices.Equal(keys, p.last) {
+			p.order.addRank(keys)
+			p.order.record(keys)
+			p.last = append(p.last[:0], keys...)
+		}
+		p.keys = p.keys[:base]
 		return m
 	case c == '[':
 		p.i++
@@ -259,14 +276,60 @@ func (p *jqParser) value() any {
 		}
 		p.i++
 	}
-	lit := string(p.s[start:p.i])
-	if isInt && len(lit) <= 16 && lit != "-0" {
-		if n, err := strconv.Atoi(lit); err == nil {
+	lit := p.s[start:p.i]
+	if isInt && len(lit) <= 16 && string(lit) != "-0" {
+		if n, ok := jqAtoi(lit); ok {
 			return n
 		}
 	}
-	f, _ := strconv.ParseFloat(lit, 64)
+	f, _ := strconv.ParseFloat(string(lit), 64)
 	return f
+}
+
+// jqAtoi parses a JSON integer of at most 16 digits (no overflow)
+// without converting it to a string first.
+func jqAtoi(b []byte) (int, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// key parses an object key, interning short simple ones: a large
+// document repeats the same few keys in every object.
+func (p *jqParser) key() string {
+	end := p.i + 1
+	for end < len(p.s) && end-p.i <= 64 && p.s[end] != '"' && p.s[end] != '\\' && p.s[end] < 0x80 {
+		end++
+	}
+	if end < len(p.s) && p.s[end] == '"' {
+		raw := p.s[p.i+1 : end]
+		if k, ok := p.intern[string(raw)]; ok {
+			p.i = end + 1
+			return k
+		}
+		if len(p.intern) < 4096 {
+			k := string(raw)
+			p.intern[k] = k
+			p.i = end + 1
+			return k
+		}
+	}
+	return p.str()
 }
 
 func (p *jqParser) str() string {

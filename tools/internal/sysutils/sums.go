@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"crypto/md5"
 	"crypto/sha1"
-	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base32"
 	"encoding/base64"
@@ -61,8 +60,8 @@ type digestAlgo struct {
 var digestAlgos = map[string]digestAlgo{
 	"md5":    {"MD5", md5.New},
 	"sha1":   {"SHA1", sha1.New},
-	"sha224": {"SHA224", sha256.New224},
-	"sha256": {"SHA256", sha256.New},
+	"sha224": {"SHA224", newSHA224},
+	"sha256": {"SHA256", newSHA256},
 	"sha384": {"SHA384", sha512.New384},
 	"sha512": {"SHA512", sha512.New},
 }

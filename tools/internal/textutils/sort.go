@@ -906,7 +906,7 @@ func sortMain(e *cmd.Env) int {
 	case merge:
 		recs = s.mergeRuns(runs)
 		each = s.uniqueLines(recs)
-	case uint64(len(all)) < 1<<32-1:
+	case uint64(len(all)) < indexedLimit:
 		each = s.sortIndexed(all, delim)
 	default:
 		recs = splitRecords(all, delim)
@@ -941,6 +941,11 @@ func sortMain(e *cmd.Env) int {
 	}
 	return t.flush(status)
 }
+
+// indexedLimit is the input size from which sort keeps records as
+// slices (sortRecords) instead of 32-bit offsets (sortIndexed); a
+// variable so that tests can compare the two.
+var indexedLimit uint64 = 1<<32 - 1
 
 // uniqueLines yields recs, without the repeats -u drops.
 func (s *sorter) uniqueLines(recs [][]byte) func(yield func([]byte) bool) {
@@ -1039,25 +1044,104 @@ func (s *sorter) sortIndexed(data []byte, delim byte) func(yield func([]byte) bo
 		}
 		return c
 	}
-	order := make([]uint32, n)
-	for i := range order {
-		order[i] = uint32(i)
+	// The first key's prefix, for -n keys (see sortByPrefix).
+	var prefix func(i uint32) uint32
+	if k0 := &s.keys[0]; k0.numeric {
+		prefix = func(i uint32) uint32 {
+			x := &nums[int(i)*nNum+slot[0]]
+			return numPrefix(x.neg, data[x.is:x.ie], data[x.fs:x.fe])
+		}
+		if k0.reverse {
+			prefix = func(i uint32) uint32 {
+				x := &nums[int(i)*nNum+slot[0]]
+				return ^numPrefix(x.neg, data[x.is:x.ie], data[x.fs:x.fe])
+			}
+		}
 	}
-	if s.stable || s.unique {
-		slices.SortStableFunc(order, cmp)
-	} else {
-		slices.SortFunc(order, cmp)
-	}
+	order := sortByPrefix(n, prefix, cmp)
 	return func(yield func([]byte) bool) {
 		for i, r := range order {
-			if s.unique && i > 0 && cmp(order[i-1], r) == 0 {
+			if s.unique && i > 0 && cmp(uint32(order[i-1]), uint32(r)) == 0 {
 				continue
 			}
-			if !yield(line(r)) {
+			if !yield(line(uint32(r))) {
 				return
 			}
 		}
 	}
+}
+
+// sortByPrefix returns the record numbers 0..n-1 (in the low 32 bits of
+// each element) in the order of cmp, ties in input order (stable).
+// prefix(i), when not nil, orders record i coarsely: prefix(a) <
+// prefix(b) must imply cmp(a, b) < 0. Each record is then packed as
+// prefix<<32 | number and the packed integers are sorted as such, with no
+// call of cmp; only runs of equal prefixes are sorted with cmp.
+// Comparison-function calls dominate a sort of a million short keys, and
+// Go's wasm code makes calls several times dearer than native code does:
+// this takes sort -n -k1,1 of a million lines from about 12 s to about
+// 4 s in wasm (from 1.8 s to 0.7 s natively).
+func sortByPrefix(n int, prefix func(i uint32) uint32, cmp func(a, b uint32) int) []uint64 {
+	order := make([]uint64, n)
+	byNumber := func(a, b uint64) int {
+		if c := cmp(uint32(a), uint32(b)); c != 0 {
+			return c
+		}
+		return int(uint32(a)) - int(uint32(b))
+	}
+	if prefix == nil {
+		for i := range order {
+			order[i] = uint64(i)
+		}
+		slices.SortFunc(order, byNumber)
+		return order
+	}
+	for i := range order {
+		order[i] = uint64(prefix(uint32(i)))<<32 | uint64(i)
+	}
+	slices.Sort(order)
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && order[j]>>32 == order[i]>>32 {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(order[i:j], byNumber)
+		}
+		i = j
+	}
+	for i := range order {
+		order[i] &= 1<<32 - 1
+	}
+	return order
+}
+
+// numPrefix is an order-preserving 32-bit prefix of a -n number (see
+// numParts): the sign bit (set for non-negative numbers), 7 bits of the
+// number of integer digits and 24 of the first 7 digits of the integer
+// and fraction parts; a number of more than 126 integer digits takes the
+// largest prefix of its sign. Negative numbers take the complement.
+func numPrefix(neg bool, intp, frac []byte) uint32 {
+	var p uint32
+	if len(intp) > 126 {
+		p = 127<<24 | 0xffffff
+	} else {
+		d := uint32(0)
+		for i := range 7 {
+			d *= 10
+			switch {
+			case i < len(intp):
+				d += uint32(intp[i] - '0')
+			case i-len(intp) < len(frac):
+				d += uint32(frac[i-len(intp)] - '0')
+			}
+		}
+		p = uint32(len(intp))<<24 | d
+	}
+	if neg {
+		return ^p &^ (1 << 31)
+	}
+	return 1<<31 | p
 }
 
 // sortSpans is sortIndexed without keys: each of the n records is its
