@@ -39,6 +39,9 @@ func (v *VFS) fast(name string) (fastPath, bool) {
 // fastAny is fast for a MemFS or a host directory (fp.mem == nil and
 // fp.m.raw is a *hostRaw).
 func (v *VFS) fastAny(name string) (fastPath, bool) {
+	if v.cr != nil {
+		return fastPath{}, false
+	}
 	if len(name) > MaxPathLen || strings.Contains(name, "..") || strings.IndexByte(name, 0) >= 0 {
 		return fastPath{}, false
 	}
@@ -121,7 +124,7 @@ func (v *VFS) stat(op, name string, follow bool) (os.FileInfo, error) {
 			return nil, rewrap(op, name, err)
 		}
 	}
-	return statResolved(v.mt, op, name, follow)
+	return statResolved(v.mt, v.cr, op, name, follow)
 }
 
 // Mkdir creates directory name; its parent must exist.
@@ -154,6 +157,9 @@ func (v *VFS) Remove(name string) error {
 // symlinks. Mounted filesystems below name are emptied, and then EBUSY is
 // reported for their mount points.
 func (v *VFS) RemoveAll(name string) error {
+	if v.cr != nil {
+		return removeAllAs(v, name)
+	}
 	if fp, ok := v.fast(name); ok && !lastIsDot(name) && !v.mt.busy(fp.p) {
 		err := fp.mem.removeAll(fp.r, true)
 		if !fallback(err) {
