@@ -331,7 +331,9 @@ func (mt *mountTable) Rename(oldname, newname string) error {
 	return rewrapLink("rename", oldname, newname, mo.raw.Rename(ro, rn))
 }
 
-func (mt *mountTable) Stat(p string) (os.FileInfo, error) { return statResolved(mt, nil, "stat", p, true) }
+func (mt *mountTable) Stat(p string) (os.FileInfo, error) {
+	return statResolved(mt, nil, "stat", p, true)
+}
 
 func (mt *mountTable) LstatIfPossible(p string) (os.FileInfo, bool, error) {
 	m, r := mt.find(p)
