@@ -39,9 +39,6 @@ func (v *VFS) fast(name string) (fastPath, bool) {
 // fastAny is fast for a MemFS or a host directory (fp.mem == nil and
 // fp.m.raw is a *hostRaw).
 func (v *VFS) fastAny(name string) (fastPath, bool) {
-	if v.cr != nil {
-		return fastPath{}, false
-	}
 	if len(name) > MaxPathLen || strings.Contains(name, "..") || strings.IndexByte(name, 0) >= 0 {
 		return fastPath{}, false
 	}
@@ -53,10 +50,34 @@ func (v *VFS) fastAny(name string) (fastPath, bool) {
 			return fastPath{}, false
 		}
 	}
+	if v.cr != nil && m.point != "/" && !v.reachable(m.point) {
+		// The general resolution says which directory is in the way.
+		return fastPath{}, false
+	}
 	if r != "/" && wantsDir(name) {
 		r += "/"
 	}
 	return fastPath{mem: mem, m: m, p: p, r: r}, true
+}
+
+// how is the access of the fast path's MemFS calls: strict, with the
+// view's permission checks.
+func (v *VFS) how() access { return access{strict: true, cr: v.cr} }
+
+// reachable reports whether the user of the view may search every
+// directory above the mount point point (those belong to other mounts;
+// the fast path checks the mount's own directories). Mount points and the
+// directories above them are never symlinks.
+func (v *VFS) reachable(point string) bool {
+	for d := parentOf(point); ; d = parentOf(d) {
+		fi, _, err := v.mt.LstatIfPossible(d)
+		if err != nil || !v.cr.allowsInfo(fi, mayExec) {
+			return false
+		}
+		if d == "/" {
+			return true
+		}
+	}
 }
 
 // fallback reports whether a strict MemFS call met a symlink.
@@ -74,7 +95,7 @@ func (v *VFS) Open(name string) (afero.File, error) { return v.OpenFile(name, os
 func (v *VFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
 	fp, ok := v.fastAny(name)
 	if ok && fp.mem == nil && flag&(accMode|os.O_CREATE|os.O_TRUNC|os.O_APPEND) == os.O_RDONLY && !wantsDir(name) {
-		f, err := fp.m.raw.(*hostRaw).fastOpen(fp.r, name, flag)
+		f, err := fp.m.raw.(*hostRaw).fastOpen(fp.r, name, flag, v.cr)
 		if err == nil {
 			return v.mt.wrapDir(fp.p, f), nil
 		}
@@ -83,7 +104,7 @@ func (v *VFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, err
 		}
 	}
 	if ok && fp.mem != nil {
-		f, err := fp.mem.openFile(fp.r, name, flag, perm, true)
+		f, err := fp.mem.openFile(fp.r, name, flag, perm, v.how())
 		if err == nil {
 			return v.mt.wrapDir(fp.p, f), nil
 		}
@@ -107,7 +128,7 @@ func (v *VFS) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 func (v *VFS) stat(op, name string, follow bool) (os.FileInfo, error) {
 	fp, ok := v.fastAny(name)
 	if ok && fp.mem == nil {
-		fi, err := fp.m.raw.(*hostRaw).fastLstat(fp.r, follow, wantsDir(name))
+		fi, err := fp.m.raw.(*hostRaw).fastLstat(fp.r, follow, wantsDir(name), v.cr)
 		if err == nil {
 			return renamed(fi, statName(name)), nil
 		}
@@ -116,7 +137,7 @@ func (v *VFS) stat(op, name string, follow bool) (os.FileInfo, error) {
 		}
 	}
 	if ok && fp.mem != nil {
-		fi, err := fp.mem.stat(op, fp.r, follow, true)
+		fi, err := fp.mem.stat(op, fp.r, follow, v.how())
 		if err == nil {
 			return renamed(fi, statName(name)), nil
 		}
@@ -130,7 +151,7 @@ func (v *VFS) stat(op, name string, follow bool) (os.FileInfo, error) {
 // Mkdir creates directory name; its parent must exist.
 func (v *VFS) Mkdir(name string, perm os.FileMode) error {
 	if fp, ok := v.fast(name); ok && !lastIsDot(name) {
-		err := fp.mem.mkdir(fp.r, perm, true)
+		err := fp.mem.mkdir(fp.r, perm, v.how())
 		if !fallback(err) {
 			return rewrap("mkdir", name, err)
 		}
@@ -145,7 +166,7 @@ func (v *VFS) MkdirAll(name string, perm os.FileMode) error { return mkdirAll(v,
 // EBUSY.
 func (v *VFS) Remove(name string) error {
 	if fp, ok := v.fast(name); ok && !lastIsDot(name) && !v.mt.busy(fp.p) {
-		err := fp.mem.remove(fp.r, true)
+		err := fp.mem.remove(fp.r, v.how())
 		if !fallback(err) {
 			return rewrap("remove", name, err)
 		}
@@ -161,7 +182,7 @@ func (v *VFS) RemoveAll(name string) error {
 		return removeAllAs(v, name)
 	}
 	if fp, ok := v.fast(name); ok && !lastIsDot(name) && !v.mt.busy(fp.p) {
-		err := fp.mem.removeAll(fp.r, true)
+		err := fp.mem.removeAll(fp.r, v.how())
 		if !fallback(err) {
 			return rewrap("removeall", name, err)
 		}
@@ -174,7 +195,7 @@ func (v *VFS) RemoveAll(name string) error {
 func (v *VFS) Rename(oldname, newname string) error {
 	if fo, ok := v.fast(oldname); ok && !lastIsDot(oldname) && !lastIsDot(newname) {
 		if fn, ok := v.fast(newname); ok && fn.m == fo.m && !v.mt.busy(fo.p) && !v.mt.busy(fn.p) {
-			err := fo.mem.rename(fo.r, fn.r, true)
+			err := fo.mem.rename(fo.r, fn.r, v.how())
 			if !fallback(err) {
 				return rewrapLink("rename", oldname, newname, err)
 			}
@@ -191,7 +212,7 @@ func (v *VFS) Link(oldname, newname string) error {
 	// oldname.
 	if fo, ok := v.fast(oldname); ok && !lastIsDot(newname) && !strings.HasSuffix(newname, "/") {
 		if fn, ok := v.fast(newname); ok && fn.m == fo.m {
-			err := fo.mem.hardlink(fo.r, fn.r, true)
+			err := fo.mem.hardlink(fo.r, fn.r, v.how())
 			if !fallback(err) {
 				return rewrapLink("link", oldname, newname, err)
 			}
@@ -203,7 +224,7 @@ func (v *VFS) Link(oldname, newname string) error {
 // SymlinkIfPossible creates newname as a symlink to oldname.
 func (v *VFS) SymlinkIfPossible(oldname, newname string) error {
 	if fp, ok := v.fast(newname); ok && !lastIsDot(newname) {
-		err := fp.mem.symlink(oldname, fp.r, true)
+		err := fp.mem.symlink(oldname, fp.r, v.how())
 		if !fallback(err) {
 			return rewrapLink("symlink", oldname, newname, err)
 		}
@@ -214,7 +235,7 @@ func (v *VFS) SymlinkIfPossible(oldname, newname string) error {
 // ReadlinkIfPossible returns the target of symlink name.
 func (v *VFS) ReadlinkIfPossible(name string) (string, error) {
 	if fp, ok := v.fast(name); ok {
-		t, err := fp.mem.readlink(fp.r, true)
+		t, err := fp.mem.readlink(fp.r, v.how())
 		if !fallback(err) {
 			return t, rewrap("readlink", name, err)
 		}
@@ -228,7 +249,7 @@ func (v *VFS) node(op, name string, follow bool) (m *MemFS, n *inode, ok bool, e
 	if !ok {
 		return nil, nil, false, nil
 	}
-	n, err = fp.mem.node(op, fp.r, follow, true)
+	n, err = fp.mem.node(op, fp.r, follow, v.how())
 	if fallback(err) {
 		return nil, nil, false, nil
 	}
@@ -239,7 +260,7 @@ func (v *VFS) node(op, name string, follow bool) (m *MemFS, n *inode, ok bool, e
 func (v *VFS) Chmod(name string, mode os.FileMode) error {
 	if m, n, ok, err := v.node("chmod", name, true); ok {
 		if err == nil {
-			m.chmod(n, mode)
+			err = rewrap("chmod", name, errnoErr(m.chmod(n, mode, v.cr)))
 		}
 		return err
 	}
@@ -250,7 +271,7 @@ func (v *VFS) Chmod(name string, mode os.FileMode) error {
 func (v *VFS) Chown(name string, uid, gid int) error {
 	if m, n, ok, err := v.node("chown", name, true); ok {
 		if err == nil {
-			m.chown(n, uid, gid)
+			err = rewrap("chown", name, errnoErr(m.chown(n, uid, gid, v.cr)))
 		}
 		return err
 	}
@@ -261,7 +282,7 @@ func (v *VFS) Chown(name string, uid, gid int) error {
 func (v *VFS) Chtimes(name string, atime, mtime time.Time) error {
 	if m, n, ok, err := v.node("chtimes", name, true); ok {
 		if err == nil {
-			m.chtimes(n, atime, mtime)
+			err = rewrap("chtimes", name, errnoErr(m.chtimes(n, atime, mtime, v.cr)))
 		}
 		return err
 	}
@@ -273,7 +294,7 @@ func (v *VFS) Chtimes(name string, atime, mtime time.Time) error {
 func (v *VFS) Lchtimes(name string, atime, mtime time.Time) error {
 	if m, n, ok, err := v.node("lchtimes", name, false); ok {
 		if err == nil {
-			m.chtimes(n, atime, mtime)
+			err = rewrap("lchtimes", name, errnoErr(m.chtimes(n, atime, mtime, v.cr)))
 		}
 		return err
 	}

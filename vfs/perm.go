@@ -226,7 +226,7 @@ func lstatErrno(raw FS, p string) (os.FileInfo, syscall.Errno) {
 
 // mayCreate checks that cr may add the entry p to its directory.
 func mayCreate(raw FS, cr *Cred, p string) syscall.Errno {
-	if cr == nil || cr.UID == 0 {
+	if cr == nil || cr.UID == 0 || readOnlyAt(raw, p) {
 		return 0
 	}
 	dir, errno := lstatErrno(raw, parentOf(p))
@@ -242,6 +242,9 @@ func mayCreate(raw FS, cr *Cred, p string) syscall.Errno {
 // mayRemove checks that cr may remove the existing entry p (ENOENT when
 // it does not exist).
 func mayRemove(raw FS, cr *Cred, p string) syscall.Errno {
+	if readOnlyAt(raw, p) {
+		return 0
+	}
 	fi, errno := lstatErrno(raw, p)
 	if errno != 0 {
 		return errno
@@ -258,6 +261,9 @@ func mayRemove(raw FS, cr *Cred, p string) syscall.Errno {
 
 // mayRename checks that cr may rename po to pn.
 func mayRename(raw FS, cr *Cred, po, pn string) syscall.Errno {
+	if readOnlyAt(raw, po) || readOnlyAt(raw, pn) {
+		return 0
+	}
 	fi, errno := lstatErrno(raw, po)
 	if errno != 0 {
 		return errno
@@ -295,6 +301,9 @@ func mayRename(raw FS, cr *Cred, po, pn string) syscall.Errno {
 
 // mayLinkPaths checks that cr may make pn a hard link to po.
 func mayLinkPaths(raw FS, cr *Cred, po, pn string) syscall.Errno {
+	if readOnlyAt(raw, po) || readOnlyAt(raw, pn) {
+		return 0
+	}
 	fi, errno := lstatErrno(raw, po)
 	if errno != 0 {
 		return errno
@@ -311,6 +320,9 @@ func mayLinkPaths(raw FS, cr *Cred, po, pn string) syscall.Errno {
 
 // mayTouch checks that cr may set the times of p.
 func mayTouch(raw FS, cr *Cred, p string) syscall.Errno {
+	if readOnlyAt(raw, p) {
+		return 0
+	}
 	fi, errno := lstatErrno(raw, p)
 	if errno != 0 {
 		return errno
@@ -319,4 +331,36 @@ func mayTouch(raw FS, cr *Cred, p string) syscall.Errno {
 		return syscall.EPERM
 	}
 	return 0
+}
+
+// errnoErr is errno as an error, nil for 0.
+func errnoErr(errno syscall.Errno) error {
+	if errno == 0 {
+		return nil
+	}
+	return errno
+}
+
+// roAt is implemented by the raw filesystems that refuse changes (EROFS)
+// at some resolved paths: read-only views and mounts, protected names.
+type roAt interface {
+	readOnlyAt(p string) bool
+}
+
+func (readOnlyFS) readOnlyAt(string) bool { return true }
+func (h *hostRaw) readOnlyAt(string) bool { return h.ro }
+func (p *protectRaw) readOnlyAt(name string) bool {
+	return p.hit(name) || readOnlyAt(p.raw, name)
+}
+func (mt *mountTable) readOnlyAt(p string) bool {
+	m, r := mt.find(p)
+	return readOnlyAt(m.raw, r)
+}
+
+// readOnlyAt reports whether raw refuses every change at p. A change
+// there is not checked against the permission bits: the raw FS answers
+// EROFS, as Linux checks a read-only mount before the permission bits.
+func readOnlyAt(raw FS, p string) bool {
+	ro, ok := raw.(roAt)
+	return ok && ro.readOnlyAt(p)
 }

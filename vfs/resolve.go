@@ -184,7 +184,7 @@ func openResolved(raw FS, cr *Cred, name string, flag int, perm os.FileMode) (af
 			errno = syscall.ENOTDIR
 		case fi.IsDir() && flag&accMode != os.O_RDONLY:
 			errno = syscall.EISDIR
-		case !cr.allowsInfo(fi, openWant(flag)):
+		case !cr.allowsInfo(fi, openWant(flag)) && !(openWant(flag)&mayWrite != 0 && readOnlyAt(raw, p)):
 			errno = syscall.EACCES
 		}
 	case Errno(err) != syscall.ENOENT:
@@ -212,7 +212,7 @@ func (r *resolving) Mkdir(name string, perm os.FileMode) error {
 		return pathErr(op, name, syscall.EEXIST)
 	}
 	p, _, errno := walkAs(r.raw, r.cr, name, false)
-	if errno == 0 && r.checks() {
+	if errno == 0 && r.checks() && !readOnlyAt(r.raw, p) {
 		if _, _, err := r.raw.LstatIfPossible(p); err == nil {
 			errno = syscall.EEXIST
 		} else {
@@ -334,7 +334,7 @@ func statResolved(raw FS, cr *Cred, op, name string, follow bool) (os.FileInfo, 
 
 func (r *resolving) Chmod(name string, mode os.FileMode) error {
 	p, _, errno := walkAs(r.raw, r.cr, name, true)
-	if errno == 0 && r.checks() {
+	if errno == 0 && r.checks() && !readOnlyAt(r.raw, p) {
 		var fi os.FileInfo
 		if fi, errno = lstatErrno(r.raw, p); errno == 0 {
 			if !r.cr.owns(statOf(fi).Uid) {
@@ -351,7 +351,7 @@ func (r *resolving) Chmod(name string, mode os.FileMode) error {
 
 func (r *resolving) Chown(name string, uid, gid int) error {
 	p, _, errno := walkAs(r.raw, r.cr, name, true)
-	if errno == 0 && r.checks() {
+	if errno == 0 && r.checks() && !readOnlyAt(r.raw, p) {
 		var fi os.FileInfo
 		if fi, errno = lstatErrno(r.raw, p); errno == 0 {
 			st := statOf(fi)
@@ -396,7 +396,7 @@ func (r *resolving) SymlinkIfPossible(oldname, newname string) error {
 			errno = syscall.EEXIST
 		}
 	}
-	if errno == 0 && r.checks() {
+	if errno == 0 && r.checks() && !readOnlyAt(r.raw, p) {
 		if _, _, err := r.raw.LstatIfPossible(p); err == nil {
 			errno = syscall.EEXIST
 		} else {
