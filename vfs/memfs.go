@@ -386,7 +386,7 @@ func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, how a
 		lk, errno = m.resolve(name, !nofollow, how)
 		if errno == 0 && lk.node != nil {
 			errno = m.checkOpen(lk.node, flag, nofollow, writable)
-			if errno == 0 && !how.cr.allowsNode(lk.node, openWant(flag)) {
+			if errno == 0 && how.cr != nil && !how.cr.allowsNode(lk.node, openWant(flag)) {
 				errno = syscall.EACCES
 			}
 			var f *memFile
@@ -414,7 +414,7 @@ func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, how a
 				errno = syscall.EISDIR
 			case lk.dir == nil:
 				errno = syscall.EEXIST
-			case !how.cr.allowsNode(lk.dir, mayWrite|mayExec):
+			case how.cr != nil && !how.cr.allowsNode(lk.dir, mayWrite|mayExec):
 				errno = syscall.EACCES
 			default:
 				created = true
@@ -427,7 +427,7 @@ func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, how a
 		if errno == 0 {
 			errno = m.checkOpen(lk.node, flag, nofollow, writable)
 		}
-		if errno == 0 && !created && !how.cr.allowsNode(lk.node, openWant(flag)) {
+		if errno == 0 && !created && how.cr != nil && !how.cr.allowsNode(lk.node, openWant(flag)) {
 			errno = syscall.EACCES
 		}
 		var f *memFile
@@ -448,7 +448,7 @@ func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, how a
 	if errno == 0 {
 		errno = m.checkOpen(lk.node, flag, nofollow, writable)
 	}
-	if errno == 0 && !how.cr.allowsNode(lk.node, openWant(flag)) {
+	if errno == 0 && how.cr != nil && !how.cr.allowsNode(lk.node, openWant(flag)) {
 		errno = syscall.EACCES
 	}
 	var f *memFile
