@@ -566,3 +566,38 @@ func TestPermHostMount(t *testing.T) {
 	must(err)
 	f.Close()
 }
+
+// TestPermConcurrentChmod: lookups of a user view read the modes of the
+// directories they cross while another goroutine changes them (run with
+// -race); each lookup sees the mode before or after a change.
+func TestPermConcurrentChmod(t *testing.T) {
+	v := buildPermTree(t)
+	u := v.AsUser(vfs.Cred{UID: 1000, GID: 1000})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 2000; i++ {
+			mode := os.FileMode(0o755)
+			if i%2 == 1 {
+				mode = 0o700
+			}
+			if err := u.Chmod("/home/u/sub", mode); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := v.Chown("/home/u/sub", 1000, i%2*1000); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 2000; i++ {
+		if _, err := u.Stat("/home/u/sub/x"); vfs.Errno(err) != syscall.ENOENT {
+			t.Fatalf("stat: %v", err)
+		}
+		if _, err := u.Stat("/via/home/u/sub/x"); vfs.Errno(err) != syscall.ENOENT {
+			t.Fatalf("stat: %v", err)
+		}
+	}
+	<-done
+}
