@@ -3,6 +3,7 @@ package vfs
 import (
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/afero"
@@ -112,6 +113,23 @@ func (v *VFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, err
 			return nil, rewrap("open", name, err)
 		}
 	}
+	if v.cr != nil {
+		var f afero.File
+		nofollow := flag&syscall.O_NOFOLLOW != 0
+		excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
+		if err, ok := v.userFast(name, !nofollow && !excl, func(fp fastPath) error {
+			mf, err := fp.mem.openFile(fp.r, name, flag, perm, v.how())
+			if err == nil {
+				f = v.mt.wrapDir(fp.p, mf)
+			}
+			return err
+		}); ok {
+			if err != nil {
+				return nil, rewrap("open", name, err)
+			}
+			return f, nil
+		}
+	}
 	return v.resolving.OpenFile(name, flag, perm)
 }
 
@@ -145,6 +163,19 @@ func (v *VFS) stat(op, name string, follow bool) (os.FileInfo, error) {
 			return nil, rewrap(op, name, err)
 		}
 	}
+	if v.cr != nil {
+		var fi os.FileInfo
+		if err, ok := v.userFast(name, follow, func(fp fastPath) error {
+			var err error
+			fi, err = fp.mem.stat(op, fp.r, follow, v.how())
+			return err
+		}); ok {
+			if err != nil {
+				return nil, rewrap(op, name, err)
+			}
+			return renamed(fi, statName(name)), nil
+		}
+	}
 	return statResolved(v.mt, v.cr, op, name, follow)
 }
 
@@ -153,6 +184,13 @@ func (v *VFS) Mkdir(name string, perm os.FileMode) error {
 	if fp, ok := v.fast(name); ok && !lastIsDot(name) {
 		err := fp.mem.mkdir(fp.r, perm, v.how())
 		if !fallback(err) {
+			return rewrap("mkdir", name, err)
+		}
+	}
+	if v.cr != nil && !lastIsDot(name) {
+		if err, ok := v.userFast(name, false, func(fp fastPath) error {
+			return fp.mem.mkdir(fp.r, perm, v.how())
+		}); ok {
 			return rewrap("mkdir", name, err)
 		}
 	}
@@ -168,6 +206,16 @@ func (v *VFS) Remove(name string) error {
 	if fp, ok := v.fast(name); ok && !lastIsDot(name) && !v.mt.busy(fp.p) {
 		err := fp.mem.remove(fp.r, v.how())
 		if !fallback(err) {
+			return rewrap("remove", name, err)
+		}
+	}
+	if v.cr != nil && !lastIsDot(name) {
+		if err, ok := v.userFast(name, false, func(fp fastPath) error {
+			if v.mt.busy(fp.p) {
+				return syscall.EBUSY
+			}
+			return fp.mem.remove(fp.r, v.how())
+		}); ok {
 			return rewrap("remove", name, err)
 		}
 	}
@@ -201,6 +249,16 @@ func (v *VFS) Rename(oldname, newname string) error {
 			}
 		}
 	}
+	if v.cr != nil && !lastIsDot(oldname) && !lastIsDot(newname) {
+		if err, ok := v.userFast2(oldname, newname, func(fo, fn fastPath) error {
+			if v.mt.busy(fo.p) || v.mt.busy(fn.p) {
+				return syscall.EBUSY
+			}
+			return fo.mem.rename(fo.r, fn.r, v.how())
+		}); ok {
+			return rewrapLink("rename", oldname, newname, err)
+		}
+	}
 	return v.resolving.Rename(oldname, newname)
 }
 
@@ -218,6 +276,13 @@ func (v *VFS) Link(oldname, newname string) error {
 			}
 		}
 	}
+	if v.cr != nil && !lastIsDot(newname) && !strings.HasSuffix(newname, "/") {
+		if err, ok := v.userFast2(oldname, newname, func(fo, fn fastPath) error {
+			return fo.mem.hardlink(fo.r, fn.r, v.how())
+		}); ok {
+			return rewrapLink("link", oldname, newname, err)
+		}
+	}
 	return v.resolving.Link(oldname, newname)
 }
 
@@ -229,6 +294,13 @@ func (v *VFS) SymlinkIfPossible(oldname, newname string) error {
 			return rewrapLink("symlink", oldname, newname, err)
 		}
 	}
+	if v.cr != nil && !lastIsDot(newname) {
+		if err, ok := v.userFast(newname, false, func(fp fastPath) error {
+			return fp.mem.symlink(oldname, fp.r, v.how())
+		}); ok {
+			return rewrapLink("symlink", oldname, newname, err)
+		}
+	}
 	return v.resolving.SymlinkIfPossible(oldname, newname)
 }
 
@@ -237,6 +309,16 @@ func (v *VFS) ReadlinkIfPossible(name string) (string, error) {
 	if fp, ok := v.fast(name); ok {
 		t, err := fp.mem.readlink(fp.r, v.how())
 		if !fallback(err) {
+			return t, rewrap("readlink", name, err)
+		}
+	}
+	if v.cr != nil {
+		var t string
+		if err, ok := v.userFast(name, false, func(fp fastPath) error {
+			var err error
+			t, err = fp.mem.readlink(fp.r, v.how())
+			return err
+		}); ok {
 			return t, rewrap("readlink", name, err)
 		}
 	}
@@ -264,6 +346,17 @@ func (v *VFS) Chmod(name string, mode os.FileMode) error {
 		}
 		return err
 	}
+	if v.cr != nil {
+		if err, ok := v.userFast(name, true, func(fp fastPath) error {
+			n, err := fp.mem.node("chmod", fp.r, true, v.how())
+			if err != nil {
+				return err
+			}
+			return errnoErr(fp.mem.chmod(n, mode, v.cr))
+		}); ok {
+			return rewrap("chmod", name, err)
+		}
+	}
 	return v.resolving.Chmod(name, mode)
 }
 
@@ -275,6 +368,17 @@ func (v *VFS) Chown(name string, uid, gid int) error {
 		}
 		return err
 	}
+	if v.cr != nil {
+		if err, ok := v.userFast(name, true, func(fp fastPath) error {
+			n, err := fp.mem.node("chown", fp.r, true, v.how())
+			if err != nil {
+				return err
+			}
+			return errnoErr(fp.mem.chown(n, uid, gid, v.cr))
+		}); ok {
+			return rewrap("chown", name, err)
+		}
+	}
 	return v.resolving.Chown(name, uid, gid)
 }
 
@@ -285,6 +389,17 @@ func (v *VFS) Chtimes(name string, atime, mtime time.Time) error {
 			err = rewrap("chtimes", name, errnoErr(m.chtimes(n, atime, mtime, v.cr)))
 		}
 		return err
+	}
+	if v.cr != nil {
+		if err, ok := v.userFast(name, true, func(fp fastPath) error {
+			n, err := fp.mem.node("chtimes", fp.r, true, v.how())
+			if err != nil {
+				return err
+			}
+			return errnoErr(fp.mem.chtimes(n, atime, mtime, v.cr))
+		}); ok {
+			return rewrap("chtimes", name, err)
+		}
 	}
 	return v.resolving.Chtimes(name, atime, mtime)
 }
@@ -298,5 +413,78 @@ func (v *VFS) Lchtimes(name string, atime, mtime time.Time) error {
 		}
 		return err
 	}
+	if v.cr != nil {
+		if err, ok := v.userFast(name, false, func(fp fastPath) error {
+			n, err := fp.mem.node("lchtimes", fp.r, false, v.how())
+			if err != nil {
+				return err
+			}
+			return errnoErr(fp.mem.chtimes(n, atime, mtime, v.cr))
+		}); ok {
+			return rewrap("lchtimes", name, err)
+		}
+	}
 	return v.resolving.Lchtimes(name, atime, mtime)
+}
+
+// userFast is the general resolution of a user view made safe against a
+// symlink swapped in on the way: name is resolved over the whole
+// namespace (with the search checks; a failure is the answer), and when
+// the resolved path lies in
+// a MemFS, fn runs the operation there by the strict fast path, which
+// checks the permissions again under the MemFS's lock and refuses
+// (errSymlink) a directory that has become a symlink since; the
+// resolution then starts over. ok is false when the path is not in a
+// MemFS: the caller takes the general path.
+func (v *VFS) userFast(name string, follow bool, fn func(fastPath) error) (err error, ok bool) {
+	for try := 0; try < MaxSymlinks; try++ {
+		p, mustDir, errno := walkAs(v.mt, v.cr, name, follow)
+		if errno != 0 {
+			return errno, true
+		}
+		if mustDir && p != "/" {
+			p += "/"
+		}
+		fp, ok := v.fast(p)
+		if !ok {
+			return nil, false
+		}
+		if err := fn(fp); !fallback(err) {
+			return err, true
+		}
+	}
+	return syscall.ELOOP, true
+}
+
+// userFast2 is userFast for the two names of a rename or link, which the
+// fast path serves when both resolve into the same MemFS.
+func (v *VFS) userFast2(oldname, newname string, fn func(fo, fn fastPath) error) (err error, ok bool) {
+	for try := 0; try < MaxSymlinks; try++ {
+		po, oldDir, errno := walkAs(v.mt, v.cr, oldname, false)
+		if errno != 0 {
+			return errno, true
+		}
+		pn, newDir, errno := walkAs(v.mt, v.cr, newname, false)
+		if errno != 0 {
+			return errno, true
+		}
+		if oldDir && po != "/" {
+			po += "/"
+		}
+		if newDir && pn != "/" {
+			pn += "/"
+		}
+		fo, ok := v.fast(po)
+		if !ok {
+			return nil, false
+		}
+		fnp, ok := v.fast(pn)
+		if !ok || fnp.m != fo.m {
+			return nil, false
+		}
+		if err := fn(fo, fnp); !fallback(err) {
+			return err, true
+		}
+	}
+	return syscall.ELOOP, true
 }
