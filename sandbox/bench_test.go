@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"testing"
 )
 
@@ -33,6 +34,35 @@ func BenchmarkRunBuiltins(b *testing.B) {
 	for b.Loop() {
 		if _, err := sb.Run(ctx, `x=1; for i in 1 2 3; do x=$((x+i)); done; echo $x`); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFind5000Files: find over 5,000 files in 50 directories below
+// /tmp, as the sandbox user (every lookup checks the search permission of
+// each directory on the way).
+func BenchmarkFind5000Files(b *testing.B) {
+	ctx := context.Background()
+	sb, err := New(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close()
+	for d := 0; d < 50; d++ {
+		dir := fmt.Sprintf("/tmp/tree/d%02d", d)
+		if err := sb.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := 0; f < 100; f++ {
+			if err := sb.WriteFile(fmt.Sprintf("%s/f%03d.txt", dir, f), []byte("x"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for b.Loop() {
+		res, err := sb.Run(ctx, `find /tmp/tree -name '*.txt' | wc -l`)
+		if err != nil || res.Stdout != "5000\n" {
+			b.Fatalf("%v %q %q", err, res.Stdout, res.Stderr)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 		Stdout:        c.Stdout,
 		Stderr:        c.Stderr,
 		MemoryLimit:   s.cfg.limits.MemoryPerCommand,
-		FS:            s.fs,
+		FS:            s.gfs,
 		Deterministic: s.cfg.deterministic,
 		Allow:         s.allowFunc(),
 		Delegate:      r.delegate,

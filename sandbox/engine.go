@@ -66,7 +66,9 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 	}
 	var pyLib vfs.FS
 	if _, lib, ok := wasm.Python(); ok {
-		pyLib = newLazyFS(func() (vfs.FS, error) { return loadPythonStdlib(lib) })
+		// Read-only in the view too, so that a write there is EROFS (the
+		// guest's permission checks come after a read-only mount's).
+		pyLib = vfs.ReadOnlyView(newLazyFS(func() (vfs.FS, error) { return loadPythonStdlib(lib) }))
 		// The interpreter initializes once, with its standard library
 		// mounted, and every run starts from that snapshot.
 		world, err := vfs.NewDefault()

@@ -141,6 +141,11 @@ type Sandbox struct {
 	cfg    *config
 	engine *Engine
 	fs     *vfs.VFS
+	// gfs is fs as the guest sees it: the view of the sandbox user
+	// (guestCred), which checks permissions. The shell and every command
+	// use it; the host-side API (FS, WriteFile, ReadFile, ..., snapshots,
+	// the HTTP and MCP file operations) uses fs and is not restricted.
+	gfs    *vfs.VFS
 	mounts []vfs.MountSpec
 	// hosts are the host directories mounted in fs, shared with forks:
 	// the last sandbox to close them releases them.
@@ -240,6 +245,7 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 		cfg:     cfg,
 		engine:  eng,
 		fs:      v,
+		gfs:     v.AsUser(guestCred),
 		mounts:  append([]vfs.MountSpec(nil), cfg.mounts...),
 		hosts:   hosts,
 		env:     map[string]string{},
@@ -263,6 +269,10 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	}
 	return s, nil
 }
+
+// guestCred is who the guest is: the sandbox user of the default layout,
+// uid and gid 1000, as the shell's $UID says.
+var guestCred = vfs.Cred{UID: vfs.UserUID, GID: vfs.UserGID}
 
 func defaultEnv() map[string]string {
 	return map[string]string{
@@ -316,7 +326,7 @@ func (s *Sandbox) sessionConfig(dir string) session.Config {
 	return session.Config{
 		Runtime:       s.engine.rt,
 		Module:        s.engine.shell,
-		FS:            s.fs,
+		FS:            s.gfs,
 		Spawner:       &commandRunner{s: s},
 		Init:          ini,
 		MemoryLimit:   s.cfg.limits.ShellMemory,
@@ -533,6 +543,10 @@ func (s *Sandbox) checkOpen() error {
 }
 
 // FS returns the sandbox's filesystem (the guest namespace) for direct use.
+// It is the host operator's view: unlike the guest, which acts as the
+// sandbox user (uid 1000) and meets permission checks, it may read and
+// change anything, as do WriteFile, ReadFile, ReadDir, Stat, MkdirAll and
+// Remove. Files it creates belong to the sandbox user.
 func (s *Sandbox) FS() vfs.FS { return s.fs }
 
 // IOFS returns the sandbox's filesystem as an io/fs.FS rooted at "/".
@@ -692,8 +706,9 @@ func (s *Sandbox) Fork() (*Sandbox, error) {
 		env:     s.env,
 		cancels: map[int]context.CancelFunc{},
 	}
+	c.gfs = c.fs.AsUser(guestCred)
 	c.bridge = newBridge(c)
-	sh, err := s.sh.Fork(context.Background(), c.fs, &commandRunner{s: c})
+	sh, err := s.sh.Fork(context.Background(), c.gfs, &commandRunner{s: c})
 	if err != nil {
 		c.hosts.release()
 		return nil, fmt.Errorf("sandbox: fork: %w", err)

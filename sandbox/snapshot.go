@@ -154,7 +154,7 @@ func (s *Sandbox) Restore(r io.Reader) error {
 		return fmt.Errorf("sandbox: restore: %w: shell state: %v", ErrCorruptSnapshot, err)
 	}
 	s.sh.Close()
-	s.fs, s.sh = fresh.fs, fresh.sh
+	s.fs, s.gfs, s.sh = fresh.fs, fresh.gfs, fresh.sh
 	// The shell's commands belong to this sandbox, not to fresh.
 	s.sh.SetSpawner(&commandRunner{s: s})
 	oldHosts := s.hosts

@@ -15,7 +15,9 @@ func benchTargets(b *testing.B) map[string]vfs.FS {
 	must(b, err)
 	m := vfs.NewMemFS()
 	must(b, m.MkdirAll("/home/user", 0o755))
-	return map[string]vfs.FS{"MemFS": m, "VFS": v}
+	u, err := vfs.NewDefault(vfs.WithQuota(vfs.Quota{}))
+	must(b, err)
+	return map[string]vfs.FS{"MemFS": m, "VFS": v, "VFSUser": u.AsUser(vfs.Cred{UID: vfs.UserUID, GID: vfs.UserGID})}
 }
 
 func BenchmarkCreateWriteClose(b *testing.B) {
@@ -158,14 +160,19 @@ func BenchmarkHostStatDeep(b *testing.B) {
 		v, err := vfs.NewDefault()
 		must(b, err)
 		must(b, v.Mount("/work", h))
-		b.Run(mode.String(), func(b *testing.B) {
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				if _, err := v.Stat("/work" + deep + "/file"); err != nil {
-					b.Fatal(err)
+		for _, as := range []struct {
+			name string
+			fs   vfs.FS
+		}{{mode.String(), v}, {mode.String() + "User", v.AsUser(vfs.Cred{UID: vfs.UserUID, GID: vfs.UserGID})}} {
+			b.Run(as.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					if _, err := as.fs.Stat("/work" + deep + "/file"); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 		h.(interface{ Close() error }).Close()
 	}
 }

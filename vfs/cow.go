@@ -109,7 +109,7 @@ func (c *cowFS) LstatIfPossible(p string) (os.FileInfo, bool, error) {
 	return fi, true, err
 }
 
-func (c *cowFS) Stat(p string) (os.FileInfo, error) { return statResolved(c, "stat", p, true) }
+func (c *cowFS) Stat(p string) (os.FileInfo, error) { return statResolved(c, nil, "stat", p, true) }
 
 func (c *cowFS) ReadlinkIfPossible(p string) (string, error) {
 	c.mu.RLock()

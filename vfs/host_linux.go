@@ -71,8 +71,10 @@ func timespec(t time.Time) unix.Timespec {
 
 // withParent runs fn with a descriptor of the directory holding the last
 // component of comps (the root itself when comps has one element, and
-// comps may be empty: then fn gets the root and "").
-func (h *hostRaw) withParent(comps []string, fn func(dirfd int, last string) error) error {
+// comps may be empty: then fn gets the root and ""). For the user cr,
+// every directory a component is looked up in needs search permission
+// by its presented owner and mode (one fstat each; EACCES).
+func (h *hostRaw) withParent(comps []string, cr *Cred, fn func(dirfd int, last string) error) error {
 	rc, err := h.dirf.SyscallConn()
 	if err != nil {
 		return err
@@ -96,6 +98,9 @@ func (h *hostRaw) withParent(comps []string, fn func(dirfd int, last string) err
 				ferr = errSymlink
 				return
 			}
+			if ferr = searchable(fd, cr); ferr != nil {
+				return
+			}
 			nfd, err := unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			if err != nil {
 				if err == unix.ENOTDIR || err == unix.ELOOP {
@@ -115,6 +120,9 @@ func (h *hostRaw) withParent(comps []string, fn func(dirfd int, last string) err
 			ferr = errSymlink
 			return
 		}
+		if ferr = searchable(fd, cr); ferr != nil {
+			return
+		}
 		ferr = fn(fd, last)
 	})
 	if cerr != nil {
@@ -123,10 +131,25 @@ func (h *hostRaw) withParent(comps []string, fn func(dirfd int, last string) err
 	return ferr
 }
 
-// fastLstat is Lstat (Stat when follow) of the resolved path r.
-func (h *hostRaw) fastLstat(r string, follow, mustDir bool) (os.FileInfo, error) {
+// searchable checks that cr may search the directory fd.
+func searchable(fd int, cr *Cred) error {
+	if cr == nil || cr.UID == 0 {
+		return nil
+	}
 	var st unix.Stat_t
-	err := h.withParent(splitPath(r), func(dirfd int, last string) error {
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if !cr.allows(os.FileMode(st.Mode&0o777), guestUID(st.Uid), guestGID(st.Gid), mayExec) {
+		return syscall.EACCES
+	}
+	return nil
+}
+
+// fastLstat is Lstat (Stat when follow) of the resolved path r, for cr.
+func (h *hostRaw) fastLstat(r string, follow, mustDir bool, cr *Cred) (os.FileInfo, error) {
+	var st unix.Stat_t
+	err := h.withParent(splitPath(r), cr, func(dirfd int, last string) error {
 		if last == "" {
 			return unix.Fstat(dirfd, &st)
 		}
@@ -146,10 +169,11 @@ func (h *hostRaw) fastLstat(r string, follow, mustDir bool) (os.FileInfo, error)
 }
 
 // fastOpen opens the resolved path r for reading (flag has no write
-// access, O_CREATE, O_TRUNC or O_APPEND).
-func (h *hostRaw) fastOpen(r, display string, flag int) (*hostFile, error) {
+// access, O_CREATE, O_TRUNC or O_APPEND), for cr (who needs read
+// permission).
+func (h *hostRaw) fastOpen(r, display string, flag int, cr *Cred) (*hostFile, error) {
 	var fd int
-	err := h.withParent(splitPath(r), func(dirfd int, last string) error {
+	err := h.withParent(splitPath(r), cr, func(dirfd int, last string) error {
 		if last == "" {
 			last = "."
 		}
@@ -174,7 +198,15 @@ func (h *hostRaw) fastOpen(r, display string, flag int) (*hostFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return checkHostFile(os.NewFile(uintptr(fd), display), display)
+	f, err := checkHostFile(os.NewFile(uintptr(fd), display), display)
+	if err == nil && cr != nil && cr.UID != 0 {
+		fi, serr := f.Stat()
+		if serr != nil || !cr.allowsInfo(fi, mayRead) {
+			f.Close()
+			return nil, pathErr("open", display, syscall.EACCES)
+		}
+	}
+	return f, err
 }
 
 // unixInfo converts a stat(2) result like os.Lstat does.

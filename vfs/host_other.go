@@ -30,10 +30,10 @@ func (h *hostRaw) lchtimesAt(name string, atime, mtime time.Time) error {
 	return h.root.Chtimes(rel(name), atime, mtime)
 }
 
-func (h *hostRaw) fastLstat(r string, follow, mustDir bool) (os.FileInfo, error) {
+func (h *hostRaw) fastLstat(r string, follow, mustDir bool, _ *Cred) (os.FileInfo, error) {
 	return nil, errSymlink
 }
 
-func (h *hostRaw) fastOpen(r, display string, flag int) (*hostFile, error) {
+func (h *hostRaw) fastOpen(r, display string, flag int, _ *Cred) (*hostFile, error) {
 	return nil, errSymlink
 }

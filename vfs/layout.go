@@ -39,8 +39,13 @@ user:x:1000:
 //	/root
 //
 // with quotas of DefaultQuotaBytes and DefaultQuotaFiles unless WithQuota
-// says otherwise, new files owned by the sandbox user and a umask of 022. WithRandom seeds /dev/random and /dev/urandom; WithClock
-// sets the clock. Nothing of the host is visible: host directories are
+// says otherwise, new files owned by the sandbox user and a umask of 022.
+// WithRandom seeds /dev/random and /dev/urandom; WithClock sets the clock.
+//
+// Everything but /home/user belongs to root, with a real system's modes
+// (0755, /root 0700, /tmp 1777, /etc/passwd 0644, /dev nodes 0666): a
+// view for the sandbox user (AsUser) may write in /home/user and /tmp
+// (and the /dev nodes), and cannot enter /root. Nothing of the host is visible: host directories are
 // added with Mount and HostDir.
 func NewDefault(opts ...Option) (*VFS, error) {
 	base := []Option{WithQuota(Quota{Bytes: DefaultQuotaBytes, Files: DefaultQuotaFiles}), WithOwner(UserUID, UserGID), WithUmask(0o022)}

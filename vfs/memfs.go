@@ -153,7 +153,38 @@ type lookup struct {
 // resolving over the whole namespace).
 const errSymlink = syscall.Errno(0x7fff)
 
-func (m *MemFS) resolve(name string, follow, strict bool) (lookup, syscall.Errno) {
+// access is how a MemFS call resolves its path: plain for the MemFS's own
+// API; for the VFS fast path strict, and with the permission checks of
+// the user cr when cr is set (see Cred). The checks read the inodes'
+// mode and owner under m.mu, which chmod and chown take for writing.
+type access struct {
+	strict bool
+	cr     *Cred
+}
+
+var plain = access{}
+
+// allowsNode is allows for an inode; the caller holds m.mu.
+func (c *Cred) allowsNode(n *inode, want uint32) bool {
+	return c == nil || c.allows(n.mode, n.uid, n.gid, want)
+}
+
+// mayDeleteNode is mayDelete for inodes; the caller holds m.mu.
+func (c *Cred) mayDeleteNode(dir, n *inode) syscall.Errno {
+	if c == nil || c.UID == 0 {
+		return 0
+	}
+	if !c.allowsNode(dir, mayWrite|mayExec) {
+		return syscall.EACCES
+	}
+	if c.sticky(dir.mode, dir.uid, n.uid) {
+		return syscall.EPERM
+	}
+	return 0
+}
+
+func (m *MemFS) resolve(name string, follow bool, how access) (lookup, syscall.Errno) {
+	strict, cr := how.strict, how.cr
 	if len(name) > MaxPathLen {
 		return lookup{}, syscall.ENAMETOOLONG
 	}
@@ -167,6 +198,9 @@ func (m *MemFS) resolve(name string, follow, strict bool) (lookup, syscall.Errno
 	for i := 0; i < len(comps); i++ {
 		c := comps[i]
 		last := i == len(comps)-1
+		if cr != nil && !cr.allowsNode(cur, mayExec) {
+			return lookup{}, syscall.EACCES
+		}
 		if c == ".." {
 			cur = cur.parent
 			if last {
@@ -331,14 +365,14 @@ const accMode = os.O_RDONLY | os.O_WRONLY | os.O_RDWR
 
 // OpenFile opens name with POSIX open(2) semantics; see FS.
 func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	f, err := m.openFile(name, name, flag, perm, false)
+	f, err := m.openFile(name, name, flag, perm, plain)
 	if err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, strict bool) (*memFile, error) {
+func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, how access) (*memFile, error) {
 	const op = "open"
 	nofollow := flag&syscall.O_NOFOLLOW != 0
 	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
@@ -349,9 +383,12 @@ func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, stric
 		// Most creating opens (">>", ">") find the file already there:
 		// try under the read lock first.
 		m.mu.RLock()
-		lk, errno = m.resolve(name, !nofollow, strict)
+		lk, errno = m.resolve(name, !nofollow, how)
 		if errno == 0 && lk.node != nil {
 			errno = m.checkOpen(lk.node, flag, nofollow, writable)
+			if errno == 0 && how.cr != nil && !how.cr.allowsNode(lk.node, openWant(flag)) {
+				errno = syscall.EACCES
+			}
 			var f *memFile
 			if errno == 0 {
 				f = m.newHandle(lk.node, display, flag)
@@ -366,17 +403,21 @@ func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, stric
 	}
 	if flag&os.O_CREATE != 0 {
 		m.mu.Lock()
-		lk, errno = m.resolve(name, !nofollow && !excl, strict)
+		lk, errno = m.resolve(name, !nofollow && !excl, how)
 		if errno == 0 && lk.node != nil && excl {
 			errno = syscall.EEXIST
 		}
+		created := false
 		if errno == 0 && lk.node == nil {
 			switch {
 			case lk.mustDir:
 				errno = syscall.EISDIR
 			case lk.dir == nil:
 				errno = syscall.EEXIST
+			case how.cr != nil && !how.cr.allowsNode(lk.dir, mayWrite|mayExec):
+				errno = syscall.EACCES
 			default:
+				created = true
 				lk.node, errno = m.create(lk.dir, lk.name, kReg, perm&(os.ModePerm|os.ModeSetuid|os.ModeSetgid|os.ModeSticky), "")
 				if errno == 0 {
 					flag &^= os.O_TRUNC
@@ -385,6 +426,9 @@ func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, stric
 		}
 		if errno == 0 {
 			errno = m.checkOpen(lk.node, flag, nofollow, writable)
+		}
+		if errno == 0 && !created && how.cr != nil && !how.cr.allowsNode(lk.node, openWant(flag)) {
+			errno = syscall.EACCES
 		}
 		var f *memFile
 		if errno == 0 {
@@ -397,12 +441,15 @@ func (m *MemFS) openFile(name, display string, flag int, perm os.FileMode, stric
 		return f.truncOnOpen(flag)
 	}
 	m.mu.RLock()
-	lk, errno = m.resolve(name, !nofollow, strict)
+	lk, errno = m.resolve(name, !nofollow, how)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
 	if errno == 0 {
 		errno = m.checkOpen(lk.node, flag, nofollow, writable)
+	}
+	if errno == 0 && how.cr != nil && !how.cr.allowsNode(lk.node, openWant(flag)) {
+		errno = syscall.EACCES
 	}
 	var f *memFile
 	if errno == 0 {
@@ -444,18 +491,21 @@ func (m *MemFS) newHandle(n *inode, name string, flag int) *memFile {
 }
 
 // Mkdir creates directory name. Its parent must exist (ENOENT otherwise).
-func (m *MemFS) Mkdir(name string, perm os.FileMode) error { return m.mkdir(name, perm, false) }
+func (m *MemFS) Mkdir(name string, perm os.FileMode) error { return m.mkdir(name, perm, plain) }
 
-func (m *MemFS) mkdir(name string, perm os.FileMode, strict bool) error {
+func (m *MemFS) mkdir(name string, perm os.FileMode, how access) error {
 	const op = "mkdir"
 	if lastIsDot(name) {
 		return pathErr(op, name, syscall.EEXIST)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lk, errno := m.resolve(name, false, strict)
+	lk, errno := m.resolve(name, false, how)
 	if errno == 0 && lk.node != nil {
 		errno = syscall.EEXIST
+	}
+	if errno == 0 && !how.cr.allowsNode(lk.dir, mayWrite|mayExec) {
+		errno = syscall.EACCES
 	}
 	if errno == 0 {
 		_, errno = m.create(lk.dir, lk.name, kDir, os.ModeDir|perm&(os.ModePerm|os.ModeSetgid|os.ModeSticky), "")
@@ -471,9 +521,9 @@ func (m *MemFS) MkdirAll(name string, perm os.FileMode) error { return mkdirAll(
 
 // Remove removes a file, symlink, device or empty directory. A non-empty
 // directory is ENOTEMPTY.
-func (m *MemFS) Remove(name string) error { return m.remove(name, false) }
+func (m *MemFS) Remove(name string) error { return m.remove(name, plain) }
 
-func (m *MemFS) remove(name string, strict bool) error {
+func (m *MemFS) remove(name string, how access) error {
 	const op = "remove"
 	if lastIsDot(name) {
 		if name == "/" || len(splitPath(name)) == 0 {
@@ -483,12 +533,15 @@ func (m *MemFS) remove(name string, strict bool) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lk, errno := m.resolve(name, false, strict)
+	lk, errno := m.resolve(name, false, how)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
 	if errno == 0 && lk.dir == nil {
 		errno = syscall.EBUSY
+	}
+	if errno == 0 {
+		errno = how.cr.mayDeleteNode(lk.dir, lk.node)
 	}
 	if errno == 0 && lk.node.kind == kDir && len(lk.node.children) > 0 {
 		errno = syscall.ENOTEMPTY
@@ -503,9 +556,9 @@ func (m *MemFS) remove(name string, strict bool) error {
 // RemoveAll removes name and everything below it. A missing name is not an
 // error. Symlinks are removed, never followed. The root cannot be removed
 // (EBUSY).
-func (m *MemFS) RemoveAll(name string) error { return m.removeAll(name, false) }
+func (m *MemFS) RemoveAll(name string) error { return m.removeAll(name, plain) }
 
-func (m *MemFS) removeAll(name string, strict bool) error {
+func (m *MemFS) removeAll(name string, how access) error {
 	const op = "removeall"
 	if lastIsDot(name) {
 		if len(splitPath(name)) == 0 {
@@ -515,7 +568,7 @@ func (m *MemFS) removeAll(name string, strict bool) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lk, errno := m.resolve(name, false, strict)
+	lk, errno := m.resolve(name, false, how)
 	if errno == syscall.ENOENT || errno == 0 && lk.node == nil {
 		return nil
 	}
@@ -544,28 +597,28 @@ func (m *MemFS) removeAll(name string, strict bool) error {
 // directory only if empty: ENOTEMPTY), a directory cannot move into its own
 // subtree (EINVAL), a file cannot replace a directory (EISDIR) nor a
 // directory a file (ENOTDIR).
-func (m *MemFS) Rename(oldname, newname string) error { return m.rename(oldname, newname, false) }
+func (m *MemFS) Rename(oldname, newname string) error { return m.rename(oldname, newname, plain) }
 
-func (m *MemFS) rename(oldname, newname string, strict bool) error {
+func (m *MemFS) rename(oldname, newname string, how access) error {
 	const op = "rename"
 	if lastIsDot(oldname) || lastIsDot(newname) {
 		return linkErr(op, oldname, newname, syscall.EBUSY)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	errno := m.renameLocked(oldname, newname, strict)
+	errno := m.renameLocked(oldname, newname, how)
 	if errno != 0 {
 		return linkErr(op, oldname, newname, errno)
 	}
 	return nil
 }
 
-func (m *MemFS) renameLocked(oldname, newname string, strict bool) syscall.Errno {
-	src, errno := m.resolve(oldname, false, strict)
+func (m *MemFS) renameLocked(oldname, newname string, how access) syscall.Errno {
+	src, errno := m.resolve(oldname, false, how)
 	if errno != 0 {
 		return errno
 	}
-	dst, errno := m.resolve(newname, false, strict)
+	dst, errno := m.resolve(newname, false, how)
 	if errno != 0 {
 		return errno
 	}
@@ -597,6 +650,21 @@ func (m *MemFS) renameLocked(oldname, newname string, strict bool) syscall.Errno
 			}
 		}
 	}
+	if cr := how.cr; cr != nil {
+		if errno := cr.mayDeleteNode(src.dir, src.node); errno != 0 {
+			return errno
+		}
+		if dst.node != nil {
+			if errno := cr.mayDeleteNode(dst.dir, dst.node); errno != 0 {
+				return errno
+			}
+		} else if !cr.allowsNode(dst.dir, mayWrite|mayExec) {
+			return syscall.EACCES
+		}
+		if src.node.kind == kDir && src.dir != dst.dir && !cr.allowsNode(src.node, mayWrite) {
+			return syscall.EACCES
+		}
+	}
 	now := m.now()
 	if dst.node != nil {
 		switch {
@@ -624,18 +692,18 @@ func (m *MemFS) renameLocked(oldname, newname string, strict bool) syscall.Errno
 }
 
 // Stat returns the FileInfo of name, following symlinks.
-func (m *MemFS) Stat(name string) (os.FileInfo, error) { return m.stat("stat", name, true, false) }
+func (m *MemFS) Stat(name string) (os.FileInfo, error) { return m.stat("stat", name, true, plain) }
 
 // LstatIfPossible returns the FileInfo of name without following a final
 // symlink. The boolean is always true.
 func (m *MemFS) LstatIfPossible(name string) (os.FileInfo, bool, error) {
-	fi, err := m.stat("lstat", name, false, false)
+	fi, err := m.stat("lstat", name, false, plain)
 	return fi, true, err
 }
 
-func (m *MemFS) stat(op, name string, follow, strict bool) (os.FileInfo, error) {
+func (m *MemFS) stat(op, name string, follow bool, how access) (os.FileInfo, error) {
 	m.mu.RLock()
-	lk, errno := m.resolve(name, follow, strict)
+	lk, errno := m.resolve(name, follow, how)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
@@ -679,10 +747,10 @@ func (m *MemFS) info(n *inode, name string) os.FileInfo {
 // SymlinkIfPossible creates newname as a symlink to oldname. The target is
 // stored as given and resolved when used.
 func (m *MemFS) SymlinkIfPossible(oldname, newname string) error {
-	return m.symlink(oldname, newname, false)
+	return m.symlink(oldname, newname, plain)
 }
 
-func (m *MemFS) symlink(oldname, newname string, strict bool) error {
+func (m *MemFS) symlink(oldname, newname string, how access) error {
 	const op = "symlink"
 	if oldname == "" {
 		return linkErr(op, oldname, newname, syscall.ENOENT)
@@ -698,12 +766,15 @@ func (m *MemFS) symlink(oldname, newname string, strict bool) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lk, errno := m.resolve(newname, false, strict)
+	lk, errno := m.resolve(newname, false, how)
 	if errno == 0 && lk.node != nil {
 		errno = syscall.EEXIST
 	}
 	if errno == 0 && lk.mustDir {
 		errno = syscall.ENOENT
+	}
+	if errno == 0 && !how.cr.allowsNode(lk.dir, mayWrite|mayExec) {
+		errno = syscall.EACCES
 	}
 	if errno == 0 {
 		_, errno = m.create(lk.dir, lk.name, kSymlink, os.ModeSymlink|0o777, oldname)
@@ -716,12 +787,12 @@ func (m *MemFS) symlink(oldname, newname string, strict bool) error {
 
 // ReadlinkIfPossible returns the target of symlink name (EINVAL if name is
 // not a symlink).
-func (m *MemFS) ReadlinkIfPossible(name string) (string, error) { return m.readlink(name, false) }
+func (m *MemFS) ReadlinkIfPossible(name string) (string, error) { return m.readlink(name, plain) }
 
-func (m *MemFS) readlink(name string, strict bool) (string, error) {
+func (m *MemFS) readlink(name string, how access) (string, error) {
 	const op = "readlink"
 	m.mu.RLock()
-	lk, errno := m.resolve(name, false, strict)
+	lk, errno := m.resolve(name, false, how)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
@@ -737,19 +808,19 @@ func (m *MemFS) readlink(name string, strict bool) (string, error) {
 
 // Link creates newname as a hard link to oldname. A symlink oldname is
 // linked itself, not followed; a directory is EPERM.
-func (m *MemFS) Link(oldname, newname string) error { return m.hardlink(oldname, newname, false) }
+func (m *MemFS) Link(oldname, newname string) error { return m.hardlink(oldname, newname, plain) }
 
-func (m *MemFS) hardlink(oldname, newname string, strict bool) error {
+func (m *MemFS) hardlink(oldname, newname string, how access) error {
 	const op = "link"
 	if lastIsDot(newname) {
 		return linkErr(op, oldname, newname, syscall.EEXIST)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	src, errno := m.resolve(oldname, false, strict)
+	src, errno := m.resolve(oldname, false, how)
 	var dst lookup
 	if errno == 0 {
-		dst, errno = m.resolve(newname, false, strict)
+		dst, errno = m.resolve(newname, false, how)
 	}
 	if errno == 0 && src.node == nil {
 		errno = syscall.ENOENT
@@ -764,6 +835,11 @@ func (m *MemFS) hardlink(oldname, newname string, strict bool) error {
 	}
 	if errno == 0 && dst.dir.nlink == 0 {
 		errno = syscall.ENOENT
+	}
+	if cr := how.cr; errno == 0 && cr != nil {
+		if errno = cr.mayLink(src.node.mode, src.node.uid, src.node.gid); errno == 0 && !cr.allowsNode(dst.dir, mayWrite|mayExec) {
+			errno = syscall.EACCES
+		}
 	}
 	if errno == 0 && src.node.kind == kDir {
 		errno = syscall.EPERM
@@ -782,9 +858,9 @@ func (m *MemFS) hardlink(oldname, newname string, strict bool) error {
 }
 
 // node resolves name (following symlinks) for a metadata change.
-func (m *MemFS) node(op, name string, follow, strict bool) (*inode, error) {
+func (m *MemFS) node(op, name string, follow bool, how access) (*inode, error) {
 	m.mu.RLock()
-	lk, errno := m.resolve(name, follow, strict)
+	lk, errno := m.resolve(name, follow, how)
 	if errno == 0 && lk.node == nil {
 		errno = syscall.ENOENT
 	}
@@ -797,36 +873,52 @@ func (m *MemFS) node(op, name string, follow, strict bool) (*inode, error) {
 
 // Chmod sets the permission bits (and setuid, setgid, sticky) of name.
 func (m *MemFS) Chmod(name string, mode os.FileMode) error {
-	n, err := m.node("chmod", name, true, false)
+	n, err := m.node("chmod", name, true, plain)
 	if err != nil {
 		return err
 	}
-	m.chmod(n, mode)
+	m.chmod(n, mode, nil)
 	return nil
 }
 
 const chmodBits = os.ModePerm | os.ModeSetuid | os.ModeSetgid | os.ModeSticky
 
-func (m *MemFS) chmod(n *inode, mode os.FileMode) {
+// chmod changes the mode of n for cr (nil: unchecked). It holds m.mu
+// for writing, which path lookups with permission checks read under.
+func (m *MemFS) chmod(n *inode, mode os.FileMode, cr *Cred) syscall.Errno {
 	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !cr.owns(n.uid) {
+		return syscall.EPERM
+	}
+	mode = cr.chmodMode(mode, n.kind == kDir, n.gid)
 	n.mu.Lock()
 	n.mode = n.mode&^chmodBits | mode&chmodBits
 	n.ctime = now
 	n.mu.Unlock()
+	return 0
 }
 
 // Chown sets the owner of name; -1 leaves a value unchanged.
 func (m *MemFS) Chown(name string, uid, gid int) error {
-	n, err := m.node("chown", name, true, false)
+	n, err := m.node("chown", name, true, plain)
 	if err != nil {
 		return err
 	}
-	m.chown(n, uid, gid)
+	m.chown(n, uid, gid, nil)
 	return nil
 }
 
-func (m *MemFS) chown(n *inode, uid, gid int) {
+// chown changes the owner of n for cr (nil: unchecked), under m.mu as
+// chmod.
+func (m *MemFS) chown(n *inode, uid, gid int, cr *Cred) syscall.Errno {
 	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if errno := cr.mayChown(n.uid, n.gid, uid, gid); errno != 0 {
+		return errno
+	}
 	n.mu.Lock()
 	if uid >= 0 {
 		n.uid = uint32(uid)
@@ -836,33 +928,39 @@ func (m *MemFS) chown(n *inode, uid, gid int) {
 	}
 	n.ctime = now
 	n.mu.Unlock()
+	return 0
 }
 
 // Chtimes sets the access and modification times of name; a zero time
 // leaves that time unchanged (as os.Chtimes does).
 func (m *MemFS) Chtimes(name string, atime, mtime time.Time) error {
-	n, err := m.node("chtimes", name, true, false)
+	n, err := m.node("chtimes", name, true, plain)
 	if err != nil {
 		return err
 	}
-	m.chtimes(n, atime, mtime)
+	m.chtimes(n, atime, mtime, nil)
 	return nil
 }
 
 // Lchtimes is Chtimes without following a final symlink: it sets the
 // times of the symlink itself.
 func (m *MemFS) Lchtimes(name string, atime, mtime time.Time) error {
-	n, err := m.node("lchtimes", name, false, false)
+	n, err := m.node("lchtimes", name, false, plain)
 	if err != nil {
 		return err
 	}
-	m.chtimes(n, atime, mtime)
+	m.chtimes(n, atime, mtime, nil)
 	return nil
 }
 
-func (m *MemFS) chtimes(n *inode, atime, mtime time.Time) {
+// chtimes sets the times of n for cr (nil: unchecked).
+func (m *MemFS) chtimes(n *inode, atime, mtime time.Time, cr *Cred) syscall.Errno {
 	now := m.now()
 	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !cr.owns(n.uid) {
+		return syscall.EPERM
+	}
 	if !atime.IsZero() {
 		n.atime.Store(atime.UnixNano())
 	}
@@ -870,15 +968,15 @@ func (m *MemFS) chtimes(n *inode, atime, mtime time.Time) {
 		n.mtime = mtime
 	}
 	n.ctime = now
-	n.mu.Unlock()
+	return 0
 }
 
 // Mknod creates a character device node name with behaviour dev.
 func (m *MemFS) Mknod(name string, perm os.FileMode, dev Device) error {
-	return m.mknod(name, perm, dev, false)
+	return m.mknod(name, perm, dev, plain)
 }
 
-func (m *MemFS) mknod(name string, perm os.FileMode, dev Device, strict bool) error {
+func (m *MemFS) mknod(name string, perm os.FileMode, dev Device, how access) error {
 	const op = "mknod"
 	if dev == nil {
 		return pathErr(op, name, syscall.EINVAL)
@@ -888,7 +986,7 @@ func (m *MemFS) mknod(name string, perm os.FileMode, dev Device, strict bool) er
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	lk, errno := m.resolve(name, false, strict)
+	lk, errno := m.resolve(name, false, how)
 	if errno == 0 && lk.node != nil {
 		errno = syscall.EEXIST
 	}

@@ -143,7 +143,39 @@ func (v *VFS) Fork() *VFS {
 		f := Fork(m.fs)
 		mt.mounts[i] = &mount{point: m.point, fs: f, raw: rawOf(f)}
 	}
-	return &VFS{resolving: resolving{raw: mt}, mt: mt}
+	return &VFS{resolving: resolving{raw: mt, cr: v.cr}, mt: mt}
+}
+
+// AsUser returns a view of the namespace of v (the same mount table, the
+// same files) that acts as the user c: every lookup, open, create,
+// removal, rename, link and metadata change is checked against the
+// permission bits and owners the way Linux checks them for an
+// unprivileged process (see Cred for the rules). For uid 0 the view
+// checks nothing, as v itself. Forking the view forks the namespace and
+// keeps the user.
+//
+// The checks are part of the path resolution of the view, so they hold
+// for every entry point that uses it; v itself stays unrestricted (the
+// host operator's view). Mount and Unmount of the view change the shared
+// mount table, but create mount points as the user: mount through v.
+func (v *VFS) AsUser(c Cred) *VFS {
+	var cr *Cred
+	if c.UID != 0 {
+		c.Groups = append([]uint32(nil), c.Groups...)
+		cr = &c
+	}
+	return &VFS{resolving: resolving{raw: v.mt, cr: cr}, mt: v.mt}
+}
+
+// User reports the user a view made by AsUser acts as; false for an
+// unrestricted VFS (and a view for uid 0).
+func (v *VFS) User() (Cred, bool) {
+	if v.cr == nil {
+		return Cred{}, false
+	}
+	c := *v.cr
+	c.Groups = append([]uint32(nil), c.Groups...)
+	return c, true
 }
 
 // Fork returns an independent copy of fsys when fsys can be forked
@@ -299,7 +331,9 @@ func (mt *mountTable) Rename(oldname, newname string) error {
 	return rewrapLink("rename", oldname, newname, mo.raw.Rename(ro, rn))
 }
 
-func (mt *mountTable) Stat(p string) (os.FileInfo, error) { return statResolved(mt, "stat", p, true) }
+func (mt *mountTable) Stat(p string) (os.FileInfo, error) {
+	return statResolved(mt, nil, "stat", p, true)
+}
 
 func (mt *mountTable) LstatIfPossible(p string) (os.FileInfo, bool, error) {
 	m, r := mt.find(p)

@@ -21,7 +21,13 @@ import (
 // what keeps a host mount's symlinks inside the guest namespace.
 type resolving struct {
 	raw FS
+	// cr is who the paths are resolved for (see VFS.AsUser); nil: no
+	// permission checks.
+	cr *Cred
 }
+
+// checks reports whether r checks permissions.
+func (r *resolving) checks() bool { return r.cr != nil && r.cr.UID != 0 }
 
 // rawer is implemented by filesystems built on a raw FS; the mount table
 // resolves paths once over the whole namespace and then talks to the raw
@@ -37,6 +43,13 @@ func (r *resolving) rawFS() FS { return r.raw }
 // caller decides whether that is an error). mustDir reports a trailing
 // slash.
 func walk(raw FS, name string, follow bool) (p string, mustDir bool, errno syscall.Errno) {
+	return walkAs(raw, nil, name, follow)
+}
+
+// walkAs is walk for the user cr: every directory looked up in needs
+// search permission (EACCES), the ones a symlink's target goes through
+// included.
+func walkAs(raw FS, cr *Cred, name string, follow bool) (p string, mustDir bool, errno syscall.Errno) {
 	if len(name) > MaxPathLen {
 		return "", false, syscall.ENAMETOOLONG
 	}
@@ -47,11 +60,26 @@ func walk(raw FS, name string, follow bool) (p string, mustDir bool, errno sysca
 	comps := splitPath(name)
 	resolved := "/"
 	hops := 0
+	check := cr != nil && cr.UID != 0
+	var dirInfo os.FileInfo // of resolved, when check; nil: not known yet
 	for i := 0; i < len(comps); i++ {
 		c := comps[i]
 		last := i == len(comps)-1
+		if check {
+			if dirInfo == nil {
+				fi, _, err := raw.LstatIfPossible(resolved)
+				if err != nil {
+					return "", false, Errno(err)
+				}
+				dirInfo = fi
+			}
+			if !cr.allowsInfo(dirInfo, mayExec) {
+				return "", false, syscall.EACCES
+			}
+		}
 		if c == ".." {
 			resolved = parentOf(resolved)
+			dirInfo = nil
 			continue
 		}
 		if len(c) > MaxNameLen {
@@ -83,6 +111,7 @@ func walk(raw FS, name string, follow bool) (p string, mustDir bool, errno sysca
 			}
 			if t[0] == '/' {
 				resolved = "/"
+				dirInfo = nil
 			}
 			if last && wantsDir(t) {
 				mustDir = true
@@ -98,6 +127,7 @@ func walk(raw FS, name string, follow bool) (p string, mustDir bool, errno sysca
 			return "", false, syscall.ENOTDIR
 		}
 		resolved = next
+		dirInfo = fi
 	}
 	return resolved, mustDir, 0
 }
@@ -129,16 +159,16 @@ func (r *resolving) Open(name string) (afero.File, error) {
 }
 
 func (r *resolving) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	return openResolved(r.raw, name, flag, perm)
+	return openResolved(r.raw, r.cr, name, flag, perm)
 }
 
-// openResolved is open(2) over a raw FS.
-func openResolved(raw FS, name string, flag int, perm os.FileMode) (afero.File, error) {
+// openResolved is open(2) over a raw FS, for the user cr.
+func openResolved(raw FS, cr *Cred, name string, flag int, perm os.FileMode) (afero.File, error) {
 	const op = "open"
 	nofollow := flag&syscall.O_NOFOLLOW != 0
 	create := flag&os.O_CREATE != 0
 	excl := create && flag&os.O_EXCL != 0
-	p, mustDir, errno := walk(raw, name, !nofollow && !excl)
+	p, mustDir, errno := walkAs(raw, cr, name, !nofollow && !excl)
 	if errno != 0 {
 		return nil, pathErr(op, name, errno)
 	}
@@ -154,6 +184,8 @@ func openResolved(raw FS, name string, flag int, perm os.FileMode) (afero.File, 
 			errno = syscall.ENOTDIR
 		case fi.IsDir() && flag&accMode != os.O_RDONLY:
 			errno = syscall.EISDIR
+		case !cr.allowsInfo(fi, openWant(flag)) && !(openWant(flag)&mayWrite != 0 && readOnlyAt(raw, p)):
+			errno = syscall.EACCES
 		}
 	case Errno(err) != syscall.ENOENT:
 		errno = Errno(err)
@@ -161,6 +193,8 @@ func openResolved(raw FS, name string, flag int, perm os.FileMode) (afero.File, 
 		errno = syscall.ENOENT
 	case mustDir:
 		errno = syscall.EISDIR
+	default:
+		errno = mayCreate(raw, cr, p)
 	}
 	if errno != 0 {
 		return nil, pathErr(op, name, errno)
@@ -177,7 +211,14 @@ func (r *resolving) Mkdir(name string, perm os.FileMode) error {
 	if lastIsDot(name) {
 		return pathErr(op, name, syscall.EEXIST)
 	}
-	p, _, errno := walk(r.raw, name, false)
+	p, _, errno := walkAs(r.raw, r.cr, name, false)
+	if errno == 0 && r.checks() && !readOnlyAt(r.raw, p) {
+		if _, _, err := r.raw.LstatIfPossible(p); err == nil {
+			errno = syscall.EEXIST
+		} else {
+			errno = mayCreate(r.raw, r.cr, p)
+		}
+	}
 	if errno != 0 {
 		return pathErr(op, name, errno)
 	}
@@ -194,11 +235,14 @@ func (r *resolving) Remove(name string) error {
 		}
 		return pathErr(op, name, syscall.EINVAL)
 	}
-	p, mustDir, errno := walk(r.raw, name, false)
+	p, mustDir, errno := walkAs(r.raw, r.cr, name, false)
 	if errno == 0 && mustDir {
 		if fi, _, err := r.raw.LstatIfPossible(p); err == nil && !fi.IsDir() {
 			errno = syscall.ENOTDIR
 		}
+	}
+	if errno == 0 && r.checks() {
+		errno = mayRemove(r.raw, r.cr, p)
 	}
 	if errno != 0 {
 		return pathErr(op, name, errno)
@@ -208,13 +252,16 @@ func (r *resolving) Remove(name string) error {
 
 func (r *resolving) RemoveAll(name string) error {
 	const op = "removeall"
+	if r.checks() {
+		return removeAllAs(r, name)
+	}
 	if lastIsDot(name) {
 		if len(splitPath(name)) == 0 {
 			return pathErr(op, name, syscall.EBUSY)
 		}
 		return pathErr(op, name, syscall.EINVAL)
 	}
-	p, _, errno := walk(r.raw, name, false)
+	p, _, errno := walkAs(r.raw, r.cr, name, false)
 	if errno == syscall.ENOENT {
 		return nil
 	}
@@ -234,11 +281,11 @@ func (r *resolving) Rename(oldname, newname string) error {
 	if lastIsDot(oldname) || lastIsDot(newname) {
 		return linkErr(op, oldname, newname, syscall.EBUSY)
 	}
-	po, oldDir, errno := walk(r.raw, oldname, false)
+	po, oldDir, errno := walkAs(r.raw, r.cr, oldname, false)
 	var pn string
 	var newDir bool
 	if errno == 0 {
-		pn, newDir, errno = walk(r.raw, newname, false)
+		pn, newDir, errno = walkAs(r.raw, r.cr, newname, false)
 	}
 	if errno == 0 && (oldDir || newDir) {
 		fi, _, err := r.raw.LstatIfPossible(po)
@@ -252,6 +299,9 @@ func (r *resolving) Rename(oldname, newname string) error {
 		// Both are resolved: a lexical prefix is the real subtree.
 		errno = syscall.EINVAL
 	}
+	if errno == 0 && r.checks() {
+		errno = mayRename(r.raw, r.cr, po, pn)
+	}
 	if errno != 0 {
 		return linkErr(op, oldname, newname, errno)
 	}
@@ -259,16 +309,16 @@ func (r *resolving) Rename(oldname, newname string) error {
 }
 
 func (r *resolving) Stat(name string) (os.FileInfo, error) {
-	return statResolved(r.raw, "stat", name, true)
+	return statResolved(r.raw, r.cr, "stat", name, true)
 }
 
 func (r *resolving) LstatIfPossible(name string) (os.FileInfo, bool, error) {
-	fi, err := statResolved(r.raw, "lstat", name, false)
+	fi, err := statResolved(r.raw, r.cr, "lstat", name, false)
 	return fi, true, err
 }
 
-func statResolved(raw FS, op, name string, follow bool) (os.FileInfo, error) {
-	p, mustDir, errno := walk(raw, name, follow)
+func statResolved(raw FS, cr *Cred, op, name string, follow bool) (os.FileInfo, error) {
+	p, mustDir, errno := walkAs(raw, cr, name, follow)
 	if errno != 0 {
 		return nil, pathErr(op, name, errno)
 	}
@@ -283,7 +333,16 @@ func statResolved(raw FS, op, name string, follow bool) (os.FileInfo, error) {
 }
 
 func (r *resolving) Chmod(name string, mode os.FileMode) error {
-	p, _, errno := walk(r.raw, name, true)
+	p, _, errno := walkAs(r.raw, r.cr, name, true)
+	if errno == 0 && r.checks() && !readOnlyAt(r.raw, p) {
+		var fi os.FileInfo
+		if fi, errno = lstatErrno(r.raw, p); errno == 0 {
+			if !r.cr.owns(statOf(fi).Uid) {
+				errno = syscall.EPERM
+			}
+			mode = r.cr.chmodMode(mode, fi.IsDir(), statOf(fi).Gid)
+		}
+	}
 	if errno != 0 {
 		return pathErr("chmod", name, errno)
 	}
@@ -291,7 +350,14 @@ func (r *resolving) Chmod(name string, mode os.FileMode) error {
 }
 
 func (r *resolving) Chown(name string, uid, gid int) error {
-	p, _, errno := walk(r.raw, name, true)
+	p, _, errno := walkAs(r.raw, r.cr, name, true)
+	if errno == 0 && r.checks() && !readOnlyAt(r.raw, p) {
+		var fi os.FileInfo
+		if fi, errno = lstatErrno(r.raw, p); errno == 0 {
+			st := statOf(fi)
+			errno = r.cr.mayChown(st.Uid, st.Gid, uid, gid)
+		}
+	}
 	if errno != 0 {
 		return pathErr("chown", name, errno)
 	}
@@ -299,7 +365,10 @@ func (r *resolving) Chown(name string, uid, gid int) error {
 }
 
 func (r *resolving) Chtimes(name string, atime, mtime time.Time) error {
-	p, _, errno := walk(r.raw, name, true)
+	p, _, errno := walkAs(r.raw, r.cr, name, true)
+	if errno == 0 && r.checks() {
+		errno = mayTouch(r.raw, r.cr, p)
+	}
 	if errno != 0 {
 		return pathErr("chtimes", name, errno)
 	}
@@ -320,11 +389,18 @@ func (r *resolving) SymlinkIfPossible(oldname, newname string) error {
 	if lastIsDot(newname) {
 		return linkErr(op, oldname, newname, syscall.EEXIST)
 	}
-	p, mustDir, errno := walk(r.raw, newname, false)
+	p, mustDir, errno := walkAs(r.raw, r.cr, newname, false)
 	if errno == 0 && mustDir {
 		errno = syscall.ENOENT
 		if _, _, err := r.raw.LstatIfPossible(p); err == nil {
 			errno = syscall.EEXIST
+		}
+	}
+	if errno == 0 && r.checks() && !readOnlyAt(r.raw, p) {
+		if _, _, err := r.raw.LstatIfPossible(p); err == nil {
+			errno = syscall.EEXIST
+		} else {
+			errno = mayCreate(r.raw, r.cr, p)
 		}
 	}
 	if errno != 0 {
@@ -334,7 +410,7 @@ func (r *resolving) SymlinkIfPossible(oldname, newname string) error {
 }
 
 func (r *resolving) ReadlinkIfPossible(name string) (string, error) {
-	p, _, errno := walk(r.raw, name, false)
+	p, _, errno := walkAs(r.raw, r.cr, name, false)
 	if errno != 0 {
 		return "", pathErr("readlink", name, errno)
 	}
@@ -350,11 +426,11 @@ func (r *resolving) Link(oldname, newname string) error {
 	// The order of the checks is MemFS's (and link(2)'s): both paths
 	// resolve, then a missing oldname, then an existing newname, then a
 	// newname that must be a directory ("new/", which link cannot make).
-	po, _, errno := walk(r.raw, oldname, false)
+	po, _, errno := walkAs(r.raw, r.cr, oldname, false)
 	var pn string
 	if errno == 0 {
 		var mustDir bool
-		pn, mustDir, errno = walk(r.raw, newname, false)
+		pn, mustDir, errno = walkAs(r.raw, r.cr, newname, false)
 		if errno == 0 {
 			if _, _, err := r.raw.LstatIfPossible(po); err != nil {
 				errno = Errno(err)
@@ -365,6 +441,9 @@ func (r *resolving) Link(oldname, newname string) error {
 			if _, _, err := r.raw.LstatIfPossible(pn); err == nil {
 				errno = syscall.EEXIST
 			}
+		}
+		if errno == 0 && r.checks() {
+			errno = mayLinkPaths(r.raw, r.cr, po, pn)
 		}
 	}
 	if errno != 0 {
@@ -403,7 +482,10 @@ func (f *namedFile) Stat() (os.FileInfo, error) {
 
 // Lchtimes sets the times of name without following a final symlink.
 func (r *resolving) Lchtimes(name string, atime, mtime time.Time) error {
-	p, _, errno := walk(r.raw, name, false)
+	p, _, errno := walkAs(r.raw, r.cr, name, false)
+	if errno == 0 && r.checks() {
+		errno = mayTouch(r.raw, r.cr, p)
+	}
 	if errno != 0 {
 		return pathErr("lchtimes", name, errno)
 	}

@@ -21,6 +21,12 @@
 //     "HOST:GUEST[:ro|:rw|:cow]".
 //   - NewDefault: the sandbox layout (/bin, /usr/bin, /home/user, /tmp,
 //     /etc/passwd, /dev/...), with InstallCommand for command entries.
+//   - VFS.AsUser: the namespace as an unprivileged user sees it, with
+//     the permission checks of Linux (search on every directory of a
+//     lookup, read/write on open, write on the directory to create or
+//     remove, the sticky bit, owner-only chmod/chown/utimes; see Cred).
+//     The sandbox hands this view to the guest (uid 1000); the VFS itself
+//     is the host operator's and checks nothing.
 //   - IOFS: any FS as an io/fs.FS.
 //   - Package vfstest: the conformance suite every implementation passes.
 //

@@ -1126,6 +1126,11 @@ func (r *Runner) changeDir(ctx context.Context, cmd, path string) uint8 {
 	}
 	apath := r.absPath(path)
 	info, err := r.stat(ctx, apath)
+	if errors.Is(err, os.ErrPermission) {
+		// A directory on the way that cannot be searched.
+		r.errf("%s: permission denied: %q\n", cmd, path)
+		return 1
+	}
 	if err != nil || !info.IsDir() {
 		r.errf("%s: no such file or directory: %q\n", cmd, path)
 		return 1
