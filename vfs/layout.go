@@ -119,11 +119,11 @@ func buildLayout(m *MemFS, random io.Reader) error {
 		if err := m.SymlinkIfPossible(l.target, l.name); err != nil {
 			return err
 		}
-		n, err := m.node("lchown", l.name, false, false)
+		n, err := m.node("lchown", l.name, false, plain)
 		if err != nil {
 			return err
 		}
-		m.chown(n, 0, 0)
+		m.chown(n, 0, 0, nil)
 	}
 	return nil
 }
