@@ -34,7 +34,7 @@ func TestPermissions(t *testing.T) {
 		{script: "cd /tmp; echo hi > f; chmod 000 f; cat f", stderr: "cat: f: Permission denied\n", code: 1},
 		{script: "cd /tmp; mkdir d; chmod 555 d; touch d/x", stderr: "touch: cannot touch 'd/x': Permission denied\n", code: 1},
 		{script: "touch /etc/x", stderr: "touch: cannot touch '/etc/x': Permission denied\n", code: 1},
-		{script: "echo x > /etc/passwd", stderr: "bash: /etc/passwd: Permission denied\n", code: 1},
+		{script: "echo x > /etc/passwd", stderr: "bash: line 1: /etc/passwd: Permission denied\n", code: 1},
 		{script: "rm /etc/passwd", stderr: "rm: cannot remove '/etc/passwd': Permission denied\n", code: 1},
 		{script: "ls /root", stderr: "ls: cannot open directory '/root': Permission denied\n", code: 2},
 		{script: "mkdir /x", stderr: "mkdir: cannot create directory '/x': Permission denied\n", code: 1},

@@ -153,11 +153,10 @@ func NewState(cfg Config) (*State, error) {
 		st.cfg.Stderr = io.Discard
 	}
 	st.tap = &tapFS{fs: cfg.FS}
-	stdioRights := fileRights &^ (rightFdSeek | rightFdTell)
 	st.files = []*entry{
-		{kind: kindReader, r: st.cfg.Stdin, ftype: stdioType(st.cfg.Stdin), base: stdioRights},
-		{kind: kindWriter, w: st.cfg.Stdout, ftype: stdioType(st.cfg.Stdout), base: stdioRights},
-		{kind: kindWriter, w: st.cfg.Stderr, ftype: stdioType(st.cfg.Stderr), base: stdioRights},
+		{kind: kindReader, r: st.cfg.Stdin, ftype: filetypeCharDevice, base: streamRights(st.cfg.Stdin)},
+		{kind: kindWriter, w: st.cfg.Stdout, ftype: filetypeCharDevice, base: streamRights(st.cfg.Stdout)},
+		{kind: kindWriter, w: st.cfg.Stderr, ftype: filetypeCharDevice, base: streamRights(st.cfg.Stderr)},
 	}
 	if cfg.FS == nil {
 		return st, nil
@@ -277,15 +276,18 @@ func (a absSymlinkFS) Symlink(target, link string) experimentalsys.Errno {
 
 func yield() { runtime.Gosched() }
 
-// stdioType is the file type a guest sees for a standard stream: a
-// character device, which is what isatty(3) of wasi-libc and Rust looks
-// for (with no seek rights), only for a terminal of the host; anything else
-// (a pipe, a buffer, a file) is of unknown type, as the ends of AddStream's
-// pipes are. A guest told that a pipe was a terminal (every stream was
-// one) prompted, buffered by line and coloured its output.
-func stdioType(stream any) uint8 {
+// streamRights are the rights of a host stream descriptor. Every stream is
+// a character device to the guest (WASI has no pipe type; a Go guest
+// takes an unknown type for a regular file, so that wc, for one, laid out
+// a pipe's counts as a file's). A terminal is told apart as wasi-libc's
+// and Rust's isatty do: a character device without the seek and tell
+// rights. Only a terminal of the host lacks them; a pipe or a buffer has
+// them, and seeking it is ESPIPE, as on a Unix pipe. (Every stream had
+// been a terminal to them: python3 in a pipeline said sys.stdin.isatty()
+// True, C tools prompted and line-buffered.)
+func streamRights(stream any) uint64 {
 	if f, ok := stream.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(f.Fd())) {
-		return filetypeCharDevice
+		return fileRights &^ (rightFdSeek | rightFdTell)
 	}
-	return filetypeUnknown
+	return fileRights
 }

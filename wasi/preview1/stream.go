@@ -100,8 +100,9 @@ func (s *State) AddStream(r io.Reader, w io.Writer, closeFn func() error, nonblo
 	if s.free() < 0 {
 		return 0, ErrnoMfile
 	}
-	e := &entry{ftype: filetypeUnknown, quiet: true}
-	rights := fileRights &^ (rightFdSeek | rightFdTell)
+	// A character device that is not a terminal (see streamRights).
+	e := &entry{ftype: filetypeCharDevice, quiet: true}
+	rights := streamRights(nil)
 	if r != nil {
 		e.kind, e.r, e.base = kindReader, r, rights&^rightFdWrite
 	} else {
