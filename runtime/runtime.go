@@ -230,8 +230,8 @@ type Runtime struct {
 	closeErr    error
 	// compiling is held (read) by every Compile and taken by Close, which
 	// so waits for the compiles in flight; closed is set under it.
-	compiling sync.RWMutex
-	closed    bool
+	compiling   sync.RWMutex
+	closed      bool
 	mu          sync.Mutex
 	modules     map[[32]byte]*Module
 	lru         *list.List // of *Module, unpinned only, most recent first
