@@ -19,6 +19,12 @@ func TestDevFDNames(t *testing.T) {
 		{"head -c 4 /dev/full | od -An -tx1", " 00 00 00 00\n", ""},
 		{"echo x | cat > /dev/full; echo st=$?", "st=1\n", "cat: write error: No space left on device\n"},
 		{"readlink /dev/stdin /dev/fd", "/proc/self/fd/0\n/proc/self/fd\n", ""},
+		// The shell's own descriptors above 2, by name.
+		{"echo hi > f; exec 3<f; read l < /dev/fd/3; echo $l", "hi\n", ""},
+		{"exec 4>g; echo to4 > /dev/fd/4; exec 4>&-; cat g", "to4\n", ""},
+		{"echo x > /dev/fd/5; echo st=$?", "st=1\n", "bash: line 1: /dev/fd/5: No such file or directory\n"},
+		// A command's descriptor 3 is not its root preopen.
+		{"cat /dev/fd/3; echo st=$?", "st=1\n", "cat: /dev/fd/3: No such file or directory\n"},
 	} {
 		r := run(t, sb, c.script)
 		if r.Stdout != c.stdout || r.Stderr != c.stderr {

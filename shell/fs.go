@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,6 +70,27 @@ func (s *Shell) openHandler(ctx context.Context, p string, flag int, perm os.Fil
 			return nullFile{}, nil
 		}
 		return readerFile{hc.Stdin}, nil
+	}
+	if rest, ok := strings.CutPrefix(p, "/dev/fd/"); ok {
+		// /dev/fd/N above 2 is the shell's own descriptor N, as bash
+		// emulates it (the shell's WASI descriptor 3 is its preopened
+		// root, not the script's fd 3).
+		if n, err := strconv.Atoi(rest); err == nil && n > 2 {
+			r, w, open := hc.FD(n)
+			switch {
+			case !open:
+				return nil, &os.PathError{Op: "open", Path: p, Err: syscall.ENOENT}
+			case flag&(os.O_WRONLY|os.O_RDWR) != 0:
+				if w == nil {
+					return nil, &os.PathError{Op: "open", Path: p, Err: syscall.EBADF}
+				}
+				return &fwdWriter{w: w}, nil
+			case r == nil:
+				return nil, &os.PathError{Op: "open", Path: p, Err: syscall.EBADF}
+			default:
+				return readerFile{r}, nil
+			}
+		}
 	}
 	if strings.HasPrefix(p, sourcePrefix) {
 		if v, ok := s.sources.LoadAndDelete(p); ok {

@@ -75,7 +75,7 @@ func pathFilestatGet(_ context.Context, s *State, mem api.Memory, p []uint64) Er
 	if fd, ok := s.procFD(name, uint16(p[1])&lookupSymlinkFollow != 0); ok {
 		// A descriptor of the caller by name (procfd.go).
 		e, errno := s.lookup(fd)
-		if errno != 0 {
+		if errno != 0 || e.preopen != "" {
 			return ErrnoNoent
 		}
 		if e.file == nil {

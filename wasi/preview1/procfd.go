@@ -20,7 +20,8 @@ import (
 // standard streams of the host) a new descriptor of the same stream; for a
 // file or directory, the file opened again by its path, with the flags and
 // rights asked for and their checks, as Linux reopens it (a new offset).
-// A descriptor that is not open is ENOENT, as on Linux. Nothing under
+// A descriptor that is not open is ENOENT, as on Linux, and so is a
+// preopened directory (WASI's, not an inherited descriptor). Nothing under
 // /proc exists in the filesystem: only path_open and path_filestat_get
 // know these names.
 
@@ -66,7 +67,10 @@ func (s *State) procFD(name string, follow bool) (uint32, bool) {
 // reopen is set, with the path to open instead, for a file or directory.
 func (s *State) openProcFD(mem api.Memory, fd uint32, base, inh uint64, oflags uint16, resultPtr uint32) (reopen string, errno Errno) {
 	e, errno := s.lookup(fd)
-	if errno != 0 {
+	if errno != 0 || e.preopen != "" {
+		// A preopened directory is WASI's, not one of the descriptors a
+		// Unix program inherits: descriptor 3 of a command is the root
+		// preopen, never its shell's fd 3.
 		return "", ErrnoNoent
 	}
 	switch e.kind {
