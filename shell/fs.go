@@ -79,14 +79,14 @@ func (s *Shell) openHandler(ctx context.Context, p string, flag int, perm os.Fil
 			r, w, open := hc.FD(n)
 			switch {
 			case !open:
-				return nil, &os.PathError{Op: "open", Path: p, Err: syscall.ENOENT}
+				return nil, openError(hc, p, syscall.ENOENT)
 			case flag&(os.O_WRONLY|os.O_RDWR) != 0:
 				if w == nil {
-					return nil, &os.PathError{Op: "open", Path: p, Err: syscall.EBADF}
+					return nil, openError(hc, p, syscall.EBADF)
 				}
 				return &fwdWriter{w: w}, nil
 			case r == nil:
-				return nil, &os.PathError{Op: "open", Path: p, Err: syscall.EBADF}
+				return nil, openError(hc, p, syscall.EBADF)
 			default:
 				return readerFile{r}, nil
 			}
