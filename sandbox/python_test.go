@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -163,25 +162,7 @@ func TestPythonKilledAtDeadline(t *testing.T) {
 // watchdog fails the test instead of letting it grow).
 func TestPythonMemoryBomb(t *testing.T) {
 	sb := pythonSandbox(t, WithLimits(Limits{MemoryPerCommand: 256 << 20, Timeout: 60 * time.Second}))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			runtime.ReadMemStats(&ms)
-			if ms.Sys > 1<<30 {
-				cancel()
-				return
-			}
-		}
-	}()
+	ctx := hostMemoryWatchdog(t, 1<<30)
 	res, err := sb.Run(ctx, `python3 -c '[bytearray(10**8) for i in range(100)]'`)
 	if err != nil {
 		t.Fatal(err)

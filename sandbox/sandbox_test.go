@@ -326,3 +326,30 @@ func TestAllowlistCoversSpawnedCommands(t *testing.T) {
 		t.Fatalf("allowed spawn: %+v", res)
 	}
 }
+
+// hostMemoryWatchdog returns a context that is cancelled if the host's
+// memory (runtime.MemStats.Sys) goes past limit before the test ends, so
+// that a memory bomb that escapes its bound fails the test (ctx.Err() set)
+// instead of taking the machine down.
+func hostMemoryWatchdog(t *testing.T, limit uint64) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); cancel() })
+	go func() {
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.Sys > limit {
+				cancel()
+				return
+			}
+		}
+	}()
+	return ctx
+}

@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"context"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -66,25 +64,7 @@ func TestSQLite3KilledAtDeadline(t *testing.T) {
 // error). A watchdog fails the test if the host grows past 1 GiB.
 func TestSQLite3MemoryLimit(t *testing.T) {
 	sb := sqlite3Sandbox(t, WithLimits(Limits{MemoryPerCommand: 16 << 20, Timeout: 60 * time.Second}))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			runtime.ReadMemStats(&ms)
-			if ms.Sys > 1<<30 {
-				cancel()
-				return
-			}
-		}
-	}()
+	ctx := hostMemoryWatchdog(t, 1<<30)
 	res, err := sb.Run(ctx, `sqlite3 :memory: 'with recursive c(x) as (select 1 union all select x+1 from c) select group_concat(x) from c'; echo "status $?"`)
 	if err != nil {
 		t.Fatal(err)
