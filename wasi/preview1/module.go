@@ -492,6 +492,12 @@ func fdFilestatGet(_ context.Context, s *State, mem api.Memory, p []uint64) Errn
 	if !ok {
 		return ErrnoFault
 	}
+	return s.entryFilestat(e, b)
+}
+
+// entryFilestat writes the filestat of what descriptor e refers to into b:
+// its file's, or for a stream a character device's with one link.
+func (s *State) entryFilestat(e *entry, b []byte) Errno {
 	var st sys.Stat_t
 	ftype := e.ftype
 	if e.file != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
-	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )
@@ -78,16 +77,7 @@ func pathFilestatGet(_ context.Context, s *State, mem api.Memory, p []uint64) Er
 		if errno != 0 || e.preopen != "" {
 			return ErrnoNoent
 		}
-		if e.file == nil {
-			var st sys.Stat_t
-			st.Nlink = 1
-			writeFilestat(b, &st, e.ftype)
-			return 0
-		}
-		name = e.name
-		if name == "" {
-			name = "."
-		}
+		return s.entryFilestat(e, b)
 	}
 	stat := s.fs.Lstat
 	if uint16(p[1])&lookupSymlinkFollow != 0 {
@@ -177,16 +167,25 @@ func (s *State) follow(name string) (string, Errno) {
 		if xe != 0 {
 			return "", s.errno(xe)
 		}
-		if strings.HasPrefix(target, "/") {
-			name = strings.TrimPrefix(path.Clean(target), "/")
-		} else {
-			name = strings.TrimPrefix(path.Clean("/"+path.Join(path.Dir(strings.TrimSuffix(name, "/")), target)), "/")
-		}
-		if name == "" {
-			name = "."
-		}
+		name = linkTarget(name, target)
 	}
 	return "", ErrnoLoop
+}
+
+// linkTarget is the path (from the root, "." for the root) that the symlink
+// name with the given target points to: an absolute target from the root,
+// a relative one from the link's directory.
+func linkTarget(name, target string) string {
+	var p string
+	if strings.HasPrefix(target, "/") {
+		p = strings.TrimPrefix(path.Clean(target), "/")
+	} else {
+		p = strings.TrimPrefix(path.Clean("/"+path.Join(path.Dir(strings.TrimSuffix(name, "/")), target)), "/")
+	}
+	if p == "" {
+		return "."
+	}
+	return p
 }
 
 func pathOpen(_ context.Context, s *State, mem api.Memory, p []uint64) Errno {

@@ -54,11 +54,7 @@ func (s *State) procFD(name string, follow bool) (uint32, bool) {
 		if xe != 0 {
 			return 0, false
 		}
-		if strings.HasPrefix(t, "/") {
-			name = strings.TrimPrefix(path.Clean(t), "/")
-		} else {
-			name = strings.TrimPrefix(path.Clean("/"+path.Join(path.Dir(name), t)), "/")
-		}
+		name = linkTarget(name, t)
 	}
 	return 0, false
 }
