@@ -55,3 +55,16 @@ func TestPipeIsNotARegularFile(t *testing.T) {
 		t.Errorf("stdout %q, want %q (stderr %q)", r.Stdout, want, r.Stderr)
 	}
 }
+
+// /dev/stdin and /dev/fd/N are no way around a file's permissions: a
+// command given a file it may only read cannot reopen it for writing
+// through its descriptor's name (on Linux: "Permission denied").
+func TestDevFDKeepsPermissions(t *testing.T) {
+	sb := newSandbox(t)
+	r := run(t, sb, `sh -c 'echo pwned > /dev/stdin' < /etc/passwd; echo st=$?
+echo hi > /tmp/r; chmod 444 /tmp/r; sh -c 'echo pwned >> /dev/fd/0' < /tmp/r; echo st=$?
+grep -c pwned /etc/passwd /tmp/r`)
+	if want := "st=1\nst=1\n/etc/passwd:0\n/tmp/r:0\n"; r.Stdout != want {
+		t.Errorf("stdout %q, want %q (stderr %q)", r.Stdout, want, r.Stderr)
+	}
+}
