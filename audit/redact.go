@@ -27,28 +27,34 @@ var notSecretNames = map[string]bool{
 	"AWS_DEFAULT_OUTPUT": true, "AWS_PAGER": true, "AWS_SDK_LOAD_CONFIG": true,
 }
 
-// DefaultPatterns are the secret shapes a [Redactor] recognises in any text.
-// A pattern with a group named "secret" has only that group replaced (the
-// context, such as "Authorization: Bearer ", stays); otherwise the whole
-// match is replaced. Every pattern has a bounded length except the PEM block,
-// which the streaming [Writer] handles specially.
-var DefaultPatterns = []*regexp.Regexp{
-	// PEM private keys; an unterminated block is redacted to the end.
-	regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|.*$)`),
-	// AWS access key ids.
-	regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`),
-	// AWS secret access keys next to their name.
-	regexp.MustCompile(`(?i)aws_?secret(?:_?access)?_?key["']?\s*[:=]\s*["']?(?P<secret>[A-Za-z0-9/+=]{40})`),
-	// GitHub tokens.
-	regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{36,255}\b`),
-	regexp.MustCompile(`github_pat_[A-Za-z0-9_]{22,255}\b`),
-	// Anthropic, then OpenAI keys (sk-..., sk-proj-...).
-	regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{20,300}`),
-	regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,300}`),
-	// Authorization headers and bearer tokens.
-	regexp.MustCompile(`(?i)\bauthorization\s*:\s*(?:basic|token|bearer)\s+(?P<secret>[A-Za-z0-9\-._~+/]{4,1000}=*)`),
-	regexp.MustCompile(`(?i)\bbearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{8,1000}=*)`),
-}
+// DefaultPatterns returns the secret shapes a [Redactor] recognises in any
+// text. A pattern with a group named "secret" has only that group replaced
+// (the context, such as "Authorization: Bearer ", stays); otherwise the
+// whole match is replaced. Every pattern has a bounded length except the PEM
+// block, which the streaming [Writer] handles specially. They are compiled
+// on first use: the bounded repetitions make 4.5 ms of work, which every
+// wasmbox process paid at start when this was a package variable.
+func DefaultPatterns() []*regexp.Regexp { return defaultPatterns() }
+
+var defaultPatterns = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		// PEM private keys; an unterminated block is redacted to the end.
+		regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|.*$)`),
+		// AWS access key ids.
+		regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`),
+		// AWS secret access keys next to their name.
+		regexp.MustCompile(`(?i)aws_?secret(?:_?access)?_?key["']?\s*[:=]\s*["']?(?P<secret>[A-Za-z0-9/+=]{40})`),
+		// GitHub tokens.
+		regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{36,255}\b`),
+		regexp.MustCompile(`github_pat_[A-Za-z0-9_]{22,255}\b`),
+		// Anthropic, then OpenAI keys (sk-..., sk-proj-...).
+		regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{20,300}`),
+		regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,300}`),
+		// Authorization headers and bearer tokens.
+		regexp.MustCompile(`(?i)\bauthorization\s*:\s*(?:basic|token|bearer)\s+(?P<secret>[A-Za-z0-9\-._~+/]{4,1000}=*)`),
+		regexp.MustCompile(`(?i)\bbearer\s+(?P<secret>[A-Za-z0-9\-._~+/]{8,1000}=*)`),
+	}
+})
 
 // Replacement is what a secret is replaced with by default.
 const Replacement = "[REDACTED]"
@@ -121,25 +127,19 @@ type pattern struct {
 	triggers [][]byte
 }
 
-// triggers maps each default pattern to literals that any match contains,
-// so that the (slow) regular expressions only run on text that may match.
-var defaultTriggers = map[string][]string{}
-
-func init() {
-	t := [][]string{
-		{"-----begin "},
-		{"akia", "asia"},
-		{"secret"},
-		{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"},
-		{"github_pat_"},
-		{"sk-ant-"},
-		{"sk-"},
-		{"authorization"},
-		{"bearer"},
-	}
-	for i, re := range DefaultPatterns {
-		defaultTriggers[re.String()] = t[i]
-	}
+// defaultTriggers lists, for each default pattern, literals that any
+// match contains, so that the (slow) regular expressions only run on text
+// that may match.
+var defaultTriggers = [][]string{
+	{"-----begin "},
+	{"akia", "asia"},
+	{"secret"},
+	{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"},
+	{"github_pat_"},
+	{"sk-ant-"},
+	{"sk-"},
+	{"authorization"},
+	{"bearer"},
 }
 
 // NewRedactor returns a Redactor configured by opts.
@@ -187,10 +187,12 @@ func NewRedactor(opts ...RedactorOption) *Redactor {
 	for _, l := range lits {
 		r.hold = max(r.hold, len(l)+1)
 	}
-	for _, re := range append(append([]*regexp.Regexp(nil), DefaultPatterns...), c.patterns...) {
+	for i, re := range append(append([]*regexp.Regexp(nil), DefaultPatterns()...), c.patterns...) {
 		p := pattern{re: re, secret: re.SubexpIndex("secret")}
-		for _, t := range defaultTriggers[re.String()] {
-			p.triggers = append(p.triggers, []byte(t))
+		if i < len(defaultTriggers) {
+			for _, t := range defaultTriggers[i] {
+				p.triggers = append(p.triggers, []byte(t))
+			}
 		}
 		r.patterns = append(r.patterns, p)
 	}
