@@ -66,3 +66,23 @@ func BenchmarkFind5000Files(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFreshSandboxPipe is one warm `wasmbox run -c 'echo hi | cat'`
+// in the resident engine: a new sandbox, the script (a shell instance and
+// one coreutils instance), and Close.
+func BenchmarkFreshSandboxPipe(b *testing.B) {
+	ctx := context.Background()
+	if _, err := DefaultEngine(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		sb, err := New(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r, err := sb.Run(ctx, `echo hi | cat`); err != nil || r.Stdout != "hi\n" {
+			b.Fatal(r, err)
+		}
+		sb.Close()
+	}
+}

@@ -10,5 +10,15 @@ package main
 import "os"
 
 func main() {
-	os.Exit(doMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(cliMain(os.Args[1:]))
+}
+
+// cliMain is the process's whole command line: `wasmbox run` goes to the
+// resident engine where it can (see engine_linux.go), everything else runs
+// here.
+func cliMain(args []string) int {
+	if code, ok := viaEngine(args, os.Stdin, os.Stdout, os.Stderr); ok {
+		return code
+	}
+	return doMain(args, os.Stdin, os.Stdout, os.Stderr)
 }

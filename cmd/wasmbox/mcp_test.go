@@ -336,13 +336,32 @@ func TestMCPListenRules(t *testing.T) {
 }
 
 // With WASMBOX_TEST_AS_WASMBOX=1 the test binary is the wasmbox command,
-// so that a test can run `wasmbox mcp` as a real stdio MCP server.
+// so that a test can run `wasmbox mcp` as a real stdio MCP server; with
+// WASMBOX_TEST_AS_CLI=1 it is the whole wasmbox process (run going to the
+// resident engine, as main does).
 func TestMain(m *testing.M) {
 	if os.Getenv("WASMBOX_TEST_AS_WASMBOX") == "1" {
 		os.Exit(doMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	if os.Getenv("WASMBOX_TEST_AS_CLI") == "1" {
+		os.Exit(cliMain(os.Args[1:]))
+	}
+	if testAsOther != nil {
+		testAsOther()
+	}
+	code := m.Run()
+	for _, f := range testCleanups {
+		f()
+	}
+	os.Exit(code)
 }
+
+// testAsOther, when set by a platform's test file, may take the test
+// binary over for a role other than tests (and exit).
+var testAsOther func()
+
+// testCleanups run after every test of the package.
+var testCleanups []func()
 
 // TestMCPBothWays: a script of `wasmbox run` calls the run tool of
 // another `wasmbox mcp` through the bridge, and the call shows in

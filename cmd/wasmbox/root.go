@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -41,6 +44,31 @@ type app struct {
 	exit int
 	// failed is set by fail: the error is not a usage error.
 	failed bool
+
+	// Set when the command runs in the resident engine (engine_linux.go)
+	// for a client process rather than in this process.
+	//
+	// cwd is the client's working directory, which relative host paths
+	// (FILE, --mount HOST, --audit-log) are resolved against; environ is
+	// its environment (the redactor's secret host variables).
+	cwd     string
+	environ []string
+	// shared returns the engine's sandbox engine, compiled once for every
+	// client.
+	shared func(ctx context.Context) (*sandbox.Engine, error)
+	// admit is called by run once its flags are parsed, before it reads
+	// stdin or writes anything: an errFallback makes the client run the
+	// command itself.
+	admit func(cmd *cobra.Command, f *sandboxFlags) error
+}
+
+// hostPath resolves a host path given on the command line against the
+// caller's working directory.
+func (a *app) hostPath(p string) string {
+	if a.cwd == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(a.cwd, p)
 }
 
 // fail marks err as a failure of the command itself (exit status 1) rather
@@ -52,7 +80,7 @@ func (a *app) fail(err error) error {
 
 // stderrIsTerminal reports whether progress messages would reach a person.
 func (a *app) stderrIsTerminal() bool {
-	f, ok := a.stderr.(*os.File)
+	f, ok := a.stderr.(interface{ Stat() (os.FileInfo, error) })
 	if !ok {
 		return false
 	}
@@ -96,10 +124,19 @@ func doMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// the HTTP server of serve, timers): see sandbox.KeepHostResponsive.
 	sandbox.KeepHostResponsive()
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return a.main(context.Background(), args)
+}
+
+// main runs the command line args with a's streams; see doMain.
+func (a *app) main(ctx context.Context, args []string) int {
 	root := newRoot(a)
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		fmt.Fprintf(stderr, "wasmbox: %v\n", oneLine(err))
+	if err := root.ExecuteContext(ctx); err != nil {
+		var fb errFallback
+		if errors.As(err, &fb) {
+			return 0 // the engine's caller runs the command itself
+		}
+		fmt.Fprintf(a.stderr, "wasmbox: %v\n", oneLine(err))
 		if a.failed {
 			return 1
 		}
@@ -107,6 +144,12 @@ func doMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	return a.exit
 }
+
+// errFallback is returned by app.admit for a command the resident engine
+// leaves to its client.
+type errFallback struct{ reason string }
+
+func (e errFallback) Error() string { return "engine: " + e.reason }
 
 // oneLine keeps the first line of an error message.
 func oneLine(err error) string {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/sandbox"
+	"github.com/wasmbox/wasmbox/vfs"
 )
 
 func init() { subcommands = append(subcommands, newRunCmd, newShellCmd) }
@@ -126,23 +128,38 @@ func (a *app) engine(ctx context.Context) (*sandbox.Engine, error) {
 			}
 		}()
 	}
+	if a.shared != nil {
+		return a.shared(ctx)
+	}
 	return sandbox.NewEngine(ctx, runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache})
 }
 
 // newSandbox makes the sandbox of the flags; closeAll closes it and its
 // audit log.
 func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sandbox, closeAll func(), err error) {
+	if a.cwd != "" {
+		for i, m := range f.mounts {
+			// HOST:GUEST[:mode]; HOST holds no ':'.
+			if spec, err := vfs.ParseMountSpec(m); err == nil && !filepath.IsAbs(spec.Host) {
+				f.mounts[i] = a.hostPath(spec.Host) + m[len(spec.Host):]
+			}
+		}
+	}
 	opts, err := f.options()
 	if err != nil {
 		return nil, nil, err
 	}
-	red := audit.NewRedactor()
+	var redOpts []audit.RedactorOption
+	if a.environ != nil {
+		redOpts = append(redOpts, audit.WithEnviron(a.environ))
+	}
+	red := audit.NewRedactor(redOpts...)
 	if f.redactOutput {
 		opts = append(opts, sandbox.WithRedactor(red))
 	}
 	closeLog := func() {}
 	if f.auditLog != "" {
-		al, c, err := openAuditLog(f.auditLog, red)
+		al, c, err := openAuditLog(a.hostPath(f.auditLog), red)
 		if err != nil {
 			return nil, nil, a.fail(err)
 		}
@@ -199,11 +216,20 @@ export API_KEY=x). The output is redacted only with --redact-output.`,
   echo 'ls -l /' | wasmbox run`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.admit != nil {
+				if err := a.admit(cmd, &f); err != nil {
+					return err
+				}
+			}
 			src, stdin, err := a.scriptSource(cmd, script, args)
 			if err != nil {
 				return err
 			}
-			ctx, stop := signalContext(cmd.Context())
+			ctx, stop := cmd.Context(), func() {}
+			if a.shared == nil {
+				// (In the engine, the client forwards its signals.)
+				ctx, stop = signalContext(ctx)
+			}
 			defer stop()
 			sb, closeAll, err := a.newSandbox(ctx, &f)
 			if err != nil {
@@ -261,7 +287,7 @@ func (a *app) scriptSource(cmd *cobra.Command, script string, args []string) (st
 		}
 		return script, a.stdin, nil
 	case len(args) == 1 && args[0] != "-":
-		fh, err := os.Open(args[0])
+		fh, err := os.Open(a.hostPath(args[0]))
 		if err != nil {
 			return "", nil, a.fail(err)
 		}

@@ -1,0 +1,575 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func init() {
+	// As another user (TestEngineRefusesOtherUsers): dial the engine on
+	// this socket, ask for its status and print what came back.
+	testAsOther = func() {
+		sock := os.Getenv("WASMBOX_TEST_ENGINE_DIAL")
+		if sock == "" {
+			return
+		}
+		rep, err := engineOp(sock, "status")
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(0)
+		}
+		fmt.Printf("served: %+v\n", rep.Status)
+		os.Exit(0)
+	}
+}
+
+// sharedEngine is one in-process engine for the package's engine tests,
+// on a socket in a private temporary directory, with the tests' cache.
+var sharedEngine struct {
+	once      sync.Once
+	sock, key string
+	err       error
+}
+
+func testEngine(t *testing.T) (sock, key string) {
+	t.Helper()
+	e := &sharedEngine
+	e.once.Do(func() {
+		dir, err := os.MkdirTemp("", "wasmbox-engine-test-") // mode 0700
+		if err != nil {
+			e.err = err
+			return
+		}
+		testCleanups = append(testCleanups, func() { os.RemoveAll(dir) })
+		e.sock = filepath.Join(dir, "e.sock")
+		if e.key, e.err = engineKey(testCacheDir()); e.err != nil {
+			return
+		}
+		go func() {
+			if err := serveEngine(context.Background(), e.sock, testCacheDir(), false, time.Hour); err != nil {
+				fmt.Fprintln(os.Stderr, "test engine:", err)
+			}
+		}()
+		conn, err := waitEngine(e.sock, 30*time.Second)
+		if err != nil {
+			e.err = err
+			return
+		}
+		conn.Close()
+	})
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	return e.sock, e.key
+}
+
+// engineResult is what a client of the engine saw.
+type engineResult struct {
+	stdout, stderr string
+	rep            engineReply
+	err            error
+}
+
+// viaTestEngine runs args in the test engine as a client in dir would,
+// with stdin from a file; stdout and stderr are files (the same one when
+// merged).
+func viaTestEngine(t *testing.T, dir, stdin string, merged bool, args ...string) engineResult {
+	t.Helper()
+	sock, key := testEngine(t)
+	conn, err := dialEngine(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "in")
+	os.WriteFile(in, []byte(stdin), 0o600)
+	inF, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inF.Close()
+	outF, err := os.Create(filepath.Join(tmp, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outF.Close()
+	errF := outF
+	if !merged {
+		if errF, err = os.Create(filepath.Join(tmp, "err")); err != nil {
+			t.Fatal(err)
+		}
+		defer errF.Close()
+	}
+	rep, err := engineRun(conn, engineRequest{Op: "run", Key: key, Args: args, Dir: dir, Env: []string{"HOME=/nowhere"}}, inF, outF, errF, nil)
+	b, _ := os.ReadFile(outF.Name())
+	var eb []byte
+	if !merged {
+		eb, _ = os.ReadFile(errF.Name())
+	}
+	return engineResult{string(b), string(eb), rep, err}
+}
+
+// TestEngineMatchesInProcess runs the same command lines through the
+// resident engine and in-process (doMain): output, order of stdout and
+// stderr, and exit status must be the same.
+func TestEngineMatchesInProcess(t *testing.T) {
+	host := t.TempDir()
+	os.WriteFile(filepath.Join(host, "in.txt"), []byte("from host\n"), 0o644)
+	os.WriteFile(filepath.Join(host, "s.sh"), []byte("echo from file; exit 4\n"), 0o644)
+	cases := []struct {
+		name   string
+		stdin  string
+		merged bool
+		args   []string // through the engine, from host as the working directory
+		local  []string // in-process, when the paths differ (else args)
+	}{
+		{name: "pipe", args: []string{"run", "-c", "echo hi | tr a-z A-Z"}},
+		{name: "status", args: []string{"run", "-c", "echo out; echo err >&2; exit 3"}},
+		{name: "order", merged: true, args: []string{"run", "-c", "echo a; echo b >&2; echo c; ls /nonexistent; echo d"}},
+		{name: "stdin", stdin: "abc\ndef\n", args: []string{"run", "-c", "cat; echo done"}},
+		{name: "read", stdin: "line1\nline2\n", args: []string{"run", "-c", "read x; echo got $x"}},
+		{name: "script on stdin", stdin: "echo from stdin; exit 5\n", args: []string{"run"}},
+		{name: "script on stdin dash", stdin: "echo dash\n", args: []string{"run", "-"}},
+		{name: "relative file", args: []string{"run", "s.sh"}, local: []string{"run", filepath.Join(host, "s.sh")}},
+		{name: "relative mount", args: []string{"run", "--mount", ".:/h", "-c", "cat /h/in.txt; ls /h"},
+			local: []string{"run", "--mount", host + ":/h", "-c", "cat /h/in.txt; ls /h"}},
+		{name: "missing file", args: []string{"run", "nope.sh"}, local: []string{"run", filepath.Join(host, "nope.sh")}},
+		{name: "env", args: []string{"run", "--env", "K=V", "-c", "echo $K; env | grep -c ^HOME="}},
+		{name: "deterministic", args: []string{"run", "--deterministic", "-c", "date; echo $RANDOM"}},
+		{name: "timeout", args: []string{"run", "--timeout", "300ms", "-c", "echo before; while :; do :; done"}},
+		{name: "usage", args: []string{"run", "--bogus"}},
+		{name: "bad timeout", args: []string{"run", "--timeout", "-1s", "-c", "true"}},
+		{name: "two sources", args: []string{"run", "-c", "true", "x.sh"}},
+		{name: "help", args: []string{"run", "--help"}},
+		{name: "not found", args: []string{"run", "-c", "nosuchcmd"}},
+		{name: "truncated", args: []string{"run", "-c", "yes | head -c 2000000; echo end"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			local := c.local
+			if local == nil {
+				local = c.args
+			}
+			var out, errb bytes.Buffer
+			errw := &errb
+			if c.merged {
+				errw = &out
+			}
+			code := doMain(append([]string{"--cachedir", testCacheDir()}, local...), strings.NewReader(c.stdin), &out, errw)
+			got := viaTestEngine(t, host, c.stdin, c.merged, c.args...)
+			if got.err != nil {
+				t.Fatalf("engine: %v", got.err)
+			}
+			if got.rep.Exit != code || got.stdout != out.String() || got.stderr != errb.String() {
+				t.Errorf("engine: exit %d\nstdout %q\nstderr %q\nin-process: exit %d\nstdout %q\nstderr %q",
+					got.rep.Exit, trunc(got.stdout), got.stderr, code, trunc(out.String()), errb.String())
+			}
+		})
+	}
+}
+
+func trunc(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+// TestEngineJSON: run --json through the engine gives the in-process
+// object (but for the duration).
+func TestEngineJSON(t *testing.T) {
+	args := []string{"run", "--json", "-c", "echo x; echo y >&2; exit 2"}
+	var out bytes.Buffer
+	doMain(append([]string{"--cachedir", testCacheDir()}, args...), nil, &out, &bytes.Buffer{})
+	got := viaTestEngine(t, "/", "", false, args...)
+	norm := func(s string) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		delete(m, "duration_ms")
+		return m
+	}
+	a, b := norm(got.stdout), norm(out.String())
+	if fmt.Sprint(a) != fmt.Sprint(b) || got.rep.Exit != 2 {
+		t.Fatalf("engine %v (exit %d), in-process %v", a, got.rep.Exit, b)
+	}
+}
+
+// TestEngineLeavesToProcess: runs that start host programs, or want
+// another compilation cache, are not taken, and nothing was written.
+func TestEngineLeavesToProcess(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "mcp.json")
+	os.WriteFile(cfg, []byte(`{"mcpServers":{}}`), 0o600)
+	for _, args := range [][]string{
+		{"run", "--native", "git", "-c", "echo no"},
+		{"run", "--native-unjailed", "-c", "echo no"},
+		{"run", "--mcp-config", cfg, "-c", "echo no"},
+		{"run", "--cachedir", t.TempDir(), "-c", "echo no"},
+		{"--nocache", "run", "-c", "echo no"},
+	} {
+		got := viaTestEngine(t, "/", "stdin stays unread", false, args...)
+		if !errors.Is(got.err, errNotTaken) || got.stdout != "" || got.stderr != "" {
+			t.Errorf("%q: err %v, stdout %q, stderr %q", args, got.err, got.stdout, got.stderr)
+		}
+	}
+}
+
+// waitIdle waits for the test engine to have no run in flight and for
+// this process's goroutines to come back to at most base.
+func waitIdle(t *testing.T, sock string, base int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rep, err := engineOp(sock, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := goruntime.NumGoroutine()
+		if rep.Status.Active == 0 && n <= base {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:goruntime.Stack(buf, true)]
+			t.Fatalf("after 20 s: %d runs active, %d goroutines (base %d)\n%s", rep.Status.Active, n, base, buf)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// baseline warms the engine up and returns the goroutine count at rest.
+func baseline(t *testing.T) int {
+	t.Helper()
+	if got := viaTestEngine(t, "/", "", false, "run", "-c", "echo warm | cat"); got.stdout != "warm\n" {
+		t.Fatalf("warm-up: %+v", got)
+	}
+	goruntime.GC()
+	time.Sleep(100 * time.Millisecond)
+	return goruntime.NumGoroutine()
+}
+
+// startRun starts args in the test engine with the given output files
+// and returns its connection once started says the run has begun.
+func startRun(t *testing.T, stdout, stderr *os.File, started func() bool, sigs chan os.Signal, args ...string) (conn *net.UnixConn, done chan engineResult) {
+	t.Helper()
+	sock, key := testEngine(t)
+	conn, err := dialEngine(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	done = make(chan engineResult, 1)
+	go func() {
+		rep, err := engineRun(conn, engineRequest{Op: "run", Key: key, Args: args, Dir: "/"}, nil, stdout, stderr, sigs)
+		done <- engineResult{rep: rep, err: err}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !started() {
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not start in 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return conn, done
+}
+
+func fileHas(name, s string) func() bool {
+	return func() bool {
+		b, _ := os.ReadFile(name)
+		return strings.Contains(string(b), s)
+	}
+}
+
+// TestEngineClientGone: a client killed in the middle of a run (its
+// connection closes) cancels the run, and the engine keeps no goroutine
+// of it, also when the run was blocked writing to a pipe nobody reads.
+func TestEngineClientGone(t *testing.T) {
+	sock, _ := testEngine(t)
+
+	t.Run("computing", func(t *testing.T) {
+		base := baseline(t)
+		out := filepath.Join(t.TempDir(), "out")
+		f, _ := os.Create(out)
+		defer f.Close()
+		conn, _ := startRun(t, f, f, fileHas(out, "started"), nil, "run", "--timeout", "60s", "-c", "echo started; while :; do :; done")
+		conn.Close() // the client is killed
+		waitIdle(t, sock, base)
+	})
+	t.Run("full pipe", func(t *testing.T) {
+		base := baseline(t)
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		// Nobody reads r: once the pipe is full, the run's write blocks.
+		errf := filepath.Join(t.TempDir(), "err")
+		ef, _ := os.Create(errf)
+		defer ef.Close()
+		conn, _ := startRun(t, w, ef, fileHas(errf, "started"), nil, "run", "--timeout", "60s", "-c", "echo started >&2; yes")
+		w.Close()
+		time.Sleep(200 * time.Millisecond) // let the pipe fill
+		conn.Close()
+		waitIdle(t, sock, base)
+	})
+}
+
+// TestEngineCancel: the client's SIGINT reaches the run as a cancel: exit
+// 125, as in-process.
+func TestEngineCancel(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	f, _ := os.Create(out)
+	defer f.Close()
+	sigs := make(chan os.Signal, 1)
+	_, done := startRun(t, f, f, fileHas(out, "started"), sigs, "run", "--timeout", "60s", "-c", "echo started; while :; do :; done")
+	sigs <- syscall.SIGINT
+	select {
+	case r := <-done:
+		if r.err != nil || r.rep.Exit != 125 {
+			t.Fatalf("got %+v, want exit 125", r)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no end 20 s after the cancel")
+	}
+}
+
+// TestEngineSIGPIPE: output to a pipe whose reader is gone ends the run
+// and tells the client to die of SIGPIPE, as the process would have.
+func TestEngineSIGPIPE(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	got := func() engineResult {
+		sock, key := testEngine(t)
+		conn, err := dialEngine(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		errf, _ := os.Create(filepath.Join(t.TempDir(), "err"))
+		defer errf.Close()
+		rep, err := engineRun(conn, engineRequest{Op: "run", Key: key, Args: []string{"run", "-c", "yes"}, Dir: "/"}, nil, w, errf, nil)
+		return engineResult{rep: rep, err: err}
+	}()
+	if got.err != nil || !got.rep.SIGPIPE {
+		t.Fatalf("got %+v, want SIGPIPE", got)
+	}
+}
+
+// TestEngineRefusesOtherUsers: even with the socket open to everyone, the
+// engine serves no process of another uid (SO_PEERCRED).
+func TestEngineRefusesOtherUsers(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and setpriv(1)")
+	}
+	dir := t.TempDir()
+	priv := filepath.Join(dir, "priv")
+	os.Mkdir(priv, 0o700)
+	sock := filepath.Join(priv, "e.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serveEngine(ctx, sock, testCacheDir(), false, time.Hour) }()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	conn, err := waitEngine(sock, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	// Open the way for uid 1000, and copy the test binary where it may run it.
+	os.Chmod(filepath.Dir(dir), 0o755) // the test's own temporary directories
+	os.Chmod(dir, 0o755)
+	os.Chmod(priv, 0o755)
+	os.Chmod(sock, 0o666)
+	exe, _ := os.Executable()
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "wasmbox.test")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(setpriv, "--reuid=1000", "--regid=1000", "--clear-groups", bin)
+	cmd.Env = []string{"WASMBOX_TEST_ENGINE_DIAL=" + sock, "HOME=" + dir}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// It reached the engine (no permission error on the way) and was
+	// hung up on.
+	if o := string(out); !strings.HasPrefix(o, "refused:") || !strings.Contains(o, "EOF") && !strings.Contains(o, "connection reset") {
+		t.Fatalf("uid 1000: %s", out)
+	}
+	// Its own user still is.
+	if _, err := engineOp(sock, "status"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEngineDirMustBePrivate: the socket directory is refused when another
+// user could have made it or may enter it.
+func TestEngineDirMustBePrivate(t *testing.T) {
+	base := t.TempDir()
+	uid := os.Geteuid()
+	ok := filepath.Join(base, "ok")
+	os.Mkdir(ok, 0o700)
+	if err := checkPrivateDir(ok, uid); err != nil {
+		t.Fatal(err)
+	}
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o700)
+	os.Chmod(open, 0o755)
+	link := filepath.Join(base, "link")
+	os.Symlink(ok, link)
+	file := filepath.Join(base, "file")
+	os.WriteFile(file, nil, 0o600)
+	bad := []string{open, link, file, filepath.Join(base, "missing")}
+	if uid == 0 {
+		other := filepath.Join(base, "other")
+		os.Mkdir(other, 0o700)
+		os.Chown(other, 1000, 1000)
+		bad = append(bad, other)
+	}
+	for _, d := range bad {
+		if err := checkPrivateDir(d, uid); err == nil {
+			t.Errorf("%s: accepted", d)
+		}
+	}
+	// serve refuses such a directory too.
+	if err := serveEngine(context.Background(), filepath.Join(open, "e.sock"), testCacheDir(), false, time.Hour); err == nil || !strings.Contains(err.Error(), "open to other users") {
+		t.Fatalf("serve in a 0755 directory: %v", err)
+	}
+}
+
+// cli runs the test binary as the wasmbox process with env.
+func cli(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(env, "WASMBOX_TEST_AS_CLI=1")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// gone reports whether pid has exited (a zombie counts: its parent, init,
+// reaps it).
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+}
+
+// TestEngineLifecycle: the first `wasmbox run` starts the engine, the
+// next ones use it, it exits by itself when idle (nothing left behind),
+// and `engine stop` stops it.
+func TestEngineLifecycle(t *testing.T) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	rt := t.TempDir()
+	env := []string{
+		"XDG_RUNTIME_DIR=" + rt,
+		// A cache of the tests' own, kept between runs: the engine
+		// compiles the tools once.
+		"XDG_CACHE_HOME=" + filepath.Join(cache, "wasmbox-test-xdg"),
+		"WASMBOX_ENGINE_IDLE=2s",
+		"PATH=" + os.Getenv("PATH"),
+	}
+	status := func() engineStatus {
+		t.Helper()
+		out, errs, code := cli(t, env, "", "engine", "status")
+		if code != 0 {
+			t.Fatalf("engine status: %d %s", code, errs)
+		}
+		var st engineStatus
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	waitGone := func(pid int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !gone(pid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("the engine (pid %d) did not exit %s", pid, what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if _, _, code := cli(t, env, "", "engine", "status"); code != 1 {
+		t.Fatalf("status with no engine: exit %d, want 1", code)
+	}
+	out, errs, code := cli(t, env, "in\n", "run", "-c", "cat; echo one; exit 7")
+	if out != "in\none\n" || errs != "" || code != 7 {
+		t.Fatalf("first run: %q %q %d", out, errs, code)
+	}
+	st := status()
+	if st.Runs != 1 || st.PID <= 0 {
+		t.Fatalf("after one run: %+v", st)
+	}
+	if out, _, _ := cli(t, env, "", "run", "-c", "echo two"); out != "two\n" {
+		t.Fatalf("second run: %q", out)
+	}
+	if st2 := status(); st2.PID != st.PID || st2.Runs != 2 {
+		t.Fatalf("second run: %+v, first %+v", st2, st)
+	}
+	// Off: in-process, the engine sees nothing.
+	if out, _, _ := cli(t, append(env, "WASMBOX_ENGINE=off"), "", "run", "-c", "echo three"); out != "three\n" {
+		t.Fatalf("off: %q", out)
+	}
+	if st3 := status(); st3.Runs != 2 {
+		t.Fatalf("WASMBOX_ENGINE=off went to the engine: %+v", st3)
+	}
+	waitGone(st.PID, "2 s after its last run")
+	if _, err := os.Stat(st.Socket); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket left behind: %v", err)
+	}
+	// A stale socket file (an engine killed hard) does not stop the next run.
+	os.WriteFile(st.Socket, nil, 0o600)
+	if out, errs, code := cli(t, env, "", "run", "-c", "echo four"); out != "four\n" || code != 0 {
+		t.Fatalf("after a stale socket: %q %q %d", out, errs, code)
+	}
+	st = status()
+	if _, _, code := cli(t, env, "", "engine", "stop"); code != 0 {
+		t.Fatalf("engine stop: %d", code)
+	}
+	waitGone(st.PID, "after engine stop")
+}
