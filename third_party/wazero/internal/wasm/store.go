@@ -222,6 +222,22 @@ func (m *ModuleInstance) applyElements(elems []ElementSegment) {
 			for i := 0; i < len(elem.Init); i++ {
 				references[offset+uint32(i)] = Reference(0)
 			}
+		} else if idxs, ok := refFuncIndexes(elem.Init); ok && m.Engine != nil {
+			// wasmbox: a segment of ref.func and ref.null only (what
+			// compilers emit: Go's tables hold thousands) is filled in one
+			// call, without evaluating each expression and allocating a
+			// function instance per entry.
+			if b, ok := m.Engine.(functionInstanceReferencer); ok {
+				b.FunctionInstanceReferences(idxs, references[offset:offset+uint32(len(idxs))])
+			} else {
+				for i, idx := range idxs {
+					if idx != nullFuncIndex {
+						references[offset+uint32(i)] = m.Engine.FunctionInstanceReference(idx)
+					} else {
+						references[offset+uint32(i)] = 0
+					}
+				}
+			}
 		} else {
 			for i, init := range elem.Init {
 				initExprResults := evaluateConstExprInModuleInstance(&init, m)
@@ -229,6 +245,50 @@ func (m *ModuleInstance) applyElements(elems []ElementSegment) {
 			}
 		}
 	}
+}
+
+// functionInstanceReferencer is implemented by engines that make the
+// references of many functions at once (wasmbox patch).
+type functionInstanceReferencer interface {
+	// FunctionInstanceReferences sets out[i] to the reference of function
+	// idxs[i], or to 0 (null) where idxs[i] is nullFuncIndex.
+	FunctionInstanceReferences(idxs []Index, out []Reference)
+}
+
+// nullFuncIndex stands for ref.null in refFuncIndexes' result: no module
+// has 2^32-1 functions.
+const nullFuncIndex = ^Index(0)
+
+// refFuncIndexes returns the function indexes of init if every expression
+// is `ref.func N end` or `ref.null funcref end` (nullFuncIndex); ok is false
+// for anything else (global.get, ...), which the general evaluation handles.
+func refFuncIndexes(init []ConstantExpression) (idxs []Index, ok bool) {
+	idxs = make([]Index, len(init))
+	for i := range init {
+		d := init[i].Data
+		switch {
+		case len(d) == 3 && d[0] == OpcodeRefNull && d[1] == byte(RefTypeFuncref) && d[2] == OpcodeEnd:
+			idxs[i] = nullFuncIndex
+		case len(d) >= 3 && len(d) <= 7 && d[0] == OpcodeRefFunc && d[len(d)-1] == OpcodeEnd:
+			// An unsigned LEB128 index filling d[1:len(d)-1] exactly.
+			var idx uint32
+			last := len(d) - 2
+			for j, shift := 1, 0; j <= last; j, shift = j+1, shift+7 {
+				b := d[j]
+				if (j == last) != (b&0x80 == 0) || shift == 28 && b > 0x0f {
+					return nil, false
+				}
+				idx |= uint32(b&0x7f) << shift
+			}
+			if idx == nullFuncIndex {
+				return nil, false
+			}
+			idxs[i] = idx
+		default:
+			return nil, false
+		}
+	}
+	return idxs, true
 }
 
 // validateData ensures that data segments are valid in terms of memory boundary.

@@ -24,8 +24,11 @@ type (
 		module                 *wasm.ModuleInstance
 		opaque                 moduleContextOpaque
 		localFunctionInstances []*functionInstance
-		importedFunctions      []importedFunction
-		listeners              []experimental.FunctionListener
+		// localFunctionInstanceBlocks keeps the instances made by
+		// FunctionInstanceReferences alive (wasmbox patch).
+		localFunctionInstanceBlocks [][]functionInstance
+		importedFunctions           []importedFunction
+		listeners                   []experimental.FunctionListener
 	}
 
 	functionInstance struct {
@@ -337,6 +340,42 @@ func (m *moduleEngine) FunctionInstanceReference(funcIndex wasm.Index) wasm.Refe
 	}
 	m.localFunctionInstances = append(m.localFunctionInstances, lf)
 	return uintptr(unsafe.Pointer(lf))
+}
+
+// FunctionInstanceReferences is FunctionInstanceReference for many
+// functions: the instances of local functions are allocated in one block
+// (wasmbox patch; see wasm.functionInstanceReferencer).
+func (m *moduleEngine) FunctionInstanceReferences(idxs []wasm.Index, out []wasm.Reference) {
+	imports := m.module.Source.ImportFunctionCount
+	n := 0
+	for _, idx := range idxs {
+		if idx != ^wasm.Index(0) && idx >= imports {
+			n++
+		}
+	}
+	block := make([]functionInstance, n)
+	m.localFunctionInstanceBlocks = append(m.localFunctionInstanceBlocks, block)
+	p := m.parent
+	j := 0
+	for i, idx := range idxs {
+		switch {
+		case idx == ^wasm.Index(0):
+			out[i] = 0
+		case idx < imports:
+			out[i] = m.FunctionInstanceReference(idx)
+		default:
+			local := idx - imports
+			lf := &block[j]
+			j++
+			*lf = functionInstance{
+				executable:             &p.executable[p.functionOffsets[local]],
+				moduleContextOpaquePtr: m.opaquePtr,
+				typeID:                 m.module.TypeIDs[m.module.Source.FunctionSection[local]],
+				indexInModule:          idx,
+			}
+			out[i] = uintptr(unsafe.Pointer(lf))
+		}
+	}
 }
 
 // LookupFunction implements wasm.ModuleEngine.
