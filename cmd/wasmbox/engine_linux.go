@@ -636,7 +636,14 @@ func (s *engineServer) run(conn *net.UnixConn, req engineRequest, fds []int, res
 		defer wmu.Unlock()
 		writeFrame(conn, r)
 	}
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, cwd: req.Dir, environ: req.Env, shared: s.sandboxEngine}
+	var after []func()
+	defer func() {
+		for _, f := range after {
+			f()
+		}
+	}()
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, cwd: req.Dir, environ: req.Env, shared: s.sandboxEngine,
+		later: func(f func()) { after = append(after, f) }}
 	var fallback string
 	a.admit = func(cmd *cobra.Command, f *sandboxFlags) error {
 		switch {

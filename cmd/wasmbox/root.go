@@ -60,6 +60,9 @@ type app struct {
 	// stdin or writes anything: an errFallback makes the client run the
 	// command itself.
 	admit func(cmd *cobra.Command, f *sandboxFlags) error
+	// later, when set, takes work that may wait until the client has its
+	// answer (closing the run's sandbox).
+	later func(func())
 }
 
 // hostPath resolves a host path given on the command line against the

@@ -149,11 +149,14 @@ func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sand
 	if err != nil {
 		return nil, nil, err
 	}
-	var redOpts []audit.RedactorOption
-	if a.environ != nil {
-		redOpts = append(redOpts, audit.WithEnviron(a.environ))
+	var red *audit.Redactor
+	if f.redactOutput || f.auditLog != "" {
+		var redOpts []audit.RedactorOption
+		if a.environ != nil {
+			redOpts = append(redOpts, audit.WithEnviron(a.environ))
+		}
+		red = audit.NewRedactor(redOpts...)
 	}
-	red := audit.NewRedactor(redOpts...)
 	if f.redactOutput {
 		opts = append(opts, sandbox.WithRedactor(red))
 	}
@@ -179,7 +182,14 @@ func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sand
 		closeLog()
 		return nil, nil, a.fail(err)
 	}
-	return sb, func() { sb.Close(); closeLog() }, nil
+	return sb, func() {
+		if a.later != nil {
+			a.later(func() { sb.Close() })
+		} else {
+			sb.Close()
+		}
+		closeLog()
+	}, nil
 }
 
 // signalContext is cancelled by SIGINT or SIGTERM.
