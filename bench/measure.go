@@ -221,6 +221,11 @@ func timeSandbox(ctx context.Context, sb *sandbox.Sandbox, script string, n int)
 // timeNative fork/execs argv n times (C locale) and returns the durations
 // and the stdout of the first run.
 func timeNative(ctx context.Context, argv []string, n int) ([]float64, string, error) {
+	return timeNativeEnv(ctx, argv, nil, n)
+}
+
+// timeNativeEnv is timeNative with env added to the environment.
+func timeNativeEnv(ctx context.Context, argv, env []string, n int) ([]float64, string, error) {
 	var ds []float64
 	var first string
 	for i := 0; i < n; i++ {
@@ -228,7 +233,7 @@ func timeNative(ctx context.Context, argv []string, n int) ([]float64, string, e
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		// The caller's environment (HOME locates wasmbox's compilation
 		// cache) in the C locale, so GNU sort orders bytes like wasmbox.
-		cmd.Env = append(os.Environ(), "LC_ALL=C")
+		cmd.Env = append(append(os.Environ(), "LC_ALL=C"), env...)
 		cmd.Stdout = &out
 		start := time.Now()
 		err := cmd.Run()
@@ -687,21 +692,61 @@ func measureStartup(ctx context.Context, e *Env) ([]Row, error) {
 	if e.Binary == "" {
 		return rows, nil
 	}
-	argv := []string{e.Binary, "run", "-c", "true"}
-	// One run first: it fills the on-disk compilation cache if empty.
-	if _, _, err := timeNative(ctx, argv, 1); err != nil {
+	// The engine of these rows is the bench's own: a private runtime
+	// directory, stopped at the end.
+	rt, err := os.MkdirTemp("", "wasmbox-bench-engine-")
+	if err != nil {
+		return rows, err
+	}
+	defer os.RemoveAll(rt)
+	engineEnv := []string{"XDG_RUNTIME_DIR=" + rt, "WASMBOX_ENGINE_IDLE=5m"}
+	defer func() {
+		stop := exec.Command(e.Binary, "engine", "stop")
+		stop.Env = append(os.Environ(), engineEnv...)
+		stop.Run()
+	}()
+	inProcess := []string{"WASMBOX_ENGINE=off"}
+	host, err := os.MkdirTemp("", "wasmbox-bench-start-")
+	if err != nil {
+		return rows, err
+	}
+	defer os.RemoveAll(host)
+	if err := os.WriteFile(filepath.Join(host, "f"), []byte(strings.Repeat("a line\n", 100)), 0o644); err != nil {
 		return rows, err
 	}
 	n = e.reps(3, 20)
-	warm, _, err := timeNative(ctx, argv, n)
-	if err != nil {
-		return rows, err
+	cases := []struct {
+		name string
+		argv []string
+		env  []string
+		nat  []string
+		note string
+	}{
+		{"warm process start: wasmbox run -c true", []string{e.Binary, "run", "-c", "true"}, engineEnv,
+			[]string{"/usr/bin/true"}, "fork/exec of the built binary, through its resident engine; native: /usr/bin/true"},
+		{"warm process start, in-process (WASMBOX_ENGINE=off)", []string{e.Binary, "run", "-c", "true"}, inProcess,
+			[]string{"/usr/bin/true"}, "fork/exec of the built binary loading the cached tools itself; native: /usr/bin/true"},
+		{"warm wasmbox run -c 'echo hi | cat'", []string{e.Binary, "run", "-c", "echo hi | cat"}, engineEnv,
+			[]string{"/usr/bin/bash", "-c", "echo hi | cat"}, "through the resident engine; native: bash -c"},
+		{"warm wasmbox run -c 'wc -l f' (host mount)", []string{e.Binary, "run", "--mount", host + ":/h", "--workdir", "/h", "-c", "wc -l f"}, engineEnv,
+			[]string{"/usr/bin/bash", "-c", "cd " + host + " && wc -l f"}, "through the resident engine; native: bash -c"},
 	}
-	nat, _, err := timeNative(ctx, []string{"/usr/bin/true"}, n)
-	if err != nil {
-		return rows, err
+	for _, c := range cases {
+		// Two runs first: the first fills the on-disk compilation cache
+		// if empty, and starts the engine.
+		if _, _, err := timeNativeEnv(ctx, c.argv, c.env, 2); err != nil {
+			return rows, err
+		}
+		box, _, err := timeNativeEnv(ctx, c.argv, c.env, n)
+		if err != nil {
+			return rows, err
+		}
+		nat, _, err := timeNative(ctx, c.nat, n)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, row(c.name, Duration, box, nat, c.note))
 	}
-	rows = append(rows, row("warm process start: wasmbox run -c true", Duration, warm, nat, "fork/exec of the built binary; native: /usr/bin/true"))
 	return rows, nil
 }
 
