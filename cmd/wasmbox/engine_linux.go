@@ -53,6 +53,9 @@ const (
 	// maxEngineFrame bounds one protocol frame (a command line and an
 	// environment: Linux's ARG_MAX is 2 MiB).
 	maxEngineFrame = 8 << 20
+	// maxControlFrame bounds the frames that follow: cancels from the
+	// client, replies from the engine.
+	maxControlFrame = 64 << 10
 )
 
 // engineRequest is the first frame a client sends, with its descriptors
@@ -101,18 +104,23 @@ func writeFrame(w io.Writer, v any) error {
 	return err
 }
 
-func readFrame(r io.Reader, v any) error {
+// readFrame reads a frame of at most max bytes into v. The buffer grows
+// as the bytes arrive: a header alone, naming max bytes, costs nothing.
+func readFrame(r io.Reader, v any, max uint32) error {
 	var h [4]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return err
 	}
 	n := binary.BigEndian.Uint32(h[:])
-	if n > maxEngineFrame {
+	if n > max {
 		return fmt.Errorf("engine: frame of %d bytes", n)
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	b, err := io.ReadAll(io.LimitReader(r, int64(n)))
+	if err != nil {
 		return err
+	}
+	if len(b) < int(n) {
+		return io.ErrUnexpectedEOF
 	}
 	return json.Unmarshal(b, v)
 }
@@ -287,7 +295,12 @@ func engineRun(conn *net.UnixConn, req engineRequest, stdin, stdout, stderr *os.
 	frame := binary.BigEndian.AppendUint32(nil, uint32(len(b)))
 	frame = append(frame, b...)
 	rights := unix.UnixRights(int(pr.Fd()), int(stdout.Fd()), int(stderr.Fd()))
-	_, _, err = conn.WriteMsgUnix(frame, rights, nil)
+	// One sendmsg on a stream socket may take only part of a large frame
+	// (the descriptors go with the first byte): send the rest.
+	n, _, err := conn.WriteMsgUnix(frame, rights, nil)
+	if err == nil && n < len(frame) {
+		_, err = conn.Write(frame[n:])
+	}
 	pr.Close()
 	if err != nil {
 		return engineReply{}, errNotTaken
@@ -298,7 +311,7 @@ func engineRun(conn *net.UnixConn, req engineRequest, stdin, stdout, stderr *os.
 		r := bufio.NewReader(conn)
 		for {
 			var rep engineReply
-			if err := readFrame(r, &rep); err != nil {
+			if err := readFrame(r, &rep, maxControlFrame); err != nil {
 				readErr <- err
 				return
 			}
@@ -540,7 +553,7 @@ func readRequest(conn *net.UnixConn) (engineRequest, []int, io.Reader, error) {
 		return req, fds, nil, errors.New("engine: descriptors truncated")
 	}
 	r := io.MultiReader(bytes.NewReader(buf[:n]), conn)
-	if err := readFrame(r, &req); err != nil {
+	if err := readFrame(r, &req, maxEngineFrame); err != nil {
 		return req, fds, nil, err
 	}
 	return req, fds, r, nil
@@ -592,6 +605,13 @@ func (s *engineServer) run(conn *net.UnixConn, req engineRequest, fds []int, res
 		writeFrame(conn, engineReply{Fallback: "an engine of another build"})
 		return
 	}
+	if len(req.Args) == 0 || req.Args[0] != "run" {
+		// Other commands (serve, mcp, engine serve) would live in the
+		// engine for as long as their client does: never the engine's.
+		closeFds(fds)
+		writeFrame(conn, engineReply{Fallback: "only run is the engine's"})
+		return
+	}
 	if len(fds) != 3 {
 		closeFds(fds)
 		return
@@ -618,7 +638,7 @@ func (s *engineServer) run(conn *net.UnixConn, req engineRequest, fds []int, res
 	go func() {
 		for {
 			var r engineRequest
-			if err := readFrame(rest, &r); err != nil {
+			if err := readFrame(rest, &r, maxControlFrame); err != nil {
 				cancel()
 				stdout.Close()
 				stderr.Close()
@@ -892,7 +912,7 @@ func engineOp(sock, op string) (engineReply, error) {
 		return engineReply{}, err
 	}
 	var rep engineReply
-	if err := readFrame(conn, &rep); err != nil {
+	if err := readFrame(conn, &rep, maxControlFrame); err != nil {
 		return engineReply{}, fmt.Errorf("engine: %w", err)
 	}
 	return rep, nil
