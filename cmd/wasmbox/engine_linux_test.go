@@ -634,3 +634,40 @@ func TestEngineFrameAllocation(t *testing.T) {
 		t.Fatalf("cancel frame: %v %+v", err, req)
 	}
 }
+
+// TestEngineRelativePathsAsKernel: relative host paths (FILE, --mount HOST,
+// --audit-log) mean what they mean to the client's kernel, which resolves
+// "link/.." through the link (not lexically, as filepath.Join would), also
+// from a working directory reached through a symlink ($PWD) or holding ':'
+// (which a HOST:GUEST mount spec cannot hold).
+func TestEngineRelativePathsAsKernel(t *testing.T) {
+	host := t.TempDir()
+	os.MkdirAll(filepath.Join(host, "real", "sub"), 0o755)
+	os.WriteFile(filepath.Join(host, "real", "s.sh"), []byte("echo real\n"), 0o644)
+	os.WriteFile(filepath.Join(host, "s.sh"), []byte("echo wrong\n"), 0o644)
+	os.Symlink(filepath.Join("real", "sub"), filepath.Join(host, "link"))
+	colon := filepath.Join(host, "a:b")
+	os.Mkdir(colon, 0o755)
+	os.WriteFile(filepath.Join(colon, "f.txt"), []byte("colon\n"), 0o644)
+	for _, c := range []struct {
+		dir  string
+		args []string
+		want string
+	}{
+		{host, []string{"run", "link/../s.sh"}, "real\n"},
+		{filepath.Join(host, "link"), []string{"run", "../s.sh"}, "real\n"},
+		{filepath.Join(host, "link"), []string{"run", "--mount", "..:/h", "-c", "cat /h/s.sh"}, "echo real\n"},
+		{colon, []string{"run", "--mount", ".:/h", "-c", "cat /h/f.txt"}, "colon\n"},
+		{colon, []string{"run", "--mount", "./:/h:ro", "-c", "cat /h/f.txt"}, "colon\n"},
+	} {
+		got := viaTestEngine(t, c.dir, "", false, c.args...)
+		if got.err != nil || got.stdout != c.want || got.rep.Exit != 0 {
+			t.Errorf("%q in %s: %+v, want %q", c.args, c.dir, got, c.want)
+		}
+	}
+	// The audit log too.
+	got := viaTestEngine(t, filepath.Join(host, "link"), "", false, "run", "--audit-log", "../audit.log", "-c", "true")
+	if _, err := os.Stat(filepath.Join(host, "real", "audit.log")); err != nil || got.err != nil || got.rep.Exit != 0 {
+		t.Errorf("audit log: %+v, %v", got, err)
+	}
+}
