@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -239,12 +240,16 @@ func viaEngine(args []string, stdin, stdout, stderr *os.File) (code int, ok bool
 		return 0, false
 	}
 	sock := filepath.Join(dir, "engine-"+key+".sock")
+	if len(sock) >= len(unix.RawSockaddrUnix{}.Path) {
+		return 0, false // no engine could listen there
+	}
 	conn, err := dialEngine(sock)
 	if err != nil {
-		if err := spawnEngine(sock, cache); err != nil {
+		exited, err := spawnEngine(sock, cache)
+		if err != nil {
 			return 0, false
 		}
-		if conn, err = waitEngine(sock, 10*time.Second); err != nil {
+		if conn, err = waitEngine(sock, 10*time.Second, exited); err != nil {
 			return 0, false
 		}
 	}
@@ -267,11 +272,24 @@ func viaEngine(args []string, stdin, stdout, stderr *os.File) (code int, ok bool
 	case res.SIGPIPE:
 		// The engine met a closed pipe on our stdout or stderr, where
 		// this process would have died of SIGPIPE.
-		signal.Reset(syscall.SIGPIPE)
-		unix.Kill(os.Getpid(), unix.SIGPIPE)
-		return 141, true
+		dieOfSignal(unix.SIGPIPE)
+		return 128 + int(unix.SIGPIPE), true
 	}
 	return res.Exit, true
+}
+
+// dieOfSignal ends the process by sig with the default action, so that its
+// parent sees the death by signal (not an exit status). Go's own handler
+// ignores a SIGPIPE that no write to fd 1 or 2 raised, so the default
+// action is put back first (as the runtime's dieFromSignal does).
+func dieOfSignal(sig unix.Signal) {
+	signal.Reset(sig)
+	var sa struct { // the kernel's struct sigaction: SIG_DFL, no flags, empty mask
+		handler, flags, restorer uintptr
+		mask                     uint64
+	}
+	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&sa)), 0, unsafe.Sizeof(sa.mask), 0, 0)
+	unix.Kill(os.Getpid(), sig)
 }
 
 // errNotTaken: the engine did not take the run (a fallback reply, or it
@@ -358,11 +376,12 @@ func dialEngine(sock string) (*net.UnixConn, error) {
 
 // spawnEngine starts `wasmbox engine serve` for sock in a session of its
 // own, its output going to sock.log. Of two clients starting one at once,
-// one engine takes the socket's lock; the other exits.
-func spawnEngine(sock, cache string) error {
+// one engine takes the socket's lock; the other exits (status 0). exited
+// receives the engine's end, if it comes while this process lives.
+func spawnEngine(sock, cache string) (exited <-chan error, err error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	idle := defaultEngineIdle.String()
 	if v := os.Getenv(engineIdleEnv); v != "" {
@@ -370,7 +389,7 @@ func spawnEngine(sock, cache string) error {
 	}
 	logf, err := os.OpenFile(sock+".log", os.O_CREATE|os.O_WRONLY|os.O_TRUNC|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, "engine", "serve", "--socket", sock, "--idle", idle, "--cachedir", cache)
@@ -378,13 +397,17 @@ func spawnEngine(sock, cache string) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	return cmd.Process.Release()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return done, nil
 }
 
-// waitEngine dials sock until an engine answers or d passes.
-func waitEngine(sock string, d time.Duration) (*net.UnixConn, error) {
+// waitEngine dials sock until an engine answers or d passes, or the engine
+// started for it (exited, may be nil) fails: it could not listen (the
+// reason is in sock.log), and waiting longer is in vain.
+func waitEngine(sock string, d time.Duration, exited <-chan error) (*net.UnixConn, error) {
 	deadline := time.Now().Add(d)
 	wait := time.Millisecond
 	for {
@@ -392,7 +415,14 @@ func waitEngine(sock string, d time.Duration) (*net.UnixConn, error) {
 		if err == nil || time.Now().After(deadline) {
 			return conn, err
 		}
-		time.Sleep(wait)
+		select {
+		case err := <-exited:
+			if err != nil {
+				return nil, fmt.Errorf("engine: %v (see %s.log)", err, sock)
+			}
+			exited = nil // another engine has the socket: wait for it
+		case <-time.After(wait):
+		}
 		wait = min(2*wait, 20*time.Millisecond)
 	}
 }

@@ -64,7 +64,7 @@ func testEngine(t *testing.T) (sock, key string) {
 				fmt.Fprintln(os.Stderr, "test engine:", err)
 			}
 		}()
-		conn, err := waitEngine(e.sock, 30*time.Second)
+		conn, err := waitEngine(e.sock, 30*time.Second, nil)
 		if err != nil {
 			e.err = err
 			return
@@ -393,7 +393,7 @@ func TestEngineRefusesOtherUsers(t *testing.T) {
 		cancel()
 		<-served
 	}()
-	conn, err := waitEngine(sock, 30*time.Second)
+	conn, err := waitEngine(sock, 30*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -669,5 +669,89 @@ func TestEngineRelativePathsAsKernel(t *testing.T) {
 	got := viaTestEngine(t, filepath.Join(host, "link"), "", false, "run", "--audit-log", "../audit.log", "-c", "true")
 	if _, err := os.Stat(filepath.Join(host, "real", "audit.log")); err != nil || got.err != nil || got.rep.Exit != 0 {
 		t.Errorf("audit log: %+v, %v", got, err)
+	}
+}
+
+// cliEngineEnv is an environment for cli whose engine (the test binary)
+// has a runtime directory of its own; the engine is stopped at the end.
+func cliEngineEnv(t *testing.T, rt string) []string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	env := []string{
+		"XDG_RUNTIME_DIR=" + rt,
+		"XDG_CACHE_HOME=" + filepath.Join(cache, "wasmbox-test-xdg"),
+		"WASMBOX_ENGINE_IDLE=5s",
+		"PATH=" + os.Getenv("PATH"),
+	}
+	t.Cleanup(func() { cli(t, env, "", "engine", "stop") })
+	return env
+}
+
+// TestEngineSIGPIPEDeath: a client whose stdout is a pipe without reader
+// dies of SIGPIPE, as the process does in-process (exit status 141 is
+// what a shell shows for both, but a parent's wait tells them apart).
+func TestEngineSIGPIPEDeath(t *testing.T) {
+	env := cliEngineEnv(t, t.TempDir())
+	for _, mode := range []string{"off", "on"} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, "run", "-c", "yes")
+		cmd.Env = append(env, "WASMBOX_TEST_AS_CLI=1", "WASMBOX_ENGINE="+mode)
+		cmd.Stdout = w
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		cmd.Run()
+		w.Close()
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if !ws.Signaled() || ws.Signal() != syscall.SIGPIPE {
+			t.Errorf("engine %s: %v, want death by SIGPIPE (stderr %q)", mode, cmd.ProcessState, errb.String())
+		}
+	}
+}
+
+// TestEngineCannotListen: where no engine can listen (a socket path longer
+// than sun_path), run works in-process without starting one.
+func TestEngineCannotListen(t *testing.T) {
+	rt := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	os.Mkdir(rt, 0o700)
+	env := cliEngineEnv(t, rt)
+	out, errs, code := cli(t, env, "", "run", "-c", "echo hi")
+	if out != "hi\n" || errs != "" || code != 0 {
+		t.Fatalf("got %q %q %d", out, errs, code)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(rt, "wasmbox")); len(ents) != 0 {
+		t.Fatalf("an engine was started for a socket it cannot bind: %v", ents)
+	}
+}
+
+// TestEngineWaitEndsWithEngine: a client waiting for the engine it started
+// stops waiting when that engine fails (it could not listen), instead of
+// dialing until its deadline on every run.
+func TestEngineWaitEndsWithEngine(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "exit 1")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	done := make(chan error, 1)
+	go func() {
+		_, err := waitEngine(filepath.Join(t.TempDir(), "none.sock"), time.Minute, exited)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("dialed a socket nobody listens on")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("still waiting 20 s after the engine exited 1")
 	}
 }
