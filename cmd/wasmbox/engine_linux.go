@@ -128,7 +128,9 @@ func readFrame(r io.Reader, v any, max uint32) error {
 
 // engineKey names the engine a client may use: one per build (the Go build
 // ID of this executable, so that a rebuilt binary never talks to an engine
-// of the old code) and compilation cache.
+// of the old code), compilation cache and umask (the files a run creates
+// on the host, in a rw mount, get the engine's: a process has one umask,
+// and the engine inherits that of the client that starts it).
 func engineKey(cacheDir string) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -138,8 +140,21 @@ func engineKey(cacheDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h := sha256.Sum256([]byte(id + "\x00" + cacheDir))
+	h := sha256.Sum256([]byte(id + "\x00" + cacheDir + "\x00" + strconv.FormatInt(int64(currentUmask()), 8)))
 	return hex.EncodeToString(h[:8]), nil
+}
+
+var umaskMu sync.Mutex
+
+// currentUmask is the process's umask (read by setting it and back: the
+// callers, at the start of a client or of an engine, create no file
+// meanwhile).
+func currentUmask() int {
+	umaskMu.Lock()
+	defer umaskMu.Unlock()
+	m := unix.Umask(0o077)
+	unix.Umask(m)
+	return m
 }
 
 // goBuildID reads the Go build ID note of an ELF executable (what `go tool
@@ -824,8 +839,8 @@ func newEngineCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "engine",
 		Short: "The resident engine that makes warm `wasmbox run` fast",
-		Long: `wasmbox run hands its command line to a resident engine of the same build
-and user, started on first use: the engine keeps the tools compiled, and
+		Long: `wasmbox run hands its command line to a resident engine of the same build,
+user and umask, started on first use: the engine keeps the tools compiled, and
 every run is still a new sandbox. The engine listens on a socket in
 $XDG_RUNTIME_DIR/wasmbox (else $TMPDIR/wasmbox-UID), a directory only
 its user may enter, accepts only its user's processes, and exits after

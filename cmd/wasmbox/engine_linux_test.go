@@ -755,3 +755,28 @@ func TestEngineWaitEndsWithEngine(t *testing.T) {
 		t.Fatal("still waiting 20 s after the engine exited 1")
 	}
 }
+
+// TestEngineUmask: files a run creates on the host (a rw mount) get the
+// client's umask, not that of the client that started the engine: a
+// umask is a process's, so each umask has an engine of its own.
+func TestEngineUmask(t *testing.T) {
+	env := cliEngineEnv(t, t.TempDir())
+	host := t.TempDir()
+	create := func(umask int, name string) {
+		t.Helper()
+		old := syscall.Umask(umask) // the cli process inherits it
+		defer syscall.Umask(old)
+		script := fmt.Sprintf("echo > /w/%s; mkdir /w/%s.d", name, name)
+		if out, errs, code := cli(t, env, "", "run", "--mount", host+":/w:rw", "-c", script); code != 0 {
+			t.Fatalf("umask %#o: %q %q %d", umask, out, errs, code)
+		}
+	}
+	create(0o022, "first") // starts the engine
+	create(0o077, "private")
+	for name, want := range map[string]os.FileMode{"first": 0o644, "first.d": 0o755 | os.ModeDir, "private": 0o600, "private.d": 0o700 | os.ModeDir} {
+		fi, err := os.Stat(filepath.Join(host, name))
+		if err != nil || fi.Mode() != want {
+			t.Errorf("%s: %v %v, want %v", name, fi.Mode(), err, want)
+		}
+	}
+}
