@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -778,5 +780,57 @@ func TestEngineUmask(t *testing.T) {
 		if err != nil || fi.Mode() != want {
 			t.Errorf("%s: %v %v, want %v", name, fi.Mode(), err, want)
 		}
+	}
+}
+
+// TestEngineClientGoneBlockedOutput: a client killed while the run is
+// blocked writing to a socket or a terminal nobody reads (a stopped
+// terminal, a peer that does not read) leaves no run behind either: a
+// blocking write there never returned, and the engine never went idle.
+func TestEngineClientGoneBlockedOutput(t *testing.T) {
+	sock, _ := testEngine(t)
+	socketOut := func(t *testing.T) (w *os.File, closeAll func()) {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, w := os.NewFile(uintptr(fds[0]), "peer"), os.NewFile(uintptr(fds[1]), "out")
+		return w, func() { r.Close(); w.Close() }
+	}
+	ttyOut := func(t *testing.T) (w *os.File, closeAll func()) {
+		m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+		if err != nil {
+			t.Skip(err)
+		}
+		n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+		if err == nil {
+			err = unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
+		}
+		if err != nil {
+			m.Close()
+			t.Skip(err)
+		}
+		s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_WRONLY|syscall.O_NOCTTY, 0)
+		if err != nil {
+			m.Close()
+			t.Skip(err)
+		}
+		return s, func() { m.Close(); s.Close() }
+	}
+	for name, out := range map[string]func(*testing.T) (*os.File, func()){"socket": socketOut, "terminal": ttyOut} {
+		t.Run(name, func(t *testing.T) {
+			base := baseline(t)
+			w, closeAll := out(t)
+			defer closeAll()
+			errf := filepath.Join(t.TempDir(), "err")
+			ef, _ := os.Create(errf)
+			defer ef.Close()
+			// Nobody reads w's other end: once its buffer is full, the
+			// run's write blocks.
+			conn, _ := startRun(t, w, ef, fileHas(errf, "started"), nil, "run", "--timeout", "60s", "-c", "echo started >&2; yes")
+			time.Sleep(200 * time.Millisecond) // let the buffer fill
+			conn.Close()
+			waitIdle(t, sock, base)
+		})
 	}
 }
