@@ -834,3 +834,68 @@ func TestEngineClientGoneBlockedOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineBadClientsLeakNothing: clients sending the wrong descriptors
+// (a directory or a socket as stdin, too many, too few), a request of
+// another build, bad JSON, or descriptors with status leave the engine no
+// descriptor and no goroutine.
+func TestEngineBadClientsLeakNothing(t *testing.T) {
+	sock, key := testEngine(t)
+	base := baseline(t)
+	countFds := func() int {
+		ents, _ := os.ReadDir("/proc/self/fd")
+		return len(ents)
+	}
+	dir, _ := os.Open(t.TempDir())
+	defer dir.Close()
+	null, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	defer null.Close()
+	sp, _ := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	defer syscall.Close(sp[0])
+	defer syscall.Close(sp[1])
+	pr, pw, _ := os.Pipe()
+	defer pr.Close()
+	defer pw.Close()
+	frame := func(v any) []byte {
+		var b bytes.Buffer
+		writeFrame(&b, v)
+		return b.Bytes()
+	}
+	run := engineRequest{Op: "run", Key: key, Args: []string{"run", "-c", "echo no"}, Dir: "/"}
+	other := run
+	other.Key = "other"
+	n, d, p := int(null.Fd()), int(dir.Fd()), int(pr.Fd())
+	fds0 := countFds()
+	for _, c := range []struct {
+		msg []byte
+		fds []int
+	}{
+		{frame(run), []int{d, n, n}},
+		{frame(run), []int{sp[0], n, n}},
+		{frame(run), []int{p, n, n, n, n, n}},
+		{frame(run), []int{p, n}},
+		{frame(other), []int{p, n, n}},
+		{frame(engineRequest{Op: "status"}), []int{p, n, n}},
+		{append([]byte{0, 0, 0, 2}, "{x"...), []int{p, n, n}},
+	} {
+		conn, err := dialEngine(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := conn.WriteMsgUnix(c.msg, syscall.UnixRights(c.fds...), nil); err != nil {
+			t.Fatal(err)
+		}
+		conn.CloseWrite()
+		var rep engineReply
+		readFrame(conn, &rep, maxControlFrame) // an answer or a hang-up
+		conn.Close()
+	}
+	waitIdle(t, sock, base)
+	deadline := time.Now().Add(20 * time.Second)
+	for countFds() > fds0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors open, %d before", countFds(), fds0)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
