@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -53,6 +54,9 @@ const (
 	// maxEngineFrame bounds one protocol frame (a command line and an
 	// environment: Linux's ARG_MAX is 2 MiB).
 	maxEngineFrame = 8 << 20
+	// maxControlFrame bounds the frames that follow: cancels from the
+	// client, replies from the engine.
+	maxControlFrame = 64 << 10
 )
 
 // engineRequest is the first frame a client sends, with its descriptors
@@ -101,25 +105,32 @@ func writeFrame(w io.Writer, v any) error {
 	return err
 }
 
-func readFrame(r io.Reader, v any) error {
+// readFrame reads a frame of at most max bytes into v. The buffer grows
+// as the bytes arrive: a header alone, naming max bytes, costs nothing.
+func readFrame(r io.Reader, v any, max uint32) error {
 	var h [4]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return err
 	}
 	n := binary.BigEndian.Uint32(h[:])
-	if n > maxEngineFrame {
+	if n > max {
 		return fmt.Errorf("engine: frame of %d bytes", n)
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	b, err := io.ReadAll(io.LimitReader(r, int64(n)))
+	if err != nil {
 		return err
+	}
+	if len(b) < int(n) {
+		return io.ErrUnexpectedEOF
 	}
 	return json.Unmarshal(b, v)
 }
 
 // engineKey names the engine a client may use: one per build (the Go build
 // ID of this executable, so that a rebuilt binary never talks to an engine
-// of the old code) and compilation cache.
+// of the old code), compilation cache and umask (the files a run creates
+// on the host, in a rw mount, get the engine's: a process has one umask,
+// and the engine inherits that of the client that starts it).
 func engineKey(cacheDir string) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -129,8 +140,21 @@ func engineKey(cacheDir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h := sha256.Sum256([]byte(id + "\x00" + cacheDir))
+	h := sha256.Sum256([]byte(id + "\x00" + cacheDir + "\x00" + strconv.FormatInt(int64(currentUmask()), 8)))
 	return hex.EncodeToString(h[:8]), nil
+}
+
+var umaskMu sync.Mutex
+
+// currentUmask is the process's umask (read by setting it and back: the
+// callers, at the start of a client or of an engine, create no file
+// meanwhile).
+func currentUmask() int {
+	umaskMu.Lock()
+	defer umaskMu.Unlock()
+	m := unix.Umask(0o077)
+	unix.Umask(m)
+	return m
 }
 
 // goBuildID reads the Go build ID note of an ELF executable (what `go tool
@@ -231,12 +255,16 @@ func viaEngine(args []string, stdin, stdout, stderr *os.File) (code int, ok bool
 		return 0, false
 	}
 	sock := filepath.Join(dir, "engine-"+key+".sock")
+	if len(sock) >= len(unix.RawSockaddrUnix{}.Path) {
+		return 0, false // no engine could listen there
+	}
 	conn, err := dialEngine(sock)
 	if err != nil {
-		if err := spawnEngine(sock, cache); err != nil {
+		exited, err := spawnEngine(sock, cache)
+		if err != nil {
 			return 0, false
 		}
-		if conn, err = waitEngine(sock, 10*time.Second); err != nil {
+		if conn, err = waitEngine(sock, 10*time.Second, exited); err != nil {
 			return 0, false
 		}
 	}
@@ -259,11 +287,24 @@ func viaEngine(args []string, stdin, stdout, stderr *os.File) (code int, ok bool
 	case res.SIGPIPE:
 		// The engine met a closed pipe on our stdout or stderr, where
 		// this process would have died of SIGPIPE.
-		signal.Reset(syscall.SIGPIPE)
-		unix.Kill(os.Getpid(), unix.SIGPIPE)
-		return 141, true
+		dieOfSignal(unix.SIGPIPE)
+		return 128 + int(unix.SIGPIPE), true
 	}
 	return res.Exit, true
+}
+
+// dieOfSignal ends the process by sig with the default action, so that its
+// parent sees the death by signal (not an exit status). Go's own handler
+// ignores a SIGPIPE that no write to fd 1 or 2 raised, so the default
+// action is put back first (as the runtime's dieFromSignal does).
+func dieOfSignal(sig unix.Signal) {
+	signal.Reset(sig)
+	var sa struct { // the kernel's struct sigaction: SIG_DFL, no flags, empty mask
+		handler, flags, restorer uintptr
+		mask                     uint64
+	}
+	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&sa)), 0, unsafe.Sizeof(sa.mask), 0, 0)
+	unix.Kill(os.Getpid(), sig)
 }
 
 // errNotTaken: the engine did not take the run (a fallback reply, or it
@@ -287,7 +328,12 @@ func engineRun(conn *net.UnixConn, req engineRequest, stdin, stdout, stderr *os.
 	frame := binary.BigEndian.AppendUint32(nil, uint32(len(b)))
 	frame = append(frame, b...)
 	rights := unix.UnixRights(int(pr.Fd()), int(stdout.Fd()), int(stderr.Fd()))
-	_, _, err = conn.WriteMsgUnix(frame, rights, nil)
+	// One sendmsg on a stream socket may take only part of a large frame
+	// (the descriptors go with the first byte): send the rest.
+	n, _, err := conn.WriteMsgUnix(frame, rights, nil)
+	if err == nil && n < len(frame) {
+		_, err = conn.Write(frame[n:])
+	}
 	pr.Close()
 	if err != nil {
 		return engineReply{}, errNotTaken
@@ -298,7 +344,7 @@ func engineRun(conn *net.UnixConn, req engineRequest, stdin, stdout, stderr *os.
 		r := bufio.NewReader(conn)
 		for {
 			var rep engineReply
-			if err := readFrame(r, &rep); err != nil {
+			if err := readFrame(r, &rep, maxControlFrame); err != nil {
 				readErr <- err
 				return
 			}
@@ -345,11 +391,12 @@ func dialEngine(sock string) (*net.UnixConn, error) {
 
 // spawnEngine starts `wasmbox engine serve` for sock in a session of its
 // own, its output going to sock.log. Of two clients starting one at once,
-// one engine takes the socket's lock; the other exits.
-func spawnEngine(sock, cache string) error {
+// one engine takes the socket's lock; the other exits (status 0). exited
+// receives the engine's end, if it comes while this process lives.
+func spawnEngine(sock, cache string) (exited <-chan error, err error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	idle := defaultEngineIdle.String()
 	if v := os.Getenv(engineIdleEnv); v != "" {
@@ -357,7 +404,7 @@ func spawnEngine(sock, cache string) error {
 	}
 	logf, err := os.OpenFile(sock+".log", os.O_CREATE|os.O_WRONLY|os.O_TRUNC|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, "engine", "serve", "--socket", sock, "--idle", idle, "--cachedir", cache)
@@ -365,13 +412,17 @@ func spawnEngine(sock, cache string) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	return cmd.Process.Release()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return done, nil
 }
 
-// waitEngine dials sock until an engine answers or d passes.
-func waitEngine(sock string, d time.Duration) (*net.UnixConn, error) {
+// waitEngine dials sock until an engine answers or d passes, or the engine
+// started for it (exited, may be nil) fails: it could not listen (the
+// reason is in sock.log), and waiting longer is in vain.
+func waitEngine(sock string, d time.Duration, exited <-chan error) (*net.UnixConn, error) {
 	deadline := time.Now().Add(d)
 	wait := time.Millisecond
 	for {
@@ -379,7 +430,14 @@ func waitEngine(sock string, d time.Duration) (*net.UnixConn, error) {
 		if err == nil || time.Now().After(deadline) {
 			return conn, err
 		}
-		time.Sleep(wait)
+		select {
+		case err := <-exited:
+			if err != nil {
+				return nil, fmt.Errorf("engine: %v (see %s.log)", err, sock)
+			}
+			exited = nil // another engine has the socket: wait for it
+		case <-time.After(wait):
+		}
 		wait = min(2*wait, 20*time.Millisecond)
 	}
 }
@@ -540,7 +598,7 @@ func readRequest(conn *net.UnixConn) (engineRequest, []int, io.Reader, error) {
 		return req, fds, nil, errors.New("engine: descriptors truncated")
 	}
 	r := io.MultiReader(bytes.NewReader(buf[:n]), conn)
-	if err := readFrame(r, &req); err != nil {
+	if err := readFrame(r, &req, maxEngineFrame); err != nil {
 		return req, fds, nil, err
 	}
 	return req, fds, r, nil
@@ -592,6 +650,13 @@ func (s *engineServer) run(conn *net.UnixConn, req engineRequest, fds []int, res
 		writeFrame(conn, engineReply{Fallback: "an engine of another build"})
 		return
 	}
+	if len(req.Args) == 0 || req.Args[0] != "run" {
+		// Other commands (serve, mcp, engine serve) would live in the
+		// engine for as long as their client does: never the engine's.
+		closeFds(fds)
+		writeFrame(conn, engineReply{Fallback: "only run is the engine's"})
+		return
+	}
 	if len(fds) != 3 {
 		closeFds(fds)
 		return
@@ -618,7 +683,7 @@ func (s *engineServer) run(conn *net.UnixConn, req engineRequest, fds []int, res
 	go func() {
 		for {
 			var r engineRequest
-			if err := readFrame(rest, &r); err != nil {
+			if err := readFrame(rest, &r, maxControlFrame); err != nil {
 				cancel()
 				stdout.Close()
 				stderr.Close()
@@ -694,48 +759,123 @@ func pipeFile(fd int, name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), name), nil
 }
 
-// engineOut is the client's stdout or stderr in the engine. A pipe is
-// reopened through /proc/self/fd as a description of its own, made
-// non-blocking: closing it ends a write blocked on a full pipe, without
-// changing the client's description (which its shell shares). Any other
-// file is used as the client's process would (a regular file shares its
-// offset). A write meeting EPIPE calls onEPIPE: where the process would
-// have died of SIGPIPE.
+// engineOut is the client's stdout or stderr in the engine. A write there
+// must end when the run does (the client went away) even if nobody reads:
+// a pipe or a terminal is reopened through /proc/self/fd as a description
+// of its own, made non-blocking, so that closing it ends a write blocked
+// on a full buffer, without changing the client's description (which its
+// shell shares); a socket, which cannot be reopened, is written with
+// MSG_DONTWAIT, waiting in poll for room or for Close. Any other file is
+// used as the client's process would (a regular file shares its offset).
+// A write meeting EPIPE calls onEPIPE: where the process would have died
+// of SIGPIPE.
 type engineOut struct {
 	f       *os.File
 	fd      uintptr // for isatty; Fd() would make f blocking again
+	name    string
 	onEPIPE func()
 	once    sync.Once
+
+	// A socket's: writes hold mu; Close closes stop[1] to wake them.
+	sock   bool
+	mu     sync.Mutex
+	closed bool
+	stop   [2]int
 }
 
 func newEngineOut(fd int, name string, onEPIPE func()) *engineOut {
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
-		nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		switch {
-		case err == nil:
-			unix.Close(fd)
-			return &engineOut{f: os.NewFile(uintptr(nfd), name), fd: uintptr(nfd), onEPIPE: onEPIPE}
-		case errors.Is(err, unix.ENXIO):
-			// No reader left: writes meet EPIPE, as the process's would.
+	if unix.Fstat(fd, &st) == nil {
+		reopen := false
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFIFO:
+			reopen = true
+		case unix.S_IFCHR:
+			_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+			reopen = err == nil // a terminal
+		case unix.S_IFSOCK:
+			o := &engineOut{f: os.NewFile(uintptr(fd), name), fd: uintptr(fd), name: name, onEPIPE: onEPIPE, sock: true}
+			if unix.Pipe2(o.stop[:], unix.O_CLOEXEC) == nil {
+				return o
+			}
+			o.sock = false
+			return o
+		}
+		if reopen {
+			// O_NOCTTY: the engine, a session leader, must not take a
+			// client's terminal as its own.
+			nfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+			switch {
+			case err == nil:
+				unix.Close(fd)
+				return &engineOut{f: os.NewFile(uintptr(nfd), name), fd: uintptr(nfd), name: name, onEPIPE: onEPIPE}
+			case errors.Is(err, unix.ENXIO):
+				// A pipe without reader: writes meet EPIPE, as the
+				// process's would.
+			}
 		}
 	}
-	return &engineOut{f: os.NewFile(uintptr(fd), name), fd: uintptr(fd), onEPIPE: onEPIPE}
+	return &engineOut{f: os.NewFile(uintptr(fd), name), fd: uintptr(fd), name: name, onEPIPE: onEPIPE}
 }
 
 func (o *engineOut) Write(p []byte) (int, error) {
-	n, err := o.f.Write(p)
+	var n int
+	var err error
+	if o.sock {
+		n, err = o.send(p)
+	} else {
+		n, err = o.f.Write(p)
+	}
 	if errors.Is(err, syscall.EPIPE) {
 		o.onEPIPE()
 	}
 	return n, err
 }
 
+// send writes p to the socket, waiting for room until Close.
+func (o *engineOut) send(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for n < len(p) {
+		if o.closed {
+			return n, os.ErrClosed
+		}
+		m, err := unix.SendmsgN(int(o.fd), p[n:], nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+		n += max(m, 0)
+		switch err {
+		case nil, unix.EINTR:
+		case unix.EAGAIN:
+			pfd := []unix.PollFd{{Fd: int32(o.fd), Events: unix.POLLOUT}, {Fd: int32(o.stop[0]), Events: unix.POLLIN}}
+			if _, err := unix.Poll(pfd, -1); err != nil && err != unix.EINTR {
+				return n, &os.PathError{Op: "write", Path: o.name, Err: err}
+			}
+			if pfd[1].Revents != 0 {
+				return n, os.ErrClosed
+			}
+		default:
+			return n, &os.PathError{Op: "write", Path: o.name, Err: err}
+		}
+	}
+	return n, nil
+}
+
 func (o *engineOut) Fd() uintptr                { return o.fd }
 func (o *engineOut) Stat() (os.FileInfo, error) { return o.f.Stat() }
 func (o *engineOut) Close() error {
 	var err error
-	o.once.Do(func() { err = o.f.Close() })
+	o.once.Do(func() {
+		if o.sock {
+			unix.Close(o.stop[1]) // wakes a send waiting in poll
+			o.mu.Lock()
+			o.closed = true
+			err = o.f.Close()
+			unix.Close(o.stop[0])
+			o.mu.Unlock()
+			return
+		}
+		err = o.f.Close()
+	})
 	return err
 }
 
@@ -781,8 +921,8 @@ func newEngineCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "engine",
 		Short: "The resident engine that makes warm `wasmbox run` fast",
-		Long: `wasmbox run hands its command line to a resident engine of the same build
-and user, started on first use: the engine keeps the tools compiled, and
+		Long: `wasmbox run hands its command line to a resident engine of the same build,
+user and umask, started on first use: the engine keeps the tools compiled, and
 every run is still a new sandbox. The engine listens on a socket in
 $XDG_RUNTIME_DIR/wasmbox (else $TMPDIR/wasmbox-UID), a directory only
 its user may enter, accepts only its user's processes, and exits after
@@ -899,7 +1039,7 @@ func engineOp(sock, op string) (engineReply, error) {
 		return engineReply{}, err
 	}
 	var rep engineReply
-	if err := readFrame(conn, &rep); err != nil {
+	if err := readFrame(conn, &rep, maxControlFrame); err != nil {
 		return engineReply{}, fmt.Errorf("engine: %w", err)
 	}
 	return rep, nil

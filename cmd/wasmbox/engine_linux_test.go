@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func init() {
@@ -64,7 +66,7 @@ func testEngine(t *testing.T) (sock, key string) {
 				fmt.Fprintln(os.Stderr, "test engine:", err)
 			}
 		}()
-		conn, err := waitEngine(e.sock, 30*time.Second)
+		conn, err := waitEngine(e.sock, 30*time.Second, nil)
 		if err != nil {
 			e.err = err
 			return
@@ -393,7 +395,7 @@ func TestEngineRefusesOtherUsers(t *testing.T) {
 		cancel()
 		<-served
 	}()
-	conn, err := waitEngine(sock, 30*time.Second)
+	conn, err := waitEngine(sock, 30*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,4 +582,328 @@ func TestEngineLifecycle(t *testing.T) {
 		t.Fatalf("engine stop: %d", code)
 	}
 	waitGone(st.PID, "after engine stop")
+}
+
+// TestEngineLargeRequest: a command line and environment of several
+// hundred KB (under Linux's 2 MiB ARG_MAX) is more than one sendmsg takes
+// on a Unix stream socket: the client must send the rest of the frame, or
+// the engine waits for it until its deadline and the run falls back.
+func TestEngineLargeRequest(t *testing.T) {
+	big := strings.Repeat("a", 100<<10)
+	args := []string{"run"}
+	for i := range 6 {
+		args = append(args, "--env", fmt.Sprintf("K%d=%s", i, big))
+	}
+	args = append(args, "-c", "echo ${#K0} ${#K5}")
+	got := viaTestEngine(t, "/", "", false, args...)
+	if want := fmt.Sprintf("%d %d\n", len(big), len(big)); got.err != nil || got.stdout != want || got.rep.Exit != 0 {
+		t.Fatalf("got %+v, want stdout %q", got, want)
+	}
+}
+
+// TestEngineOnlyRuns: the engine runs `run` and nothing else of the
+// command line (serve, mcp, engine serve would run in the engine process,
+// for as long as their client stays); a client asking for something else
+// is told to do it itself, and nothing is written.
+func TestEngineOnlyRuns(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"mcp", "--help"}, {}} {
+		got := viaTestEngine(t, "/", "", false, args...)
+		if !errors.Is(got.err, errNotTaken) || got.stdout != "" || got.stderr != "" {
+			t.Errorf("%q: err %v, stdout %q, stderr %q", args, got.err, trunc(got.stdout), got.stderr)
+		}
+	}
+}
+
+// TestEngineFrameAllocation: a frame header is only a claim: the reader
+// allocates as the bytes arrive, not the size the header names (else
+// connections that send a header of maxEngineFrame and stop hold 8 MiB
+// each), and control frames after the request are small.
+func TestEngineFrameAllocation(t *testing.T) {
+	hdr := []byte{0, maxEngineFrame >> 16 & 0xff, 0, 0} // 8 MiB claimed...
+	r := bytes.NewReader(append(hdr, `{"op":`...))      // ...a few bytes sent
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	var req engineRequest
+	err := readFrame(r, &req, maxEngineFrame)
+	goruntime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a cut frame was accepted")
+	}
+	if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
+		t.Fatalf("reading a cut frame allocated %d bytes", d)
+	}
+	// A cancel frame is a few bytes; a large one is refused at its header.
+	var buf bytes.Buffer
+	writeFrame(&buf, engineRequest{Args: []string{strings.Repeat("x", maxControlFrame)}})
+	if err := readFrame(&buf, &req, maxControlFrame); err == nil {
+		t.Fatal("a control frame larger than maxControlFrame was accepted")
+	}
+	buf.Reset()
+	writeFrame(&buf, engineRequest{Cancel: true})
+	if err := readFrame(&buf, &req, maxControlFrame); err != nil || !req.Cancel {
+		t.Fatalf("cancel frame: %v %+v", err, req)
+	}
+}
+
+// TestEngineRelativePathsAsKernel: relative host paths (FILE, --mount HOST,
+// --audit-log) mean what they mean to the client's kernel, which resolves
+// "link/.." through the link (not lexically, as filepath.Join would), also
+// from a working directory reached through a symlink ($PWD) or holding ':'
+// (which a HOST:GUEST mount spec cannot hold).
+func TestEngineRelativePathsAsKernel(t *testing.T) {
+	host := t.TempDir()
+	os.MkdirAll(filepath.Join(host, "real", "sub"), 0o755)
+	os.WriteFile(filepath.Join(host, "real", "s.sh"), []byte("echo real\n"), 0o644)
+	os.WriteFile(filepath.Join(host, "s.sh"), []byte("echo wrong\n"), 0o644)
+	os.Symlink(filepath.Join("real", "sub"), filepath.Join(host, "link"))
+	colon := filepath.Join(host, "a:b")
+	os.Mkdir(colon, 0o755)
+	os.WriteFile(filepath.Join(colon, "f.txt"), []byte("colon\n"), 0o644)
+	for _, c := range []struct {
+		dir  string
+		args []string
+		want string
+	}{
+		{host, []string{"run", "link/../s.sh"}, "real\n"},
+		{filepath.Join(host, "link"), []string{"run", "../s.sh"}, "real\n"},
+		{filepath.Join(host, "link"), []string{"run", "--mount", "..:/h", "-c", "cat /h/s.sh"}, "echo real\n"},
+		{colon, []string{"run", "--mount", ".:/h", "-c", "cat /h/f.txt"}, "colon\n"},
+		{colon, []string{"run", "--mount", "./:/h:ro", "-c", "cat /h/f.txt"}, "colon\n"},
+	} {
+		got := viaTestEngine(t, c.dir, "", false, c.args...)
+		if got.err != nil || got.stdout != c.want || got.rep.Exit != 0 {
+			t.Errorf("%q in %s: %+v, want %q", c.args, c.dir, got, c.want)
+		}
+	}
+	// The audit log too.
+	got := viaTestEngine(t, filepath.Join(host, "link"), "", false, "run", "--audit-log", "../audit.log", "-c", "true")
+	if _, err := os.Stat(filepath.Join(host, "real", "audit.log")); err != nil || got.err != nil || got.rep.Exit != 0 {
+		t.Errorf("audit log: %+v, %v", got, err)
+	}
+}
+
+// cliEngineEnv is an environment for cli whose engine (the test binary)
+// has a runtime directory of its own; the engine is stopped at the end.
+func cliEngineEnv(t *testing.T, rt string) []string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	env := []string{
+		"XDG_RUNTIME_DIR=" + rt,
+		"XDG_CACHE_HOME=" + filepath.Join(cache, "wasmbox-test-xdg"),
+		"WASMBOX_ENGINE_IDLE=5s",
+		"PATH=" + os.Getenv("PATH"),
+	}
+	t.Cleanup(func() { cli(t, env, "", "engine", "stop") })
+	return env
+}
+
+// TestEngineSIGPIPEDeath: a client whose stdout is a pipe without reader
+// dies of SIGPIPE, as the process does in-process (exit status 141 is
+// what a shell shows for both, but a parent's wait tells them apart).
+func TestEngineSIGPIPEDeath(t *testing.T) {
+	env := cliEngineEnv(t, t.TempDir())
+	for _, mode := range []string{"off", "on"} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, "run", "-c", "yes")
+		cmd.Env = append(env, "WASMBOX_TEST_AS_CLI=1", "WASMBOX_ENGINE="+mode)
+		cmd.Stdout = w
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		cmd.Run()
+		w.Close()
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if !ws.Signaled() || ws.Signal() != syscall.SIGPIPE {
+			t.Errorf("engine %s: %v, want death by SIGPIPE (stderr %q)", mode, cmd.ProcessState, errb.String())
+		}
+	}
+}
+
+// TestEngineCannotListen: where no engine can listen (a socket path longer
+// than sun_path), run works in-process without starting one.
+func TestEngineCannotListen(t *testing.T) {
+	rt := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
+	os.Mkdir(rt, 0o700)
+	env := cliEngineEnv(t, rt)
+	out, errs, code := cli(t, env, "", "run", "-c", "echo hi")
+	if out != "hi\n" || errs != "" || code != 0 {
+		t.Fatalf("got %q %q %d", out, errs, code)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(rt, "wasmbox")); len(ents) != 0 {
+		t.Fatalf("an engine was started for a socket it cannot bind: %v", ents)
+	}
+}
+
+// TestEngineWaitEndsWithEngine: a client waiting for the engine it started
+// stops waiting when that engine fails (it could not listen), instead of
+// dialing until its deadline on every run.
+func TestEngineWaitEndsWithEngine(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "exit 1")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	done := make(chan error, 1)
+	go func() {
+		_, err := waitEngine(filepath.Join(t.TempDir(), "none.sock"), time.Minute, exited)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("dialed a socket nobody listens on")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("still waiting 20 s after the engine exited 1")
+	}
+}
+
+// TestEngineUmask: files a run creates on the host (a rw mount) get the
+// client's umask, not that of the client that started the engine: a
+// umask is a process's, so each umask has an engine of its own.
+func TestEngineUmask(t *testing.T) {
+	env := cliEngineEnv(t, t.TempDir())
+	host := t.TempDir()
+	create := func(umask int, name string) {
+		t.Helper()
+		old := syscall.Umask(umask) // the cli process inherits it
+		defer syscall.Umask(old)
+		script := fmt.Sprintf("echo > /w/%s; mkdir /w/%s.d", name, name)
+		if out, errs, code := cli(t, env, "", "run", "--mount", host+":/w:rw", "-c", script); code != 0 {
+			t.Fatalf("umask %#o: %q %q %d", umask, out, errs, code)
+		}
+	}
+	create(0o022, "first") // starts the engine
+	create(0o077, "private")
+	for name, want := range map[string]os.FileMode{"first": 0o644, "first.d": 0o755 | os.ModeDir, "private": 0o600, "private.d": 0o700 | os.ModeDir} {
+		fi, err := os.Stat(filepath.Join(host, name))
+		if err != nil || fi.Mode() != want {
+			t.Errorf("%s: %v %v, want %v", name, fi.Mode(), err, want)
+		}
+	}
+}
+
+// TestEngineClientGoneBlockedOutput: a client killed while the run is
+// blocked writing to a socket or a terminal nobody reads (a stopped
+// terminal, a peer that does not read) leaves no run behind either: a
+// blocking write there never returned, and the engine never went idle.
+func TestEngineClientGoneBlockedOutput(t *testing.T) {
+	sock, _ := testEngine(t)
+	socketOut := func(t *testing.T) (w *os.File, closeAll func()) {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, w := os.NewFile(uintptr(fds[0]), "peer"), os.NewFile(uintptr(fds[1]), "out")
+		return w, func() { r.Close(); w.Close() }
+	}
+	ttyOut := func(t *testing.T) (w *os.File, closeAll func()) {
+		m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+		if err != nil {
+			t.Skip(err)
+		}
+		n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+		if err == nil {
+			err = unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
+		}
+		if err != nil {
+			m.Close()
+			t.Skip(err)
+		}
+		s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_WRONLY|syscall.O_NOCTTY, 0)
+		if err != nil {
+			m.Close()
+			t.Skip(err)
+		}
+		return s, func() { m.Close(); s.Close() }
+	}
+	for name, out := range map[string]func(*testing.T) (*os.File, func()){"socket": socketOut, "terminal": ttyOut} {
+		t.Run(name, func(t *testing.T) {
+			base := baseline(t)
+			w, closeAll := out(t)
+			defer closeAll()
+			errf := filepath.Join(t.TempDir(), "err")
+			ef, _ := os.Create(errf)
+			defer ef.Close()
+			// Nobody reads w's other end: once its buffer is full, the
+			// run's write blocks.
+			conn, _ := startRun(t, w, ef, fileHas(errf, "started"), nil, "run", "--timeout", "60s", "-c", "echo started >&2; yes")
+			time.Sleep(200 * time.Millisecond) // let the buffer fill
+			conn.Close()
+			waitIdle(t, sock, base)
+		})
+	}
+}
+
+// TestEngineBadClientsLeakNothing: clients sending the wrong descriptors
+// (a directory or a socket as stdin, too many, too few), a request of
+// another build, bad JSON, or descriptors with status leave the engine no
+// descriptor and no goroutine.
+func TestEngineBadClientsLeakNothing(t *testing.T) {
+	sock, key := testEngine(t)
+	base := baseline(t)
+	countFds := func() int {
+		ents, _ := os.ReadDir("/proc/self/fd")
+		return len(ents)
+	}
+	dir, _ := os.Open(t.TempDir())
+	defer dir.Close()
+	null, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	defer null.Close()
+	sp, _ := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	defer syscall.Close(sp[0])
+	defer syscall.Close(sp[1])
+	pr, pw, _ := os.Pipe()
+	defer pr.Close()
+	defer pw.Close()
+	frame := func(v any) []byte {
+		var b bytes.Buffer
+		writeFrame(&b, v)
+		return b.Bytes()
+	}
+	run := engineRequest{Op: "run", Key: key, Args: []string{"run", "-c", "echo no"}, Dir: "/"}
+	other := run
+	other.Key = "other"
+	n, d, p := int(null.Fd()), int(dir.Fd()), int(pr.Fd())
+	fds0 := countFds()
+	for _, c := range []struct {
+		msg []byte
+		fds []int
+	}{
+		{frame(run), []int{d, n, n}},
+		{frame(run), []int{sp[0], n, n}},
+		{frame(run), []int{p, n, n, n, n, n}},
+		{frame(run), []int{p, n}},
+		{frame(other), []int{p, n, n}},
+		{frame(engineRequest{Op: "status"}), []int{p, n, n}},
+		{append([]byte{0, 0, 0, 2}, "{x"...), []int{p, n, n}},
+	} {
+		conn, err := dialEngine(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := conn.WriteMsgUnix(c.msg, syscall.UnixRights(c.fds...), nil); err != nil {
+			t.Fatal(err)
+		}
+		conn.CloseWrite()
+		var rep engineReply
+		readFrame(conn, &rep, maxControlFrame) // an answer or a hang-up
+		conn.Close()
+	}
+	waitIdle(t, sock, base)
+	deadline := time.Now().Add(20 * time.Second)
+	for countFds() > fds0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors open, %d before", countFds(), fds0)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

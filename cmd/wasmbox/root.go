@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -66,12 +67,13 @@ type app struct {
 }
 
 // hostPath resolves a host path given on the command line against the
-// caller's working directory.
+// caller's working directory. It is not cleaned: the kernel resolves
+// "link/.." through the link, as it would for the caller.
 func (a *app) hostPath(p string) string {
 	if a.cwd == "" || filepath.IsAbs(p) {
 		return p
 	}
-	return filepath.Join(a.cwd, p)
+	return strings.TrimSuffix(a.cwd, "/") + "/" + p
 }
 
 // fail marks err as a failure of the command itself (exit status 1) rather

@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -137,18 +136,29 @@ func (a *app) engine(ctx context.Context) (*sandbox.Engine, error) {
 // newSandbox makes the sandbox of the flags; closeAll closes it and its
 // audit log.
 func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sandbox, closeAll func(), err error) {
+	var mounts []sandbox.Option
 	if a.cwd != "" {
-		for i, m := range f.mounts {
-			// HOST:GUEST[:mode]; HOST holds no ':'.
-			if spec, err := vfs.ParseMountSpec(m); err == nil && !filepath.IsAbs(spec.Host) {
-				f.mounts[i] = a.hostPath(spec.Host) + m[len(spec.Host):]
+		// Relative HOST paths are the caller's: resolved here and passed
+		// parsed (the caller's directory may hold ':', which a spec
+		// cannot). A bad spec stays for options to report as usual.
+		fc := *f
+		fc.mounts = nil
+		for _, m := range f.mounts {
+			spec, err := vfs.ParseMountSpec(m)
+			if err != nil {
+				fc.mounts = append(fc.mounts, m)
+				continue
 			}
+			spec.Host = a.hostPath(spec.Host)
+			mounts = append(mounts, sandbox.WithMount(spec))
 		}
+		f = &fc
 	}
 	opts, err := f.options()
 	if err != nil {
 		return nil, nil, err
 	}
+	opts = append(opts, mounts...)
 	var red *audit.Redactor
 	if f.redactOutput || f.auditLog != "" {
 		var redOpts []audit.RedactorOption
