@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -146,10 +147,20 @@ func engineKey(cacheDir string) (string, error) {
 
 var umaskMu sync.Mutex
 
-// currentUmask is the process's umask (read by setting it and back: the
-// callers, at the start of a client or of an engine, create no file
-// meanwhile).
+// currentUmask is the process's umask: the Umask line of
+// /proc/self/status (Linux 4.7 and later), else read by setting it and
+// back (the callers, at the start of a client or of an engine, create no
+// file meanwhile).
 func currentUmask() int {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if m, err := strconv.ParseInt(strings.TrimSpace(v), 8, 32); err == nil {
+					return int(m)
+				}
+			}
+		}
+	}
 	umaskMu.Lock()
 	defer umaskMu.Unlock()
 	m := unix.Umask(0o077)
@@ -409,6 +420,7 @@ func spawnEngine(sock, cache string) (exited <-chan error, err error) {
 	defer logf.Close()
 	cmd := exec.Command(exe, "engine", "serve", "--socket", sock, "--idle", idle, "--cachedir", cache)
 	cmd.Dir = "/"
+	cmd.Env = engineEnviron(os.Environ())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -417,6 +429,24 @@ func spawnEngine(sock, cache string) (exited <-chan error, err error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	return done, nil
+}
+
+// engineEnviron is the environment an engine starts with: what locates
+// its files and tunes the Go runtime, not the rest of the starting
+// client's environment (its secrets among them). Each run carries its
+// client's environment in its request.
+func engineEnviron(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "PATH", k == "HOME", k == "TMPDIR", k == "USER", k == "LOGNAME",
+			strings.HasPrefix(k, "XDG_"), strings.HasPrefix(k, "WASMBOX_"),
+			k == "GODEBUG", k == "GOGC", k == "GOMEMLIMIT", k == "GOMAXPROCS", k == "GOTRACEBACK":
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // waitEngine dials sock until an engine answers or d passes, or the engine
@@ -472,6 +502,14 @@ func (s *engineServer) sandboxEngine(ctx context.Context) (*sandbox.Engine, erro
 		go func() {
 			defer close(s.engDone)
 			s.eng, s.engErr = sandbox.NewEngine(s.ctx, runtime.Config{CacheDir: s.cacheDir, DisableCache: s.noCache})
+			if s.engErr != nil {
+				// The runs waiting get the error (as an in-process run
+				// would); the next run starts a new engine, which tries
+				// again, instead of this one failing every run until
+				// it is idle.
+				fmt.Fprintf(os.Stderr, "engine: %v\n", s.engErr)
+				s.shutdown()
+			}
 		}()
 	})
 	select {
@@ -540,11 +578,9 @@ func (s *engineServer) serve(ln *net.UnixListener) error {
 			time.Sleep(10 * time.Millisecond) // EMFILE and the like
 			continue
 		}
-		s.touch()
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer s.touch()
 			s.handle(conn)
 		}()
 	}
@@ -634,6 +670,10 @@ func (s *engineServer) handle(conn *net.UnixConn) {
 		s.shutdown()
 		writeFrame(conn, engineReply{Done: true})
 	case "run":
+		// Only runs keep the engine from going idle: not status polls,
+		// nor connections it refused.
+		s.touch()
+		defer s.touch()
 		s.runs.Add(1)
 		s.active.Add(1)
 		defer s.active.Add(-1)

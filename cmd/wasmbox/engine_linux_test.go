@@ -520,6 +520,10 @@ func TestEngineLifecycle(t *testing.T) {
 		"XDG_CACHE_HOME=" + filepath.Join(cache, "wasmbox-test-xdg"),
 		"WASMBOX_ENGINE_IDLE=2s",
 		"PATH=" + os.Getenv("PATH"),
+		// A secret of the client that starts the engine: the engine
+		// does not keep it, and runs still redact it (from their own
+		// request's environment).
+		"MY_API_TOKEN=s3cret-of-the-client",
 	}
 	status := func() engineStatus {
 		t.Helper()
@@ -533,10 +537,12 @@ func TestEngineLifecycle(t *testing.T) {
 		}
 		return st
 	}
-	waitGone := func(pid int, what string) {
+	waitGone := func(pid int, sock, what string) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for !gone(pid) {
+			// Status polls do not keep an engine awake.
+			engineOp(sock, "status")
 			if time.Now().After(deadline) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("the engine (pid %d) did not exit %s", pid, what)
@@ -555,20 +561,27 @@ func TestEngineLifecycle(t *testing.T) {
 	if st.Runs != 1 || st.PID <= 0 {
 		t.Fatalf("after one run: %+v", st)
 	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", st.PID)); err != nil || bytes.Contains(b, []byte("s3cret")) || !bytes.Contains(b, []byte("XDG_RUNTIME_DIR=")) {
+		t.Fatalf("the engine's environment (%v): %q", err, b)
+	}
+	if out, _, _ := cli(t, env, "", "run", "--redact-output", "-c", "echo s3cret-of-the-client"); out != "[REDACTED]\n" {
+		t.Fatalf("--redact-output of the client's secret: %q", out)
+	}
+	st.Runs++
 	if out, _, _ := cli(t, env, "", "run", "-c", "echo two"); out != "two\n" {
 		t.Fatalf("second run: %q", out)
 	}
-	if st2 := status(); st2.PID != st.PID || st2.Runs != 2 {
+	if st2 := status(); st2.PID != st.PID || st2.Runs != st.Runs+1 {
 		t.Fatalf("second run: %+v, first %+v", st2, st)
 	}
 	// Off: in-process, the engine sees nothing.
 	if out, _, _ := cli(t, append(env, "WASMBOX_ENGINE=off"), "", "run", "-c", "echo three"); out != "three\n" {
 		t.Fatalf("off: %q", out)
 	}
-	if st3 := status(); st3.Runs != 2 {
+	if st3 := status(); st3.Runs != st.Runs+1 {
 		t.Fatalf("WASMBOX_ENGINE=off went to the engine: %+v", st3)
 	}
-	waitGone(st.PID, "2 s after its last run")
+	waitGone(st.PID, st.Socket, "2 s after its last run")
 	if _, err := os.Stat(st.Socket); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket left behind: %v", err)
 	}
@@ -581,7 +594,7 @@ func TestEngineLifecycle(t *testing.T) {
 	if _, _, code := cli(t, env, "", "engine", "stop"); code != 0 {
 		t.Fatalf("engine stop: %d", code)
 	}
-	waitGone(st.PID, "after engine stop")
+	waitGone(st.PID, st.Socket, "after engine stop")
 }
 
 // TestEngineLargeRequest: a command line and environment of several
@@ -905,5 +918,32 @@ func TestEngineBadClientsLeakNothing(t *testing.T) {
 			t.Fatalf("%d descriptors open, %d before", countFds(), fds0)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestEngineCompileFailureEnds: an engine whose compile failed exits
+// (the runs waiting for it get the error, exit 1 as in-process), so that
+// the next run starts an engine that tries again instead of one that fails
+// every run until it is idle.
+func TestEngineCompileFailureEnds(t *testing.T) {
+	dir := t.TempDir()
+	priv := filepath.Join(dir, "priv")
+	os.Mkdir(priv, 0o700)
+	notDir := filepath.Join(dir, "file")
+	os.WriteFile(notDir, nil, 0o600)
+	cache := filepath.Join(notDir, "cache") // below a regular file: unusable
+	sock := filepath.Join(priv, "e.sock")
+	served := make(chan error, 1)
+	go func() { served <- serveEngine(context.Background(), sock, cache, false, time.Hour) }()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the engine still serves 30 s after its compile failed")
+	}
+	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket left behind: %v", err)
 	}
 }
