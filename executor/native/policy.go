@@ -4,15 +4,15 @@
 // # The jail (the boundary)
 //
 // Every command runs in bubblewrap, on Linux only (see bwrap_linux.go for
-// the whole list and why bubblewrap, and Platforms below): new user, mount, pid, network, IPC and UTS namespaces;
-// uid and gid 1000 inside, no capabilities, no_new_privs; a root that
-// holds only the system's read-only /usr (and its /bin, /lib links), a
-// private /tmp, its own /proc and a minimal /dev, and the mount's host
-// directory at the mount's guest path (read-only for a read-only mount);
-// an empty network namespace; rlimits on CPU time, address space,
-// processes, file size and open files. [New] refuses to build a Runner
-// where the jail is unavailable (an error matching [ErrNoJail]) unless
-// Config.Unjailed opts out.
+// the whole list and why bubblewrap, and Platforms below): new user,
+// mount, pid, network, IPC and UTS namespaces; uid and gid 1000 inside, no
+// capabilities, no_new_privs; a root that holds only the system's
+// read-only /usr (and its /bin, /lib links), a private /tmp, its own /proc
+// and a minimal /dev, and the mount's host directory at the mount's guest
+// path (read-only for a read-only mount); an empty network namespace;
+// rlimits on CPU time, address space, processes, file size and open
+// files. [New] refuses to build a Runner where the jail is unavailable
+// (an error matching [ErrNoJail]) unless Config.Unjailed opts out.
 //
 // # The policy (the second layer)
 //
