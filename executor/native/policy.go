@@ -3,16 +3,16 @@
 //
 // # The jail (the boundary)
 //
-// Every command runs in bubblewrap (see bwrap.go for the whole list and
-// why bubblewrap): new user, mount, pid, network, IPC and UTS namespaces;
-// uid and gid 1000 inside, no capabilities, no_new_privs; a root that
-// holds only the system's read-only /usr (and its /bin, /lib links), a
-// private /tmp, its own /proc and a minimal /dev, and the mount's host
-// directory at the mount's guest path (read-only for a read-only mount);
-// an empty network namespace; rlimits on CPU time, address space,
-// processes, file size and open files. [New] refuses to build a Runner
-// where the jail is unavailable (an error matching [ErrNoJail]) unless
-// Config.Unjailed opts out.
+// Every command runs in bubblewrap, on Linux only (see bwrap_linux.go for
+// the whole list and why bubblewrap, and Platforms below): new user,
+// mount, pid, network, IPC and UTS namespaces; uid and gid 1000 inside, no
+// capabilities, no_new_privs; a root that holds only the system's
+// read-only /usr (and its /bin, /lib links), a private /tmp, its own /proc
+// and a minimal /dev, and the mount's host directory at the mount's guest
+// path (read-only for a read-only mount); an empty network namespace;
+// rlimits on CPU time, address space, processes, file size and open
+// files. [New] refuses to build a Runner where the jail is unavailable
+// (an error matching [ErrNoJail]) unless Config.Unjailed opts out.
 //
 // # The policy (the second layer)
 //
@@ -32,6 +32,20 @@
 // is read; at the cap the pipe is closed, so the command gets SIGPIPE as
 // it would writing into "head -c 1M" (exit status 141 unless it handles
 // the signal).
+//
+// # Platforms
+//
+// The OS jail is Linux-only: it is built from Linux namespaces. On macOS
+// and the BSDs the package builds, and [New] refuses a jailed Runner with
+// an error matching [ErrNoJail] that says so. An unjailed Runner
+// (Config.Unjailed, the CLI's --native-unjailed) works there with portable
+// process control and the policy as the only layer: the command runs in
+// its own process group, a deadline sends SIGTERM to the group and SIGKILL
+// after the grace period, and the group is killed when the command ends.
+// What it lacks besides the jail: there is no parent-death signal (Linux's
+// Pdeathsig), so a command whose wasmbox is killed outright (SIGKILL, a
+// crash) runs on until it ends by itself; and a process that leaves the
+// group (setsid) survives the kill, as it does unjailed on Linux.
 //
 // # Exit codes
 //

@@ -130,7 +130,7 @@ type Runner struct {
 	cfg      Config
 	policy   Policy
 	binaries map[string]string // name -> real absolute path ("" = not installed)
-	jail     *jailTool         // nil when Unjailed
+	jail     osJail            // nil when Unjailed
 }
 
 // New resolves every allowlisted binary once (exec.LookPath in
@@ -437,23 +437,11 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, jailReal, di
 		Dir:         dir,
 		Stdout:      outW,
 		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		SysProcAttr: procAttr(),
 	}
-	var info *jailInfo
+	var info jailRun
 	if r.jail != nil {
-		if info, err = newJailInfo(); err != nil {
-			outR.Close()
-			outW.Close()
-			errR.Close()
-			errW.Close()
-			return nil, nil, 0, false, err
-		}
-		defer info.close()
-		cmd.ExtraFiles = []*os.File{info.w}
-		argv, err := r.jail.argv(bin, req.Argv[1:], jailReal, r.guestRoot(req), dir, !req.ReadOnly, env, r.cfg.Limits.withDefaults())
-		if err == nil {
-			cmd.SysProcAttr.Credential, err = jailCredential(jailReal)
-		}
+		info, err = r.jail.wrap(cmd, bin, req.Argv[1:], jailReal, r.guestRoot(req), dir, !req.ReadOnly, env, r.cfg.Limits.withDefaults())
 		if err != nil {
 			outR.Close()
 			outW.Close()
@@ -461,8 +449,7 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, jailReal, di
 			errW.Close()
 			return nil, nil, 0, false, err
 		}
-		cmd.Path, cmd.Args, cmd.Dir = r.jail.bwrap, append([]string{"bwrap"}, argv...), "/"
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
+		defer info.close()
 	}
 	// Stdin other than a file is copied through a pipe of our own (not by
 	// os/exec, whose Wait would wait for a reader that may never end).
@@ -530,16 +517,11 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, jailReal, di
 	}
 
 	exited := make(chan struct{})
+	var watchErr error
 	go func() {
 		// Wait for the leader to exit without reaping it, so that its
 		// pid (the group id) stays reserved until the group is killed.
-		var info unix.Siginfo
-		for {
-			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if err != unix.EINTR {
-				break
-			}
-		}
+		watchErr = waitExited(pid)
 		close(exited)
 	}()
 	select {
@@ -581,6 +563,10 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, jailReal, di
 	}
 	outR.Close()
 	errR.Close()
+	if watchErr != nil {
+		// The leader could not be watched: its group was killed at once.
+		return outBuf.bytes(), errBuf.bytes(), -1, outBuf.truncated || errBuf.truncated, fmt.Errorf("native: watch %s: %w", req.Argv[0], watchErr)
+	}
 
 	code = 0
 	if waitErr != nil {

@@ -238,7 +238,7 @@ func TestDeniedAndNotFound(t *testing.T) {
 }
 
 // sleeper returns a sleep argument unique to this test, to find its
-// processes in /proc whatever pid namespace they run in.
+// processes whatever pid namespace they run in (see sleeping).
 func sleeper(t *testing.T) string {
 	return fmt.Sprintf("1000.%d%06d", os.Getpid(), time.Now().UnixNano()%1e6)
 }
@@ -248,7 +248,7 @@ func waitGone(t *testing.T, arg string) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	for {
-		if !sleeping(arg) {
+		if !sleeping(t, arg) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -256,21 +256,6 @@ func waitGone(t *testing.T, arg string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-func sleeping(arg string) bool {
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		b, err := os.ReadFile("/proc/" + p.Name() + "/cmdline")
-		if err == nil && bytes.Contains(b, []byte("sleep\x00"+arg+"\x00")) {
-			st, _ := os.ReadFile("/proc/" + p.Name() + "/stat")
-			if i := bytes.LastIndexByte(st, ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
-				continue
-			}
-			return true
-		}
-	}
-	return false
 }
 
 func TestTimeoutKillsProcessGroup(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
-	"time"
 )
 
 // sysStat extracts the POSIX metadata that fs.FileInfo does not carry.
@@ -18,8 +17,7 @@ func sysStat(fi fs.FileInfo) statx {
 		st.dev, st.ino, st.nlink = uint64(s.Dev), s.Ino, uint64(s.Nlink)
 		st.uid, st.gid = s.Uid, s.Gid
 		st.blocks = s.Blocks
-		st.atime = time.Unix(s.Atim.Unix())
-		st.ctime = time.Unix(s.Ctim.Unix())
+		st.atime, st.ctime = statTimes(s)
 		st.rdev = uint64(s.Rdev)
 	}
 	return st

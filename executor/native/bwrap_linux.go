@@ -3,7 +3,6 @@ package native
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -57,28 +56,6 @@ import (
 // widely reviewed setuid-free program made for exactly this, and Debian
 // ships it. Where it is missing or the kernel refuses the namespaces, the
 // lane refuses to start unless the embedder opts out (Config.Unjailed).
-
-// JailLimits are the rlimits of a jailed command.
-type JailLimits struct {
-	CPUSeconds   int   // RLIMIT_CPU
-	AddressSpace int64 // RLIMIT_AS, bytes
-	Processes    int   // RLIMIT_NPROC
-	FileSize     int64 // RLIMIT_FSIZE, bytes
-	OpenFiles    int   // RLIMIT_NOFILE
-}
-
-// DefaultJailLimits are the rlimits of a jailed command by default.
-var DefaultJailLimits = JailLimits{
-	CPUSeconds:   60,
-	AddressSpace: 4 << 30,
-	Processes:    256,
-	FileSize:     1 << 30,
-	OpenFiles:    1024,
-}
-
-// ErrNoJail is wrapped by New's error when the OS jail cannot be used and
-// Config.Unjailed is not set.
-var ErrNoJail = errors.New("native: no OS jail")
 
 // jailTool is what the jail runs with.
 type jailTool struct {
@@ -189,6 +166,28 @@ func (t *jailTool) argv(bin string, args []string, jailReal, guest, dirReal stri
 	return append(a, args...), nil
 }
 
+// wrap implements osJail: cmd runs bwrap, which runs prlimit, which runs
+// bin, and bwrap reports the jail's init on fd 3 to the returned jailInfo.
+func (t *jailTool) wrap(cmd *exec.Cmd, bin string, args []string, jailReal, guest, dirReal string, rw bool, env []string, lim JailLimits) (jailRun, error) {
+	argv, err := t.argv(bin, args, jailReal, guest, dirReal, rw, env, lim)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := jailCredential(jailReal)
+	if err != nil {
+		return nil, err
+	}
+	info, err := newJailInfo()
+	if err != nil {
+		return nil, err
+	}
+	cmd.ExtraFiles = []*os.File{info.w}
+	cmd.SysProcAttr.Credential = cred
+	cmd.Path, cmd.Args, cmd.Dir = t.bwrap, append([]string{"bwrap"}, argv...), "/"
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
+	return info, nil
+}
+
 // jailCredential is the host identity bwrap runs as: nil (wasmbox's own)
 // unless wasmbox is root and the jail directory belongs to another user,
 // whose uid and gid it then takes, with no supplementary group.
@@ -204,27 +203,6 @@ func jailCredential(jailReal string) (*syscall.Credential, error) {
 		return nil, nil
 	}
 	return &syscall.Credential{Uid: st.Uid, Gid: st.Gid, Groups: []uint32{}}, nil
-}
-
-// withDefaults fills the zero fields of l from DefaultJailLimits.
-func (l JailLimits) withDefaults() JailLimits {
-	d := DefaultJailLimits
-	if l.CPUSeconds > 0 {
-		d.CPUSeconds = l.CPUSeconds
-	}
-	if l.AddressSpace > 0 {
-		d.AddressSpace = l.AddressSpace
-	}
-	if l.Processes > 0 {
-		d.Processes = l.Processes
-	}
-	if l.FileSize > 0 {
-		d.FileSize = l.FileSize
-	}
-	if l.OpenFiles > 0 {
-		d.OpenFiles = l.OpenFiles
-	}
-	return d
 }
 
 // jailInfo reads bwrap's --info-fd report: the host pid of the jail's init,
