@@ -20,8 +20,9 @@ import (
 // search and the line loop).
 var grepLitScan = true
 
-// grepLitBlock is the read size of the literal scan.
-const grepLitBlock = 1 << 20
+// grepLitBlock is the read size of the literal scan (tests make it small
+// to put lines across blocks).
+var grepLitBlock = 1 << 20
 
 const (
 	swarLo = 0x0101010101010101
