@@ -42,6 +42,7 @@ type litScan struct {
 	fold        bool
 	first, last uint64 // the first and last byte in every byte
 	fm, lm      uint64 // ORed into the data first: 0x20s for a letter under fold
+	mask        []byte // per byte of lit: ORed into the data (0x20 for a letter under fold)
 }
 
 func newLitScan(lit []byte, fold bool) *litScan {
@@ -54,7 +55,132 @@ func newLitScan(lit []byte, fold bool) *litScan {
 	if fold && c1 >= 'a' && c1 <= 'z' {
 		s.lm = 0x20 * swarLo
 	}
+	s.mask = make([]byte, len(lit))
+	for j, c := range lit {
+		if fold && c >= 'a' && c <= 'z' {
+			s.mask[j] = 0x20
+		}
+	}
 	return s
+}
+
+// lines finds the lines of b (delimited by delim; the last one may lack
+// it) that hold the literal, at most limit of them when limit >= 0. It
+// returns their number and, when runs is not nil, appends them to runs as
+// [start, end) pairs of offsets in b, adjacent lines merged into one pair.
+//
+// It is one function with no calls in its loops: in wasm a Go call costs
+// far more than the few instructions of a step here. The search looks at
+// 16 positions per step (two 64-bit words at the literal's first byte and
+// two at its last) through array pointers, which need one bounds check
+// each instead of one per load.
+func (s *litScan) lines(b []byte, delim byte, limit int, runs []int) (int, []int) {
+	lit, mask := s.lit, s.mask
+	n := len(lit)
+	if len(mask) != n {
+		return 0, runs
+	}
+	first, last, fm, lm := s.first, s.last, s.fm, s.lm
+	c0, c1, f0, f1 := byte(first), byte(last), byte(fm), byte(lm)
+	dp := uint64(delim) * swarLo
+	count := 0
+	i := 0 // search from here
+	for i < len(b) {
+		from := i // a line starts here
+		k := -1   // the literal's position
+	search:
+		for ; i+n+15 < len(b); i += 16 {
+			p := (*[16]byte)(b[i : i+16])
+			q := (*[16]byte)(b[i+n-1 : i+n+15])
+			m0 := swarZero((binary.LittleEndian.Uint64(p[0:8])|fm)^first) & swarZero((binary.LittleEndian.Uint64(q[0:8])|lm)^last)
+			m1 := swarZero((binary.LittleEndian.Uint64(p[8:16])|fm)^first) & swarZero((binary.LittleEndian.Uint64(q[8:16])|lm)^last)
+			for m0|m1 != 0 {
+				var j int
+				if m0 != 0 {
+					j = i + bits.TrailingZeros64(m0)>>3
+					m0 &= m0 - 1
+				} else {
+					j = i + 8 + bits.TrailingZeros64(m1)>>3
+					m1 &= m1 - 1
+				}
+				w := b[j : j+n]
+				x := 1
+				for x < n-1 && w[x]|mask[x] == lit[x] {
+					x++
+				}
+				if x >= n-1 {
+					k = j
+					break search
+				}
+			}
+		}
+		if k < 0 {
+			for ; i+n <= len(b); i++ {
+				if b[i]|f0 == c0 && b[i+n-1]|f1 == c1 {
+					w := b[i : i+n]
+					x := 1
+					for x < n-1 && w[x]|mask[x] == lit[x] {
+						x++
+					}
+					if x >= n-1 {
+						k = i
+						break
+					}
+				}
+			}
+			if k < 0 {
+				break
+			}
+		}
+		count++
+		// The line's end: the delimiter after the literal, or the end.
+		le := len(b)
+		e := k + n
+		for ; e+8 <= len(b); e += 8 {
+			if m := swarZero(binary.LittleEndian.Uint64(b[e:e+8]) ^ dp); m != 0 {
+				le = e + bits.TrailingZeros64(m)>>3 + 1
+				break
+			}
+		}
+		if le == len(b) {
+			for ; e < len(b); e++ {
+				if b[e] == delim {
+					le = e + 1
+					break
+				}
+			}
+		}
+		if runs != nil {
+			// The line's start: after the last delimiter before the
+			// literal and at or after from.
+			ls := from
+			h := k
+			for ; h-8 >= from; h -= 8 {
+				if m := swarZero(binary.LittleEndian.Uint64(b[h-8:h]) ^ dp); m != 0 {
+					ls = h - 8 + (63-bits.LeadingZeros64(m))>>3 + 1
+					break
+				}
+			}
+			if ls == from {
+				for h--; h >= from; h-- {
+					if b[h] == delim {
+						ls = h + 1
+						break
+					}
+				}
+			}
+			if r := len(runs); r > 0 && runs[r-1] == ls {
+				runs[r-1] = le
+			} else {
+				runs = append(runs, ls, le)
+			}
+		}
+		i = le
+		if count == limit {
+			break
+		}
+	}
+	return count, runs
 }
 
 // index returns the first position at or after i where the literal
@@ -171,12 +297,11 @@ func (g *grepper) litScanMode(printLines, binary bool) byte {
 // litScanMode) and returns the number of selected lines.
 func (g *grepper) scanLiteral(r io.Reader, name string, mode byte) int64 {
 	s := newLitScan(g.fixed, g.fixedFold)
-	n := len(g.fixed)
 	delim := g.delim
-	w := g.t.out
 	buf := make([]byte, grepLitBlock)
 	start, end := 0, 0 // unconsumed data is buf[start:end]
 	var count, lines int64
+	runs := make([]int, 0, 256)
 	eof := false
 	for !(eof && start == end) {
 		if g.maxCount >= 0 && count >= g.maxCount {
@@ -218,48 +343,18 @@ func (g *grepper) scanLiteral(r io.Reader, name string, mode byte) int64 {
 				lines++
 			}
 		}
-		pos := 0
-		runS, runE := 0, 0 // lines to print: chunk[runS:runE]
-		for pos < len(chunk) {
-			if g.maxCount >= 0 && count >= g.maxCount {
-				break
-			}
-			i := s.index(chunk, pos)
-			if i < 0 {
-				break
-			}
-			count++
-			le := swarIndexByte(chunk, i+n, delim) + 1
-			if le == 0 {
-				le = len(chunk) // the last line, with no delimiter
-			}
-			if mode == 'p' {
-				ls := swarLastIndexByte(chunk, pos, i, delim) + 1
-				if ls == 0 {
-					ls = pos
-				}
-				if g.withName {
-					g.nameOut(name, ':')
-					w.Write(chunk[ls:le])
-				} else if ls == runE {
-					runE = le
-				} else {
-					w.Write(chunk[runS:runE])
-					runS, runE = ls, le
-				}
-				if chunk[le-1] != delim {
-					if !g.withName {
-						w.Write(chunk[runS:runE])
-						runS, runE = le, le
-					}
-					w.WriteByte(delim)
-				}
-			}
-			pos = le
+		limit := -1
+		if g.maxCount >= 0 {
+			limit = int(min(g.maxCount-count, 1<<30))
 		}
-		if runE > runS {
-			w.Write(chunk[runS:runE])
+		var c int
+		if mode == 'p' {
+			c, runs = s.lines(chunk, delim, limit, runs[:0])
+			g.writeRuns(chunk, runs, name)
+		} else {
+			c, _ = s.lines(chunk, delim, limit, nil)
 		}
+		count += int64(c)
 		start += len(chunk)
 	}
 	if g.invert {
@@ -272,4 +367,30 @@ func (g *grepper) scanLiteral(r io.Reader, name string, mode byte) int64 {
 		}
 	}
 	return count
+}
+
+// writeRuns writes the lines of chunk in runs (see litScan.lines), each
+// with the file name prefix under -H, and a delimiter after a last line
+// that lacks one.
+func (g *grepper) writeRuns(chunk []byte, runs []int, name string) {
+	w := g.t.out
+	for r := 0; r+1 < len(runs); r += 2 {
+		a, e := runs[r], runs[r+1]
+		if g.withName {
+			for a < e {
+				le := swarIndexByte(chunk[:e], a, g.delim) + 1
+				if le == 0 {
+					le = e
+				}
+				g.nameOut(name, ':')
+				w.Write(chunk[a:le])
+				a = le
+			}
+		} else {
+			w.Write(chunk[a:e])
+		}
+		if e > 0 && chunk[e-1] != g.delim {
+			w.WriteByte(g.delim)
+		}
+	}
 }
