@@ -725,7 +725,9 @@ func (g *grepper) searchReader(r io.Reader, name string) {
 		afterLeft = g.after
 		return lineNext
 	}
-	if lits, fold := g.prefilter(); lits != nil {
+	if mode := g.litScanMode(printLines, binary); mode != 0 {
+		count = g.scanLiteral(br, name, mode)
+	} else if lits, fold := g.prefilter(); lits != nil {
 		// Only lines holding one of lits can be selected: find those in
 		// large blocks and hand only them to handle.
 		// A hit of the one fixed string is a match.
