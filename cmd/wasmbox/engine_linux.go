@@ -257,15 +257,10 @@ func viaEngine(args []string, stdin, stdout, stderr *os.File) (code int, ok bool
 	if cache == "" {
 		return 0, false
 	}
-	key, err := engineKey(cache)
+	sock, key, err := enginePath(cache)
 	if err != nil {
 		return 0, false
 	}
-	dir, err := engineDir()
-	if err != nil {
-		return 0, false
-	}
-	sock := filepath.Join(dir, "engine-"+key+".sock")
 	if len(sock) >= len(unix.RawSockaddrUnix{}.Path) {
 		return 0, false // no engine could listen there
 	}
@@ -990,7 +985,7 @@ which start host programs, always run in the wasmbox process.`,
 				cache = defaultCacheDir()
 			}
 			if sock == "" {
-				p, err := enginePath(cache)
+				p, _, err := enginePath(cache)
 				if err != nil {
 					return a.fail(err)
 				}
@@ -1042,17 +1037,17 @@ which start host programs, always run in the wasmbox process.`,
 
 var errNoEngine = errors.New("no engine of this build is running")
 
-// enginePath is this build's engine socket for the cache directory.
-func enginePath(cache string) (string, error) {
-	key, err := engineKey(cache)
-	if err != nil {
-		return "", err
+// enginePath is this build's engine socket for the cache directory, and
+// the engine's key.
+func enginePath(cache string) (sock, key string, err error) {
+	if key, err = engineKey(cache); err != nil {
+		return "", "", err
 	}
 	dir, err := engineDir()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return filepath.Join(dir, "engine-"+key+".sock"), nil
+	return filepath.Join(dir, "engine-"+key+".sock"), key, nil
 }
 
 // engineCall sends op to this build's engine and returns its reply.
@@ -1061,7 +1056,7 @@ func engineCall(a *app, op string) (engineReply, error) {
 	if cache == "" {
 		cache = defaultCacheDir()
 	}
-	sock, err := enginePath(cache)
+	sock, _, err := enginePath(cache)
 	if err != nil {
 		return engineReply{}, err
 	}
