@@ -1,26 +1,12 @@
 package vfs
 
 import (
-	"os"
 	"syscall"
 	"time"
 )
 
-// hostStat fills a *Stat from the host's stat of fi.
-func hostStat(fi os.FileInfo) *Stat {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return &Stat{Nlink: 1, Atime: fi.ModTime(), Mtime: fi.ModTime(), Ctime: fi.ModTime()}
-	}
-	return &Stat{
-		Dev:   uint64(st.Dev),
-		Ino:   uint64(st.Ino),
-		Nlink: uint64(st.Nlink),
-		Uid:   guestUID(st.Uid),
-		Gid:   guestGID(st.Gid),
-		Rdev:  uint64(st.Rdev),
-		Atime: time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec)),
-		Mtime: time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)),
-		Ctime: time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)),
-	}
+func statTimes(st *syscall.Stat_t) (atime, mtime, ctime time.Time) {
+	return time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec)),
+		time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)),
+		time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec))
 }
