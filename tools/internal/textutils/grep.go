@@ -814,6 +814,25 @@ func (g *grepper) prefilter() (lits [][]byte, fold bool) {
 	return lits, fold
 }
 
+// fillBlock reads more of r into buf after the unconsumed buf[start:end],
+// moving that to the front first and doubling buf when one line fills it.
+// It returns the buffer and bounds to use; eof is set at the end of r.
+func fillBlock(r io.Reader, buf []byte, start, end int) (_ []byte, _, _ int, eof bool, err error) {
+	if start > 0 {
+		end = copy(buf, buf[start:end])
+		start = 0
+	}
+	if end == len(buf) {
+		buf = append(buf, make([]byte, len(buf))...)
+	}
+	n, err := r.Read(buf[end:])
+	end += n
+	if err == io.EOF {
+		return buf, start, end, true, nil
+	}
+	return buf, start, end, false, err
+}
+
 // scanBlocks reads r in large blocks of whole lines, finds the lines that
 // hold one of lits and calls handle on each with its offset and (with
 // -n only) its number; sure is handed on to handle.
@@ -827,19 +846,8 @@ func (g *grepper) scanBlocks(r io.Reader, name string, lits [][]byte, fold, sure
 	eof := false
 	for !(eof && start == end) {
 		if !eof {
-			// Fill the buffer, growing it when one line does not fit.
-			if start > 0 {
-				end = copy(buf, buf[start:end])
-				start = 0
-			}
-			if end == len(buf) {
-				buf = append(buf, make([]byte, len(buf))...)
-			}
-			n, err := r.Read(buf[end:])
-			end += n
-			if err == io.EOF {
-				eof = true
-			} else if err != nil {
+			var err error
+			if buf, start, end, eof, err = fillBlock(r, buf, start, end); err != nil {
 				g.errorf("%s: %s", name, strerror(err))
 				return false
 			}

@@ -308,19 +308,8 @@ func (g *grepper) scanLiteral(r io.Reader, name string, mode byte) int64 {
 			break
 		}
 		if !eof {
-			// Fill the buffer, growing it when one line does not fit.
-			if start > 0 {
-				end = copy(buf, buf[start:end])
-				start = 0
-			}
-			if end == len(buf) {
-				buf = append(buf, make([]byte, len(buf))...)
-			}
-			k, err := r.Read(buf[end:])
-			end += k
-			if err == io.EOF {
-				eof = true
-			} else if err != nil {
+			var err error
+			if buf, start, end, eof, err = fillBlock(r, buf, start, end); err != nil {
 				g.errorf("%s: %s", name, strerror(err))
 				break
 			}
