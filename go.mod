@@ -13,7 +13,6 @@ require (
 	github.com/spf13/afero v1.15.0
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1
-	github.com/tetratelabs/wazero v1.12.0
 	github.com/ulikunitz/xz v0.5.17
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -51,9 +50,3 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect
 )
-
-// wazero v1.12.0 with one change: a module whose compiled code is already
-// in the compilation cache is not validated function by function again
-// (third_party/wazero/PATCHES.md). Builds that import wasmbox as a library
-// get upstream wazero, which behaves the same and starts slower.
-replace github.com/tetratelabs/wazero => ./third_party/wazero

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
 )
 
 // A spawned child shares its parent's streams, which were made with the

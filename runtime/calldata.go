@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 )
 
 // CallABI documents how the exports of a live instance (see Instance) take

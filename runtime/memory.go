@@ -3,7 +3,7 @@ package runtime
 import (
 	"sync/atomic"
 
-	"github.com/tetratelabs/wazero/experimental"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
 )
 
 // limitAllocator backs the linear memory of one instance and refuses to

@@ -9,8 +9,8 @@ import (
 	"path"
 	"syscall"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )

@@ -126,12 +126,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/experimental/logging"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/wasmbox/wasmbox/internal/wasmbin"
+	"github.com/wasmbox/wasmbox/third_party/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental/logging"
+	"github.com/wasmbox/wasmbox/third_party/wazero/imports/wasi_snapshot_preview1"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
 

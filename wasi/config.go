@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/wasmbox/wasmbox/third_party/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental/sysfs"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )

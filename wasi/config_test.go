@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/experimental/logging"
-	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental/logging"
+	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"syscall"
 
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
 )
 
 // toErrno maps an error from the vfs layer (an *os.PathError or

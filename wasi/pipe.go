@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
 )
 
 // PipeCapacity is how many bytes a pipe buffers before Write blocks, as on

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tetratelabs/wazero/experimental/logging"
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental/logging"
+	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
 
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/runtime"

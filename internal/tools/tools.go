@@ -13,6 +13,6 @@ import (
 	_ "github.com/spf13/afero"
 	_ "github.com/spf13/cobra"
 	_ "github.com/stretchr/testify/require"
-	_ "github.com/tetratelabs/wazero"
+	_ "github.com/wasmbox/wasmbox/third_party/wazero"
 	_ "mvdan.cc/sh/v3/interp"
 )

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero"
 )
 
 // dataModule builds a module with one exported memory of one page and the

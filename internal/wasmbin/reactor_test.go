@@ -8,8 +8,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 )
 
 func TestPrepareReactor(t *testing.T) {

@@ -10,15 +10,15 @@ import (
 	"net"
 	"time"
 
-	"github.com/tetratelabs/wazero/api"
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
-	"github.com/tetratelabs/wazero/internal/filecache"
-	"github.com/tetratelabs/wazero/internal/internalapi"
-	"github.com/tetratelabs/wazero/internal/platform"
-	internalsock "github.com/tetratelabs/wazero/internal/sock"
-	internalsys "github.com/tetratelabs/wazero/internal/sys"
-	"github.com/tetratelabs/wazero/internal/wasm"
-	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/filecache"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/internalapi"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/platform"
+	internalsock "github.com/wasmbox/wasmbox/third_party/wazero/internal/sock"
+	internalsys "github.com/wasmbox/wasmbox/third_party/wazero/internal/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasm"
+	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 )
 
 // RuntimeConfig controls runtime behavior, with the default implementation as

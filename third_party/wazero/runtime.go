@@ -5,17 +5,17 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/tetratelabs/wazero/api"
-	experimentalapi "github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/internal/engine/interpreter"
-	"github.com/tetratelabs/wazero/internal/engine/wazevo"
-	"github.com/tetratelabs/wazero/internal/expctxkeys"
-	"github.com/tetratelabs/wazero/internal/platform"
-	internalsock "github.com/tetratelabs/wazero/internal/sock"
-	internalsys "github.com/tetratelabs/wazero/internal/sys"
-	"github.com/tetratelabs/wazero/internal/wasm"
-	binaryformat "github.com/tetratelabs/wazero/internal/wasm/binary"
-	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	experimentalapi "github.com/wasmbox/wasmbox/third_party/wazero/experimental"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/interpreter"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/expctxkeys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/platform"
+	internalsock "github.com/wasmbox/wasmbox/third_party/wazero/internal/sock"
+	internalsys "github.com/wasmbox/wasmbox/third_party/wazero/internal/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasm"
+	binaryformat "github.com/wasmbox/wasmbox/third_party/wazero/internal/wasm/binary"
+	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 )
 
 // Runtime allows embedding of WebAssembly modules.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero"
 
 	"github.com/wasmbox/wasmbox/internal/wasmbin"
 )

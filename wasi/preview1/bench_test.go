@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero/imports/wasi_snapshot_preview1"
+	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"

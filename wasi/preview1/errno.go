@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"syscall"
 
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tetratelabs/wazero/api"
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/tetratelabs/wazero/api"
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
 
 	"github.com/wasmbox/wasmbox/wasi"
 )

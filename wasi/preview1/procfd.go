@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tetratelabs/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
 	"golang.org/x/term"
 
 	"github.com/wasmbox/wasmbox/vfs"

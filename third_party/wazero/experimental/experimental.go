@@ -4,7 +4,7 @@
 package experimental
 
 import (
-	"github.com/tetratelabs/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 )
 
 // InternalModule is an api.Module that exposes additional

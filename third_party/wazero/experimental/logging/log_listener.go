@@ -5,12 +5,12 @@ import (
 	"context"
 	"io"
 
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
-	aslogging "github.com/tetratelabs/wazero/internal/assemblyscript/logging"
-	"github.com/tetratelabs/wazero/internal/logging"
-	"github.com/tetratelabs/wazero/internal/wasip1"
-	wasilogging "github.com/tetratelabs/wazero/internal/wasip1/logging"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
+	aslogging "github.com/wasmbox/wasmbox/third_party/wazero/internal/assemblyscript/logging"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/logging"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasip1"
+	wasilogging "github.com/wasmbox/wasmbox/third_party/wazero/internal/wasip1/logging"
 )
 
 type Writer interface {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/tetratelabs/wazero/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 )
 
 // FileType is fs.FileMode masked on fs.ModeType. For example, zero is a

@@ -3,10 +3,10 @@ package wasi_snapshot_preview1
 import (
 	"context"
 
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental/sys"
-	"github.com/tetratelabs/wazero/internal/wasip1"
-	"github.com/tetratelabs/wazero/internal/wasm"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasip1"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasm"
 )
 
 // schedYield is the WASI function named SchedYieldName which temporarily

@@ -5,10 +5,10 @@ import (
 	"io/fs"
 	"net"
 
-	"github.com/tetratelabs/wazero/experimental/sys"
-	"github.com/tetratelabs/wazero/internal/descriptor"
-	socketapi "github.com/tetratelabs/wazero/internal/sock"
-	"github.com/tetratelabs/wazero/internal/sysfs"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/descriptor"
+	socketapi "github.com/wasmbox/wasmbox/third_party/wazero/internal/sock"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/sysfs"
 )
 
 const (

@@ -3,7 +3,7 @@ package sysfs
 import (
 	"syscall"
 
-	"github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
 )
 
 func utimens(path string, atim, mtim int64) sys.Errno {

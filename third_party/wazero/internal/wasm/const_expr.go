@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tetratelabs/wazero/internal/leb128"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/leb128"
 )
 
 type ConstantExpression struct {

@@ -11,10 +11,10 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/internal/internalapi"
-	"github.com/tetratelabs/wazero/internal/wasmruntime"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/internalapi"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasmruntime"
 )
 
 const (

@@ -7,9 +7,9 @@ import (
 	"math"
 	"strings"
 
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/internal/leb128"
-	"github.com/tetratelabs/wazero/internal/wasm"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/leb128"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasm"
 )
 
 type controlFrameKind byte

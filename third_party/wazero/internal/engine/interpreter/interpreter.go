@@ -11,15 +11,15 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/internal/expctxkeys"
-	"github.com/tetratelabs/wazero/internal/filecache"
-	"github.com/tetratelabs/wazero/internal/internalapi"
-	"github.com/tetratelabs/wazero/internal/moremath"
-	"github.com/tetratelabs/wazero/internal/wasm"
-	"github.com/tetratelabs/wazero/internal/wasmdebug"
-	"github.com/tetratelabs/wazero/internal/wasmruntime"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/expctxkeys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/filecache"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/internalapi"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/moremath"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasm"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasmdebug"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasmruntime"
 )
 
 // callStackCeiling is the maximum WebAssembly call frame stack height. This allows wazero to raise

@@ -3,8 +3,8 @@
 package wazevo
 
 import (
-	"github.com/tetratelabs/wazero/internal/engine/wazevo/backend"
-	"github.com/tetratelabs/wazero/internal/engine/wazevo/backend/isa/amd64"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/backend"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/backend/isa/amd64"
 )
 
 func newMachine() backend.Machine {

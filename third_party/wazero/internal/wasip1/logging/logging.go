@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/internal/logging"
-	"github.com/tetratelabs/wazero/internal/sys"
-	. "github.com/tetratelabs/wazero/internal/wasip1"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/logging"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/sys"
+	. "github.com/wasmbox/wasmbox/third_party/wazero/internal/wasip1"
 )
 
 var le = binary.LittleEndian

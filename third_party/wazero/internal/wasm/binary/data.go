@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/internal/leb128"
-	"github.com/tetratelabs/wazero/internal/wasm"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/leb128"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasm"
 )
 
 // dataSegmentPrefix represents three types of data segments.

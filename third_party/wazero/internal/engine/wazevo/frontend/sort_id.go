@@ -3,7 +3,7 @@ package frontend
 import (
 	"slices"
 
-	"github.com/tetratelabs/wazero/internal/engine/wazevo/ssa"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/ssa"
 )
 
 func sortSSAValueIDs(IDs []ssa.ValueID) {

@@ -1,9 +1,9 @@
 package amd64
 
 import (
-	"github.com/tetratelabs/wazero/internal/engine/wazevo/backend"
-	"github.com/tetratelabs/wazero/internal/engine/wazevo/backend/regalloc"
-	"github.com/tetratelabs/wazero/internal/engine/wazevo/ssa"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/backend"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/backend/regalloc"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/ssa"
 )
 
 // For the details of the ABI, see:

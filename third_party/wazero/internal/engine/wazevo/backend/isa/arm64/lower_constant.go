@@ -1,8 +1,8 @@
 package arm64
 
 import (
-	"github.com/tetratelabs/wazero/internal/engine/wazevo/backend/regalloc"
-	"github.com/tetratelabs/wazero/internal/engine/wazevo/ssa"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/backend/regalloc"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/ssa"
 )
 
 // lowerConstant allocates a new VReg and inserts the instruction to load the constant value.
