@@ -168,6 +168,51 @@ func TestMeterDeadline(t *testing.T) {
 	}
 }
 
+// TestKillRecursion: a guest that recurses without loops or host calls
+// (2^63 calls, 63 frames deep) is ended by its deadline, with and without
+// the sched_yield import, under fuel and under wazero's check. Before the
+// entry checks (wasmbin.InstrumentLoops at function entries, wazero patch
+// 7), neither mode ever saw it: both checked at loop headers only, and the
+// run went on after its deadline until the process died.
+func TestKillRecursion(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		cfg  runtime.Config
+	}{
+		{"fuel", runtime.Config{}},
+		{"wazero-check", runtime.Config{WazeroKillCheck: true}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			rt := newRuntime(t, mode.cfg)
+			for _, tc := range []struct {
+				name string
+				bin  []byte
+			}{{"recurse", runtimetest.Recurse()}, {"recurse-metered", runtimetest.RecurseMetered()}} {
+				m := compile(t, rt, tc.name, tc.bin)
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				done := make(chan error, 1)
+				go func() { done <- rt.Run(ctx, m, wazero.NewModuleConfig(), runtime.RunOptions{}) }()
+				select {
+				case err := <-done:
+					if !errors.Is(err, context.DeadlineExceeded) {
+						t.Errorf("%s: err = %v, want the deadline", tc.name, err)
+					}
+				case <-time.After(hangWatchdog):
+					// Not a speed bound: a guest the checks miss never ends.
+					t.Fatalf("%s: still running %v after its 100ms deadline", tc.name, hangWatchdog)
+				}
+				cancel()
+			}
+			if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
+				t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
+			}
+		})
+	}
+}
+
+// hangWatchdog turns a run that its deadline does not end into a failure.
+const hangWatchdog = 60 * time.Second
+
 // requireMeterable fails t unless the runtime's default mode meters the
 // modules' loops: without that, the "fuel" cases would only test wazero's
 // check again.

@@ -613,7 +613,14 @@ func prepare(name string, wasm []byte, wazeroCheck bool) (prepared, error) {
 		return prepared{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if !wazeroCheck {
-		if out, ok, err := wasmbin.InstrumentLoops(binary); err == nil && ok {
+		// A module that does not import sched_yield (a C or Rust program)
+		// gets the import, so that it is metered too instead of running
+		// under wazero's check, several times slower.
+		in := binary
+		if out, ok, err := wasmbin.AddYieldImport(binary); err == nil && ok {
+			in = out
+		}
+		if out, ok, err := wasmbin.InstrumentLoops(in); err == nil && ok {
 			// Metering adds code after every loop: the caps hold for
 			// what is compiled, not only for what was given.
 			if err := checkCaps(out); err != nil {

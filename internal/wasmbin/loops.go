@@ -33,8 +33,13 @@ const kindTag = 4
 //	  global.set $fuel
 //	end
 //
-// so that a guest calls the host at least every Fuel loop iterations. Code
-// without loops ends by itself (a call chain is bounded by the stack), so a
+// so that a guest calls the host at least every Fuel loop iterations. The
+// same check goes at the entry of every function that makes calls, unless
+// its body enters a loop unconditionally first (only blocks and straight-line
+// code before it, as in most of Go's functions, which so pay nothing more):
+// recursion needs no loop, and
+// a call chain bounded by the stack can still take exponential time (f
+// calling itself twice). Code without loops or calls ends by itself, so a
 // guest can run only so long without a host call. There the host can end
 // it (wasmbox's sched_yield does when the call's context is done), and the
 // Go scheduler can preempt the goroutine that runs it: compiled guest code
@@ -229,6 +234,13 @@ func instrumentFunc(out, body, check []byte) ([]byte, bool, error) {
 		return nil, false, r.err
 	}
 	out = append(out, body[:len(body)-len(r.b)]...)
+	calls, loopFirst, known := scanCalls(r.b)
+	if !known {
+		return nil, false, nil
+	}
+	if calls && !loopFirst {
+		out = append(out, check...)
+	}
 	for len(r.b) > 0 && r.err == nil {
 		start := r.b
 		op := r.byte1()
@@ -245,6 +257,37 @@ func instrumentFunc(out, body, check []byte) ([]byte, bool, error) {
 		}
 	}
 	return out, true, r.err
+}
+
+// scanCalls reports whether code (a function's instructions) makes calls,
+// and whether it enters a loop before any branch, call or other control
+// instruction but block. known is false
+// for code with an instruction skipImmediates does not know; a malformed
+// body is reported by the caller's own pass.
+func scanCalls(code []byte) (calls, loopFirst, known bool) {
+	r := &reader{b: code}
+	prefix := true
+	for len(r.b) > 0 && r.err == nil {
+		op := r.byte1()
+		switch op {
+		case 0x10, 0x11, 0x12, 0x13: // call, call_indirect, return_call(_indirect)
+			calls = true
+		}
+		if prefix {
+			// Straight-line code and blocks may come before the loop;
+			// a branch, a call, if/else/end or return ends the prefix.
+			switch {
+			case op == 0x03:
+				loopFirst, prefix = true, false
+			case op == 0x00 || (op >= 0x04 && op <= 0x13):
+				prefix = false
+			}
+		}
+		if !skipImmediates(r, op) {
+			return false, false, false
+		}
+	}
+	return calls, loopFirst, true
 }
 
 // skipImmediates reads the immediates of the instruction op. It returns

@@ -141,7 +141,7 @@ func Imports(secs []Section) ([]Import, error) {
 		}
 		out = append(out, im)
 	}
-	return out, r.err
+	return out, r.finish()
 }
 
 // importCounts counts the globals and memories secs imports.

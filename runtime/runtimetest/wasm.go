@@ -263,6 +263,35 @@ func SpinMetered() []byte {
 	}.Encode()
 }
 
+// Recurse returns a module whose _start calls f(62), where f(n) calls
+// f(n-1) twice unless n is 0: 2^63 calls without a loop or a host call,
+// and never more than 63 frames deep. It ends only by a deadline or a
+// cancel, which a check at loop headers alone never sees.
+func Recurse() []byte { return recurse(nil) }
+
+// RecurseMetered is Recurse in a module that imports sched_yield (and never
+// calls it): the runtime meters it as it does every Go guest.
+func RecurseMetered() []byte { return recurse([]Import{SchedYield}) }
+
+func recurse(imports []Import) []byte {
+	f := uint32(len(imports) + 1)
+	fBody := []byte{0x20, 0x00, 0x45, 0x04, 0x40, 0x0f, OpEnd} // if n == 0 { return }
+	for i := 0; i < 2; i++ {
+		fBody = append(fBody, 0x20, 0x00)
+		fBody = append(fBody, I32Const(1)...)
+		fBody = append(fBody, 0x6b) // i32.sub
+		fBody = append(fBody, Call(f)...)
+	}
+	return Module{
+		Imports:   imports,
+		HasMemory: true, MemoryMin: 1,
+		Funcs: []Func{
+			{Type: start, Export: "_start", Body: append(I32Const(62), Call(f)...)},
+			{Type: FuncType{Params: []byte{I32}}, Body: fBody},
+		},
+	}.Encode()
+}
+
 // Exit returns a module whose _start calls proc_exit(code).
 func Exit(code uint32) []byte {
 	body := append(I32Const(int32(code)), Call(0)...)

@@ -385,6 +385,12 @@ func (c *Compiler) LowerToSSA() {
 	c.declareWasmLocals()
 	c.declareNecessaryVariables()
 
+	// wasmbox patch: the termination check at every function entry, not
+	// only at loop headers (see insertTerminationCheck).
+	if c.ensureTermination {
+		c.insertTerminationCheck()
+	}
+
 	c.lowerBody(entryBlock)
 }
 
