@@ -41,6 +41,12 @@ func (r *Redactor) With(values ...string) *Redactor {
 		if len(v) >= r.minLen && !seen[v] {
 			seen[v] = true
 			add = append(add, v)
+			for _, f := range encodedForms(v) {
+				if !seen[f] {
+					seen[f] = true
+					add = append(add, f)
+				}
+			}
 		}
 	}
 	if len(add) == 0 {
@@ -52,6 +58,7 @@ func (r *Redactor) With(values ...string) *Redactor {
 	for _, l := range add {
 		c.hold = max(c.hold, len(l)+1)
 	}
+	c.index = newLiteralIndex(add, r.index)
 	return &c
 }
 
