@@ -144,6 +144,26 @@ func newLiteralIndex(lits []string, next *literalIndex) *literalIndex {
 	return x
 }
 
+// has reports whether lit is one of the literals.
+func (x *literalIndex) has(lit string) bool {
+	for ; x != nil; x = x.next {
+		if len(lit) < 2 {
+			for _, l := range x.single {
+				if string(l) == lit {
+					return true
+				}
+			}
+			continue
+		}
+		for _, l := range x.byPair[uint16(lit[0])<<8|uint16(lit[1])] {
+			if string(l) == lit {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // find appends the span of every occurrence of every literal in b.
 func (x *literalIndex) find(b []byte, out []span) []span {
 	if x == nil {

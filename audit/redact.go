@@ -128,7 +128,7 @@ func WithMinSecretLen(n int) RedactorOption {
 type Redactor struct {
 	names    []string // upper-cased secret name globs
 	minLen   int
-	literals []string // longest first
+	literals []string // the secrets and their encoded forms
 	index    *literalIndex
 	patterns []pattern
 	repl     string
