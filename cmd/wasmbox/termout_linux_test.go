@@ -54,7 +54,8 @@ func TestGuestEscapesOnTerminal(t *testing.T) {
 		args  []string
 		stdin string
 	}{
-		{"shell", []string{"shell"}, script + "\n"},
+		// The prompt shows the guest's directory, whose name is the guest's.
+		{"shell", []string{"shell"}, script + "\nmkdir \"$(printf 'd\\033]52;c;eQ==\\007')\" && cd d*\ntrue\n"},
 		{"run", []string{"run", "-c", script}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,7 +87,11 @@ func TestGuestEscapesOnTerminal(t *testing.T) {
 					t.Errorf("%q reached the terminal: %q", bad, out)
 				}
 			}
-			for _, want := range []string{"^[]52;c;cHduZWQ=\a^[[6n\x1b[31mred\x1b[0m", "^[]0;title\a^[P$qm^[\\^[[?1000h"} {
+			wants := []string{"^[]52;c;cHduZWQ=\a^[[6n\x1b[31mred\x1b[0m", "^[]0;title\a^[P$qm^[\\^[[?1000h"}
+			if tc.name == "shell" {
+				wants = append(wants, "/home/user/d^[]52;c;eQ==\a$ ")
+			}
+			for _, want := range wants {
 				if !strings.Contains(out, want) {
 					t.Errorf("terminal shows %q, want %q in it", out, want)
 				}
