@@ -58,6 +58,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -144,7 +145,9 @@ type Logger struct {
 	cur  *Redactor // red and the secrets of the entry being written
 	now  func() time.Time
 	head Head
-	// file is set by OpenFile: entries are written under its lock.
+	// owned is the file OpenFile opened (Close closes it); file is set
+	// when it is a regular file: entries are written under its lock.
+	owned  *os.File
 	file   *lockedFile
 	closed bool
 }

@@ -46,7 +46,12 @@ func OpenFile(ctx context.Context, path string, opts ...LoggerOption) (*Logger, 
 		return nil, fmt.Errorf("audit log %s: %w", path, err)
 	}
 	l := New(f, append(opts, WithHead(head))...)
-	l.file = &lockedFile{f: f, path: path, size: size}
+	l.owned = f
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		// Another writer can only take part in the chain of a regular
+		// file (a device such as /dev/null has no content to chain to).
+		l.file = &lockedFile{f: f, path: path, size: size}
+	}
 	return l, nil
 }
 
@@ -74,11 +79,11 @@ type lockedFile struct {
 func (l *Logger) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.file == nil {
+	if l.owned == nil {
 		return nil
 	}
-	err := l.file.f.Close()
-	l.file = nil
+	err := l.owned.Close()
+	l.owned, l.file = nil, nil
 	l.closed = true
 	return err
 }
