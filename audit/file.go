@@ -31,7 +31,7 @@ func OpenFile(ctx context.Context, path string, opts ...LoggerOption) (*Logger, 
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	if err := lockFile(ctx, f); err != nil {
+	if err := lockFile(ctx, f, true); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("audit log %s: %w", path, err)
 	}
@@ -60,6 +60,26 @@ func OpenFile(ctx context.Context, path string, opts ...LoggerOption) (*Logger, 
 const lockWait = 30 * time.Second
 
 var errLockTimeout = fmt.Errorf("audit: the log stayed locked by another process for %v", lockWait)
+
+// VerifyFile checks the log file at path from its first entry, as
+// [VerifyFrom] does, under a shared lock of the file (when it is a regular
+// file), so that it never reads a line an [OpenFile] Logger is still
+// appending as an incomplete last line. An error opening the file is
+// returned as is.
+func VerifyFile(ctx context.Context, path string) (Head, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Head{}, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		if err := lockFile(ctx, f, false); err != nil {
+			return Head{}, fmt.Errorf("audit log %s: %w", path, err)
+		}
+		defer unlockFile(f)
+	}
+	return VerifyFrom(f, Head{})
+}
 
 // ErrNoLock: the platform has no flock(2), so [OpenFile] cannot order
 // concurrent writers.
@@ -93,7 +113,7 @@ func (l *Logger) Close() error {
 // Logger's last look. The caller holds l.mu and must call unlockFile.
 func (l *Logger) lockAndSync(ctx context.Context) error {
 	lf := l.file
-	if err := lockFile(ctx, lf.f); err != nil {
+	if err := lockFile(ctx, lf.f, true); err != nil {
 		return fmt.Errorf("audit log %s: %w", lf.path, err)
 	}
 	fi, err := lf.f.Stat()

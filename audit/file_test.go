@@ -82,6 +82,23 @@ func TestOpenFileParallelWriters(t *testing.T) {
 			}
 		})
 	}
+	// A verifier beside the writers sees a whole chain each time.
+	stop := make(chan struct{})
+	verified := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				verified <- nil
+				return
+			default:
+			}
+			if _, err := audit.VerifyFile(ctx, path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				verified <- err
+				return
+			}
+		}
+	}()
 	if err := writeEntries(path, "self", g, n); err != nil {
 		t.Error(err)
 	}
@@ -89,6 +106,10 @@ func TestOpenFileParallelWriters(t *testing.T) {
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("writer: %v", err)
 		}
+	}
+	close(stop)
+	if err := <-verified; err != nil {
+		t.Errorf("verifying while the writers append: %v", err)
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -7,6 +7,6 @@ import (
 	"os"
 )
 
-func lockFile(context.Context, *os.File) error { return ErrNoLock }
+func lockFile(context.Context, *os.File, bool) error { return ErrNoLock }
 
 func unlockFile(*os.File) {}

@@ -10,14 +10,18 @@ import (
 	"time"
 )
 
-// lockFile takes an exclusive flock(2) on f. While another process holds
-// it, it retries (without blocking in the kernel, so that ctx and
+// lockFile takes an exclusive (or shared) flock(2) on f. While another
+// process holds it, it retries (without blocking in the kernel, so that ctx and
 // lockWait bound the wait) until ctx ends or lockWait has passed.
-func lockFile(ctx context.Context, f *os.File) error {
+func lockFile(ctx context.Context, f *os.File, exclusive bool) error {
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
 	deadline := time.NewTimer(lockWait)
 	defer deadline.Stop()
 	for pause := time.Millisecond; ; {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		switch {
 		case err == nil:
 			return nil
