@@ -9,7 +9,8 @@
 // ("hash", the SHA-256 of the line's bytes up to the `,"hash":` suffix).
 // [Verify] reads a log back and reports the first line that was changed,
 // removed, inserted or reordered. Cutting lines off the end is only visible
-// against a stored [Head].
+// against a stored [Head]. [OpenFile] appends to a log file under a file
+// lock, so that several processes may write one chain at once.
 //
 // # Redaction policy
 //
@@ -57,6 +58,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -143,6 +145,11 @@ type Logger struct {
 	cur  *Redactor // red and the secrets of the entry being written
 	now  func() time.Time
 	head Head
+	// owned is the file OpenFile opened (Close closes it); file is set
+	// when it is a regular file: entries are written under its lock.
+	owned  *os.File
+	file   *lockedFile
+	closed bool
 }
 
 // New returns a Logger writing to w.
@@ -193,6 +200,15 @@ func (l *Logger) Log(ctx context.Context, e Event) error {
 	red = red.With(append(found, e.Secrets...)...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return errors.New("audit: log closed")
+	}
+	if l.file != nil {
+		if err := l.lockAndSync(ctx); err != nil {
+			return err
+		}
+		defer unlockFile(l.file.f)
+	}
 	l.cur = red
 	r := slog.NewRecord(l.now(), slog.LevelInfo, e.Kind, 0)
 	r.AddAttrs(slog.Uint64("seq", l.head.Seq+1), slog.String("prev", l.head.prevHash()))
@@ -246,9 +262,19 @@ func (l *Logger) Log(ctx context.Context, e Event) error {
 	out = append(out, hash...)
 	out = append(out, "\"}\n"...)
 	if _, err := l.w.Write(out); err != nil {
+		if l.file != nil {
+			// Under the lock the file ended at size before this write:
+			// cut off whatever part of the line reached it.
+			if terr := l.file.f.Truncate(l.file.size); terr != nil {
+				return fmt.Errorf("audit: %w (and cutting the partial line off: %v)", err, terr)
+			}
+		}
 		return fmt.Errorf("audit: %w", err)
 	}
 	l.head = Head{Seq: l.head.Seq + 1, Hash: hash}
+	if l.file != nil {
+		l.file.size += int64(len(out))
+	}
 	return nil
 }
 

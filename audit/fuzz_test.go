@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -13,10 +14,13 @@ func FuzzWriter(f *testing.F) {
 	for _, s := range []string{
 		"", "plain", "tok-1234567", "x " + ghToken + " y", "Authorization: Bearer abcdefgh.ijk",
 		"aws_secret_access_key=" + awsSecret, pemKey, "-----BEGIN PRIVATE KEY-----\nabc", antKey + oaKey,
+		// Encoded secrets (encode.go), overlapping each other.
+		base64.StdEncoding.EncodeToString([]byte("Basic u:tok-1234567tok-1234567")), "746f6b2d31323334353637746f6b",
+		"p%40ss+w%2Frd", "dG9rLTEyMzQ1Njc=dG9rLTEyMzQ1Njc",
 	} {
 		f.Add(s, uint16(1), uint16(7))
 	}
-	r := testRedactor(WithLiterals("literal-secret"))
+	r := testRedactor(WithLiterals("literal-secret", "p@ss w/rd"))
 	f.Fuzz(func(t *testing.T, s string, a, b uint16) {
 		in := strings.Repeat(s, 1+int(a%3)) + strings.Repeat("filler ", int(b%2000)) + s
 		want := string(r.RedactBytes([]byte(in)))

@@ -110,10 +110,26 @@ func WithMinSecretLen(n int) RedactorOption {
 // keys, GitHub, Anthropic and OpenAI tokens, bearer tokens, PEM private
 // keys). It is safe for concurrent use. The zero value is not usable; call
 // [NewRedactor].
+//
+// A value (of a variable, a literal, or one given to [Redactor.With]) is
+// also replaced in its obvious encodings: base64 (standard and URL-safe,
+// padded or not, and inside a larger base64 blob at any alignment), hex
+// (lower and upper case) and URL encoding (QueryEscape's "+" and "%20"
+// for a space, PathEscape, encodeURIComponent, upper- or lower-case hex
+// digits). That is the limit: any other encoding or transformation of a
+// secret goes through — gzip, rot13, reversal, base32, another base64
+// line wrapping that cuts through it, percent-encoding of characters
+// that need none, case changes, hex with separators ("de:ad" or "\xde"),
+// a secret printed in pieces (a character at a time, or split by
+// other output), or one cut by a chunk boundary of a stream whose writer
+// is not a [Writer]. The [Writer] finds a secret split across its own
+// writes. Redaction is a safety net against accidents, not a boundary
+// against a script that means to leak a value it can read.
 type Redactor struct {
 	names    []string // upper-cased secret name globs
 	minLen   int
-	literals []string // longest first
+	literals []string // the secrets and their encoded forms
+	index    *literalIndex
 	patterns []pattern
 	repl     string
 	hold     int
@@ -158,6 +174,12 @@ func NewRedactor(opts ...RedactorOption) *Redactor {
 		if len(v) >= c.minLen && !seen[v] {
 			seen[v] = true
 			lits = append(lits, v)
+			for _, f := range encodedForms(v) {
+				if !seen[f] {
+					seen[f] = true
+					lits = append(lits, f)
+				}
+			}
 		}
 	}
 	for _, kv := range c.environ {
@@ -180,7 +202,7 @@ func NewRedactor(opts ...RedactorOption) *Redactor {
 		add(v)
 	}
 	sort.SliceStable(lits, func(i, j int) bool { return len(lits[i]) > len(lits[j]) })
-	r := &Redactor{literals: lits, repl: c.replacement, hold: 4096 + 64, minLen: c.minLen}
+	r := &Redactor{literals: lits, index: newLiteralIndex(lits, nil), repl: c.replacement, hold: 4096 + 64, minLen: c.minLen}
 	for _, g := range names {
 		r.names = append(r.names, strings.ToUpper(g))
 	}
@@ -206,17 +228,7 @@ type span struct{ start, end int }
 // group), which is what the streaming writer needs to place its cut.
 func (r *Redactor) spans(b []byte, whole bool) []span {
 	var out []span
-	for _, l := range r.literals {
-		lb := []byte(l)
-		for off := 0; ; {
-			i := bytes.Index(b[off:], lb)
-			if i < 0 {
-				break
-			}
-			out = append(out, span{off + i, off + i + len(lb)})
-			off += i + len(lb)
-		}
-	}
+	out = r.index.find(b, out)
 	var lower []byte
 	for _, p := range r.patterns {
 		if p.triggers != nil {

@@ -32,26 +32,30 @@ func (r *Redactor) IsSecretName(name string) bool {
 // [WithLiterals]). r itself is unchanged; the patterns are shared. With no
 // value to add it returns r.
 func (r *Redactor) With(values ...string) *Redactor {
-	seen := make(map[string]bool, len(r.literals))
-	for _, l := range r.literals {
-		seen[l] = true
-	}
 	var add []string
+	seen := map[string]bool{}
 	for _, v := range values {
-		if len(v) >= r.minLen && !seen[v] {
-			seen[v] = true
-			add = append(add, v)
+		if len(v) < r.minLen || seen[v] || r.index.has(v) {
+			continue
+		}
+		seen[v] = true
+		add = append(add, v)
+		for _, f := range encodedForms(v) {
+			if !seen[f] && !r.index.has(f) {
+				seen[f] = true
+				add = append(add, f)
+			}
 		}
 	}
 	if len(add) == 0 {
 		return r
 	}
 	c := *r
-	c.literals = append(append(make([]string, 0, len(r.literals)+len(add)), r.literals...), add...)
-	sort.SliceStable(c.literals, func(i, j int) bool { return len(c.literals[i]) > len(c.literals[j]) })
+	c.literals = append(r.literals[:len(r.literals):len(r.literals)], add...)
 	for _, l := range add {
 		c.hold = max(c.hold, len(l)+1)
 	}
+	c.index = newLiteralIndex(add, r.index)
 	return &c
 }
 

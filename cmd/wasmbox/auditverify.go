@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -39,17 +37,17 @@ head (SEQ:HASH) to record.`,
 				}
 				want = &h
 			}
-			var r io.Reader = a.stdin
 			name := "stdin"
+			var head audit.Head
+			var err error
 			if len(args) == 1 && args[0] != "-" {
-				f, err := os.Open(args[0])
-				if err != nil {
-					return a.fail(err)
-				}
-				defer f.Close()
-				r, name = f, args[0]
+				// Under a shared lock: a line being appended is not
+				// read as a cut one.
+				name = args[0]
+				head, err = audit.VerifyFile(cmd.Context(), name)
+			} else {
+				head, err = audit.VerifyFrom(a.stdin, audit.Head{})
 			}
-			head, err := audit.VerifyFrom(r, audit.Head{})
 			if err != nil {
 				var ve *audit.VerifyError
 				if errors.As(err, &ve) {

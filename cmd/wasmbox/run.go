@@ -273,9 +273,11 @@ export API_KEY=x). The output is redacted only with --redact-output.`,
 				a.exit = res.ExitCode
 				return nil
 			}
-			out := &flushWriter{w: bufio.NewWriter(a.stdout)}
-			res, err := sb.Stream(ctx, src, stdin, out, a.stderr)
+			gout, gerr := terminalSafe(a.stdout), terminalSafe(a.stderr)
+			out := &flushWriter{w: bufio.NewWriter(gout)}
+			res, err := sb.Stream(ctx, src, stdin, out, gerr)
 			out.w.Flush()
+			flushTerminalSafe(gout, gerr)
 			if err != nil {
 				return a.fail(err)
 			}

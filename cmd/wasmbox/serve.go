@@ -278,17 +278,14 @@ func loopbackListen(addr string) bool {
 
 // openAuditLog opens path for appending, after checking the chain already
 // in it (a tampered log refuses to start) so that new entries continue it.
+// Every entry is appended under the file's lock, chained to the lines
+// other processes appended meanwhile (audit.OpenFile).
 func openAuditLog(path string, red *audit.Redactor) (*audit.Logger, func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	l, err := audit.OpenFile(context.Background(), path, audit.WithRedactor(red))
 	if err != nil {
 		return nil, nil, err
 	}
-	head, err := audit.VerifyFrom(f, audit.Head{})
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("audit log %s: %w", path, err)
-	}
-	return audit.New(f, audit.WithRedactor(red), audit.WithHead(head)), func() { f.Close() }, nil
+	return l, func() { l.Close() }, nil
 }
 
 // sandboxBackend makes a sandbox per session. The server runs every Run

@@ -36,7 +36,9 @@ earlier lines assigned to secret-named variables.`,
 				return err
 			}
 			defer closeAll()
-			a.exit = replLoop(ctx, sb, a.stdin, a.stdout, a.stderr, a.stderrIsTerminal())
+			stdout, stderr := terminalSafe(a.stdout), terminalSafe(a.stderr)
+			defer flushTerminalSafe(stdout, stderr)
+			a.exit = replLoop(ctx, sb, a.stdin, stdout, stderr, a.stderrIsTerminal())
 			return nil
 		},
 	}

@@ -308,24 +308,66 @@ func DefaultPolicy() Policy {
 }
 
 // checkPathArgs refuses arguments that, read as paths relative to dirReal,
-// lie outside the jail. Flags are skipped (their path-taking forms are
-// denied flags), but for --output-directory=DIR; revision ranges such as
-// "HEAD~2..HEAD" stay inside. guest, when set, is where the jail root
-// appears to the command (the OS jail): absolute paths under it are
-// paths in the jail.
+// lie outside the jail; revision ranges such as "HEAD~2..HEAD" stay
+// inside. guest, when set, is where the jail root appears to the command
+// (the OS jail): absolute paths under it are paths in the jail.
+//
+// An option's value is checked whatever the option, in every form git
+// accepts it (see [pathCandidates]): "--file=/x", "--fil=/x", "-F/x",
+// "-aF/x" and "-F /x" alike. The check does not depend on a list of
+// git's path-taking options, so an option this package does not know
+// cannot name a host file; the price is that a non-path value that looks
+// like a path outside the jail ("-S/usr/bin", "--grep=/api") is refused
+// as well, as its separate form ("-S /usr/bin") always was.
 func checkPathArgs(jailReal, dirReal, guest string, args []string) error {
 	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "--output-directory="); ok {
-			a = v
-		}
-		if strings.HasPrefix(a, "-") && a != "-" {
-			continue
-		}
-		if h, ok := hostPath(jailReal, dirReal, guest, a); !ok || !within(jailReal, h) {
-			return jailDenied("argument %q names a path outside the jail", a)
+		for _, v := range pathCandidates(a) {
+			if h, ok := hostPath(jailReal, dirReal, guest, v); !ok || !within(jailReal, h) {
+				if v == a {
+					return jailDenied("argument %q names a path outside the jail", a)
+				}
+				return jailDenied("argument %q names a path outside the jail (%q)", a, v)
+			}
 		}
 	}
 	return nil
+}
+
+// pathCandidates returns every string that git could read as a path in
+// the argument a, under each parse git's option parsers make of it:
+//
+//   - a itself: an operand, a pathspec, or the value of the option before
+//     it ("-F" "/x", "--file" "/x"), even when it starts with "-"
+//     ("-F" "-/../../x" reads through a directory named "-");
+//   - for a long option, the value after the first "=" ("--file=/x", and
+//     any unambiguous abbreviation "--fil=/x", "--signature-file=/x");
+//   - for a short option or a cluster of them, every rest of the argument
+//     after an option letter ("-F/x", "-aF/x", "-qaF../x"), since any
+//     letter of the cluster may be one that takes a value.
+//
+// "--" does not stop the scan: tokens after it are checked as paths all
+// the same, and not every git command treats "--" alike (rev-parse).
+func pathCandidates(a string) []string {
+	c := []string{a}
+	switch {
+	case strings.HasPrefix(a, "--"):
+		if _, v, ok := strings.Cut(a, "="); ok {
+			c = append(c, v)
+		}
+	case strings.HasPrefix(a, "-"):
+		for i := 2; i < len(a) && shortOptionByte(a[i-1]); i++ {
+			c = append(c, a[i:])
+		}
+	}
+	return c
+}
+
+// shortOptionByte reports whether b could be the letter of a short
+// option in a cluster. git's are letters and digits; anything else but
+// the bytes that start or separate a path is counted too, to err on the
+// side of checking one more value.
+func shortOptionByte(b byte) bool {
+	return b > ' ' && b < 0x7f && b != '/' && b != '.' && b != '='
 }
 
 // hostPath maps a path argument of the command onto the host; ok is
