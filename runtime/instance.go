@@ -230,6 +230,31 @@ func (in *Instance) SetOnMemoryLimit(f func()) {
 	}
 }
 
+// Adopt moves the instance's memory to budget b (nil: the runtime's): it
+// is reserved in b, then given back to the budget that held it. An error
+// (b has no room) leaves the instance where it was. An instance started
+// ahead of use (a pooled shell) is adopted by the session it serves.
+func (in *Instance) Adopt(b *Budget) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if b == nil {
+		b = in.r.budget
+	}
+	a := in.alloc
+	if a == nil || a.budget == b {
+		return nil
+	}
+	n := a.charged.Load()
+	if err := b.Reserve(n); err != nil {
+		return err
+	}
+	old := a.budget
+	a.budget = b
+	old.Release(n)
+	in.opts.Budget = b
+	return nil
+}
+
 // SetFS makes fsys what the metadata calls of the following calls act on
 // (see InstanceOptions.FS; the WASI state has its own, State.SetFS).
 func (in *Instance) SetFS(fsys vfs.FS) {
