@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wasmbox/wasmbox/internal/budget"
 	"io"
 	"path"
 	"strings"
 
 	"github.com/wasmbox/wasmbox/executor"
+	"github.com/wasmbox/wasmbox/internal/budget"
 	"github.com/wasmbox/wasmbox/runtime"
 )
 

@@ -623,6 +623,13 @@ func (s *Sandbox) checkOpen() error {
 	return nil
 }
 
+// ReservedMemory is what the sandbox holds of the process's memory budget
+// while it lives: its VFS quota and its shell's memory limit (a Run
+// reserves Limits.RunMemory besides, while it runs).
+func (s *Sandbox) ReservedMemory() uint64 {
+	return s.mem.vfs + s.mem.shell.Limit()
+}
+
 // FS returns the sandbox's filesystem (the guest namespace) for direct use.
 // It is the host operator's view: unlike the guest, which acts as the
 // sandbox user (uid 1000) and meets permission checks, it may read and
