@@ -109,3 +109,25 @@ func TestSnapshotCounted(t *testing.T) {
 		t.Fatalf("a snapshot over budget was kept: %d, budget %d", small.SnapshotBytes(), small.Budget().Used())
 	}
 }
+
+// TestReserveCompile: a compile's estimate is reserved before it starts
+// and refused when the budget has no room.
+func TestReserveCompile(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{MemoryBudget: 64 << 20})
+	release, err := rt.ReserveCompile(nil, 48<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.Budget().Used() != 48<<20 {
+		t.Fatalf("reserved %d", rt.Budget().Used())
+	}
+	run := rt.Budget().Child("run", 32<<20)
+	if _, err := rt.ReserveCompile(run, 32<<20); !errors.Is(err, runtime.ErrBudget) || !strings.Contains(err.Error(), "process memory budget (64MiB) exceeded") {
+		t.Fatalf("second compile: %v, want the process budget to refuse it", err)
+	}
+	release()
+	release()
+	if rt.Budget().Used() != 0 {
+		t.Fatalf("after release: %d", rt.Budget().Used())
+	}
+}

@@ -434,6 +434,22 @@ func (r *Runtime) MemoryLimit() uint64 { return r.memLimit }
 // it after.
 func (r *Runtime) Budget() *Budget { return r.budget }
 
+// ReserveCompile reserves n bytes of the runtime's budget for a compile
+// (its estimated heap) before it starts, in b when not nil (a run's budget,
+// inside the runtime's) else in the runtime's own; release gives them back
+// when the compile is done. A refusal is an error wrapping ErrMemoryLimit
+// and ErrBudget (a *budget.ExceededError says which budget was full).
+func (r *Runtime) ReserveCompile(b *Budget, n uint64) (release func(), err error) {
+	if b == nil {
+		b = r.budget
+	}
+	if err := b.Reserve(n); err != nil {
+		return nil, fmt.Errorf("%w: compiling needs %s: %w", ErrMemoryLimit, budget.Format(n), err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { b.Release(n) }) }, nil
+}
+
 // ErrNotWasm is returned by Compile for input that is not a WebAssembly
 // binary (no \0asm magic).
 var ErrNotWasm = errors.New("not a WebAssembly module")
