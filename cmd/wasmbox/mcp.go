@@ -120,6 +120,9 @@ Retry-After.`,
 				return a.fail(err)
 			}
 			defer eng.Close(context.WithoutCancel(ctx))
+			if listen != "" {
+				setMemoryLimit(eng)
+			}
 			opts = append(opts, sandbox.WithEngine(eng))
 			// Check the options once, so that a bad --mount fails at start.
 			probe, err := sandbox.New(ctx, opts...)

@@ -174,6 +174,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return a.fail(err)
 	}
 	defer eng.Close(context.WithoutCancel(ctx))
+	setMemoryLimit(eng)
 
 	opts := []sandbox.Option{sandbox.WithEngine(eng), sandbox.WithRunMemory(runMemory)}
 	for _, m := range f.mounts {
