@@ -139,3 +139,24 @@ func TestMCPSessionCap(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRunMemoryBudgetRefused: a run whose --run-memory the process budget
+// cannot hold ends before it starts with exit 137 and one line (and
+// LIMIT_EXCEEDED in --json), as a command over its memory limit does.
+func TestRunMemoryBudgetRefused(t *testing.T) {
+	stdout, stderr, code := runMain(t, "", "--cachedir", testCacheDir(), "run", "--run-memory", "64TiB", "-c", "echo ran")
+	if code != 137 || stdout != "" || strings.Count(stderr, "\n") != 1 ||
+		!strings.HasPrefix(stderr, "wasmbox: the run's 64 TiB: process memory budget (") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	stdout, _, code = runMain(t, "", "--cachedir", testCacheDir(), "run", "--json", "--run-memory", "64TiB", "-c", "echo ran")
+	var res struct {
+		ExitCode   int    `json:"exit_code"`
+		ErrorClass string `json:"error_class"`
+		Stderr     string `json:"stderr"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != 137 || res.ExitCode != 137 || res.ErrorClass != "LIMIT_EXCEEDED" ||
+		!strings.Contains(res.Stderr, "process memory budget") {
+		t.Fatalf("--json: exit %d, %s (%v)", code, stdout, err)
+	}
+}
