@@ -137,6 +137,12 @@ type Job struct {
 	// the runtime's default. The commands it spawns share it: together
 	// they stay within it, as in a cgroup.
 	MemoryLimit uint64
+	// Budget, when set, is the budget the command's memory (MemoryLimit,
+	// shared with what it spawns) is taken from as it grows: a run's, so
+	// that the commands of a run together stay within it. Nil means the
+	// runtime's process budget. A refusal ends the command as its limit
+	// does (137, LIMIT_EXCEEDED), with an error that names the budget.
+	Budget *runtime.Budget
 	// Module, when set, is what runs: Argv[0] is not looked up (it is
 	// passed to the guest as is and to Allow as the name). Used to run a
 	// module that is not in the VFS, such as a host file (wasmbox exec).
@@ -531,7 +537,11 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 		if limit == 0 {
 			limit = e.rt.MemoryLimit()
 		}
-		budget = runtime.NewBudget(limit)
+		parent := job.Budget
+		if parent == nil {
+			parent = e.rt.Budget()
+		}
+		budget = parent.Child("command", limit)
 	}
 	sp := &spawner{e: e, parent: parent, depth: depth, budget: budget}
 	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, FS: job.FS, Budget: budget, WASI: wasiState, Dir: dir,

@@ -15,15 +15,37 @@ import (
 // only reads stay shared by all instances, and the guest's memory grows in
 // place (no reallocation, no copy) by opening more of the reserved range.
 
-func newImage(mem []byte) (*image, error) {
+// newImage stores mem in a sealed memfd (its pages of zeros are holes),
+// or else in a copy, after reserving from b what it stores.
+func newImage(mem []byte, b *Budget) (*image, error) {
 	im := &image{size: uint64(len(mem)), fd: -1}
+	// What the memfd holds: the pages that are not zeros.
+	sparse := uint64(0)
+	for off := 0; off < len(mem); off += 4096 {
+		if !isZero(mem[off:min(off+4096, len(mem))]) {
+			sparse += uint64(min(4096, len(mem)-off))
+		}
+	}
+	if err := b.Reserve(sparse); err != nil {
+		return nil, err
+	}
+	im.stored, im.budget = sparse, b
+	fallback := func() (*image, error) {
+		// The copy holds every byte: reserve the rest.
+		if err := b.Reserve(im.size - sparse); err != nil {
+			im.free()
+			return nil, err
+		}
+		im.stored = im.size
+		return im.fallback(mem), nil
+	}
 	fd, err := unix.MemfdCreate("wasmbox-snapshot", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
-		return im.fallback(mem), nil
+		return fallback()
 	}
 	if err := writeSparse(fd, mem); err != nil {
 		unix.Close(fd)
-		return im.fallback(mem), nil
+		return fallback()
 	}
 	// Sealed, the image cannot change under the instances mapping it.
 	_, _ = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL)
@@ -34,7 +56,7 @@ func newImage(mem []byte) (*image, error) {
 	if err != nil {
 		unix.Close(fd)
 		im.fd = -1
-		return im.fallback(mem), nil
+		return fallback()
 	}
 	mm.free()
 	return im, nil
@@ -109,6 +131,7 @@ func (im *image) close() {
 		unix.Close(im.fd)
 		im.fd = -1
 	}
+	im.free()
 }
 
 // mappedMemory is a linear memory mapped from an image.

@@ -6,12 +6,17 @@ import "errors"
 
 // Elsewhere instances copy the image into memory of their own.
 
-func newImage(mem []byte) (*image, error) {
+// newImage copies mem, after reserving its size from b.
+func newImage(mem []byte, b *Budget) (*image, error) {
 	im := &image{size: uint64(len(mem)), fd: -1}
+	if err := b.Reserve(uint64(len(mem))); err != nil {
+		return nil, err
+	}
+	im.stored, im.budget = uint64(len(mem)), b
 	return im.fallback(mem), nil
 }
 
-func (im *image) close() {}
+func (im *image) close() { im.free() }
 
 type mappedMemory struct{}
 

@@ -43,6 +43,9 @@ type InstanceOptions struct {
 	FS vfs.FS
 	// Spawner receives spawn and process ABI children; nil refuses them.
 	Spawner Spawner
+	// Budget is what the instance's memory is reserved from, for as long
+	// as it lives (see RunOptions.Budget); nil means the runtime's own.
+	Budget *Budget
 	// OnMemoryLimit, when set, is called (on the guest's goroutine, from
 	// inside memory.grow) when the guest asks for memory past its limit.
 	// The guest sees memory.grow fail; a caller that wants it ended at
@@ -81,10 +84,14 @@ func (r *Runtime) Instantiate(ctx context.Context, m *Module, opts InstanceOptio
 		limit = r.memLimit
 	}
 	opts.MemoryLimit = limit
+	b := opts.Budget
+	if b == nil {
+		b = r.budget
+	}
 	var snap *snapshot
 	if m.reactor != nil {
 		var err error
-		if snap, err = r.snapshotOf(ctx, m); err != nil {
+		if snap, err = r.snapshotOf(ctx, m, limit, b); err != nil {
 			return nil, err
 		}
 	}
@@ -96,7 +103,13 @@ func (r *Runtime) Instantiate(ctx context.Context, m *Module, opts InstanceOptio
 		return nil, fmt.Errorf("%s: %w: the module needs %s of initial memory, the limit is %s",
 			m.name, ErrMemoryLimit, FormatBytes(need), FormatBytes(limit))
 	}
+	// The initial memory is admitted before the instance is made.
+	alloc := &limitAllocator{limit: limit, budget: b, live: &r.liveMem}
+	if err := alloc.prepay(need); err != nil {
+		return nil, fmt.Errorf("%s: %w: the module needs %s of initial memory: %w", m.name, ErrMemoryLimit, FormatBytes(need), err)
+	}
 	if !m.acquire() {
+		alloc.release()
 		return nil, fmt.Errorf("%s: %w", m.name, ErrReleased)
 	}
 	in := &Instance{r: r, m: m, opts: opts}
@@ -104,13 +117,13 @@ func (r *Runtime) Instantiate(ctx context.Context, m *Module, opts InstanceOptio
 	if snap != nil {
 		opts.WASI.ShiftMonotonic(snap.nanotime)
 	}
-	if s := r.takeSpare(m, snap, limit, nil); s != nil {
+	if s := r.takeSpare(m, snap, limit, alloc); s != nil {
 		in.mod, in.alloc = s.mod, s.alloc
 		in.alloc.setOnHit(opts.OnMemoryLimit)
 		// The spare counts itself as live (see newSpare).
 		return in, nil
 	}
-	in.alloc = &limitAllocator{limit: limit, live: &r.liveMem}
+	in.alloc = alloc
 	in.alloc.setOnHit(opts.OnMemoryLimit)
 	if snap != nil {
 		in.alloc.image = snap.img
@@ -194,7 +207,7 @@ func (in *Instance) Call(ctx context.Context, name string, params ...uint64) ([]
 		return nil, exitErrorFor(cerr)
 	}
 	if in.alloc.hit.Load() {
-		return nil, &limitError{name: in.m.name, limit: in.opts.MemoryLimit, cause: err}
+		return nil, &limitError{name: in.m.name, limit: in.opts.MemoryLimit, budget: in.alloc.refusal.Load(), cause: err}
 	}
 	return nil, err
 }
@@ -215,6 +228,31 @@ func (in *Instance) SetOnMemoryLimit(f func()) {
 	if in.alloc != nil {
 		in.alloc.setOnHit(f)
 	}
+}
+
+// Adopt moves the instance's memory to budget b (nil: the runtime's): it
+// is reserved in b, then given back to the budget that held it. An error
+// (b has no room) leaves the instance where it was. An instance started
+// ahead of use (a pooled shell) is adopted by the session it serves.
+func (in *Instance) Adopt(b *Budget) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if b == nil {
+		b = in.r.budget
+	}
+	a := in.alloc
+	if a == nil || a.budget == b {
+		return nil
+	}
+	n := a.charged.Load()
+	if err := b.Reserve(n); err != nil {
+		return err
+	}
+	old := a.budget
+	a.budget = b
+	old.Release(n)
+	in.opts.Budget = b
+	return nil
 }
 
 // SetFS makes fsys what the metadata calls of the following calls act on
@@ -266,6 +304,23 @@ func (in *Instance) Close(ctx context.Context) error {
 	if in.counted.CompareAndSwap(true, false) {
 		in.r.live.Add(-1)
 	}
+	if in.alloc != nil {
+		in.alloc.release() // when wazero made no memory (Free releases it otherwise)
+	}
 	in.m.release(ctx)
 	return err
+}
+
+// LimitError is why the guest was last refused memory: a
+// *budget.ExceededError when a budget refused it (errors.Is ErrBudget), an
+// error wrapping ErrMemoryLimit when its own limit did, nil when it never
+// was.
+func (in *Instance) LimitError() error {
+	if in.alloc == nil || !in.alloc.hit.Load() {
+		return nil
+	}
+	if e := in.alloc.refusal.Load(); e != nil {
+		return e
+	}
+	return fmt.Errorf("%w: the guest asked for more than %s of memory", ErrMemoryLimit, FormatBytes(in.opts.MemoryLimit))
 }

@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"errors"
 	"sync/atomic"
 
+	"github.com/wasmbox/wasmbox/internal/budget"
 	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
 )
 
@@ -11,8 +13,14 @@ import (
 // guest and is recorded, so that a run that then fails is reported as
 // ErrMemoryLimit instead of a generic trap.
 type limitAllocator struct {
-	limit   uint64
-	budget  *Budget // shared with other instances, may be nil
+	limit  uint64
+	budget *Budget // shared with other instances, may be nil
+	// charged is what the memory holds of budget: reserved before the
+	// instance was made for its initial size (see prepay), then as it
+	// grows; given back when the memory is freed (release).
+	charged atomic.Uint64
+	// refusal is the budget's error when it refused a growth.
+	refusal atomic.Pointer[budget.ExceededError]
 	hit     atomic.Bool
 	peak    atomic.Uint64
 	live    *atomic.Int64 // the runtime's count of live memories; nil for a spare (see takeSpare)
@@ -32,6 +40,30 @@ func (a *limitAllocator) setOnHit(f func()) {
 		return
 	}
 	a.onHit.Store(&f)
+}
+
+// prepay reserves n bytes of the budget for the memory's initial size,
+// before the instance is made: wazero cannot be refused the initial
+// allocation, so it is admitted here, before it happens.
+func (a *limitAllocator) prepay(n uint64) error {
+	if err := a.budget.Reserve(n); err != nil {
+		a.noteRefusal(err)
+		return err
+	}
+	a.charged.Add(n)
+	return nil
+}
+
+// release gives back what the memory holds of the budget; idempotent.
+func (a *limitAllocator) release() {
+	a.budget.Release(a.charged.Swap(0))
+}
+
+func (a *limitAllocator) noteRefusal(err error) {
+	var ee *budget.ExceededError
+	if errors.As(err, &ee) {
+		a.refusal.Store(ee)
+	}
 }
 
 // refuse records a growth refused for the limit or the budget.
@@ -70,8 +102,7 @@ type limitedMemory struct {
 	capHint uint64
 	max     uint64
 	freed   bool
-	charged uint64 // bytes taken from the budget
-	started bool   // the initial allocation happened
+	started bool // the initial allocation happened
 	mapped  *mappedMemory
 }
 
@@ -83,15 +114,23 @@ func (m *limitedMemory) Reallocate(size uint64) []byte {
 	if size > m.a.limit {
 		return m.a.refuse()
 	}
-	if cur := uint64(len(m.buf)); size > cur && m.a.budget != nil {
-		if !m.started {
-			// The initial size cannot be refused (wazero requires it);
-			// Run checked it against the budget just before.
-			m.a.budget.used.Add(int64(size - cur))
-		} else if !m.a.budget.take(size - cur) {
-			return m.a.refuse()
+	if c := m.a.charged.Load(); size > c {
+		// The budget is charged for the memory's size (the pages the
+		// guest can touch), before the memory grows.
+		if err := m.a.budget.Reserve(size - c); err != nil {
+			m.a.noteRefusal(err)
+			if m.started {
+				return m.a.refuse()
+			}
+			// The initial size cannot be refused (wazero requires
+			// it): it was prepaid before the instance was made (see
+			// prepay), so this is a size larger than announced;
+			// report it as refused once the instance exists.
+			m.a.hit.Store(true)
+			m.a.imageErr = err
+		} else {
+			m.a.charged.Add(size - c)
 		}
-		m.charged += size - cur
 	}
 	if !m.started && m.a.image != nil {
 		m.startFromImage(size)
@@ -155,38 +194,24 @@ func (m *limitedMemory) Free() {
 		if m.a.live != nil {
 			m.a.live.Add(-1)
 		}
-		if m.a.budget != nil {
-			m.a.budget.used.Add(-int64(m.charged))
-		}
+		m.a.release()
 	}
 }
 
-// Budget is a memory allowance shared by several instances: the executor
-// gives a command and every command it spawns one budget, so that a tree
-// of nested commands together stays within the limit of one, as a cgroup
-// would. Each instance is still bounded by its own limit too.
-type Budget struct {
-	limit uint64
-	used  atomic.Int64
-}
+// Budget is a memory allowance (package internal/budget): the runtime's
+// own (Runtime.Budget, the process budget), and inside it what callers
+// make with its Child and Carve methods. The executor gives a command and
+// every command it spawns one budget, so that a tree of nested commands
+// together stays within the limit of one, as a cgroup would; a sandbox
+// gives each run one, inside the process's. Each instance is still bounded
+// by its own limit too.
+type Budget = budget.Budget
 
-// NewBudget returns a budget of limit bytes.
-func NewBudget(limit uint64) *Budget { return &Budget{limit: limit} }
+// ErrBudget is wrapped by the error of a reservation that a budget
+// refused (a *budget.ExceededError says which one was full).
+var ErrBudget = budget.ErrExceeded
 
-// Limit is the budget's size in bytes.
-func (b *Budget) Limit() uint64 { return b.limit }
-
-// Used is how many bytes of linear memory live instances hold now.
-func (b *Budget) Used() uint64 { return uint64(b.used.Load()) }
-
-func (b *Budget) take(n uint64) bool {
-	for {
-		u := b.used.Load()
-		if uint64(u)+n > b.limit {
-			return false
-		}
-		if b.used.CompareAndSwap(u, u+int64(n)) {
-			return true
-		}
-	}
-}
+// NewBudget returns a root budget of limit bytes. Budgets made with it
+// are outside every runtime's process budget: prefer
+// Runtime.Budget().Child.
+func NewBudget(limit uint64) *Budget { return budget.New("command", limit) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wasmbox/wasmbox/internal/budget"
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
@@ -31,7 +32,10 @@ type RunOptions struct {
 	// Spawner receives the run's wasmbox.spawn calls; nil refuses them.
 	Spawner Spawner
 	// Budget, when set, is shared with other runs (spawned children): the
-	// linear memory of all of them together stays within it.
+	// linear memory of all of them together stays within it. Nil means
+	// the runtime's own (Runtime.Budget); a budget made inside it (its
+	// Child or Carve) counts in it too. The initial memory is reserved
+	// before the instance is made, and every growth before it happens.
 	Budget *Budget
 	// FS is the filesystem the wasmbox metadata calls (stat, chmod,
 	// chown; see MetaABI) act on: the one mounted as the guest's root.
@@ -89,10 +93,14 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	if limit == 0 {
 		limit = r.memLimit
 	}
+	b := opts.Budget
+	if b == nil {
+		b = r.budget
+	}
 	var snap *snapshot
 	if m.reactor != nil {
 		var err error
-		if snap, err = r.snapshotOf(ctx, m); err != nil {
+		if snap, err = r.snapshotOf(ctx, m, limit, b); err != nil {
 			return st, err
 		}
 	}
@@ -105,13 +113,13 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		return st, fmt.Errorf("%s: %w: the module needs %s of initial memory, the limit is %s",
 			m.name, ErrMemoryLimit, FormatBytes(need), FormatBytes(limit))
 	}
-	if b := opts.Budget; b != nil {
-		if used := b.Used(); need > b.limit-min(used, b.limit) {
-			st.LimitHit = true
-			return st, fmt.Errorf("%s: %w: the module needs %s of initial memory, %s of the shared %s are left",
-				m.name, ErrMemoryLimit, FormatBytes(need), FormatBytes(b.limit-min(used, b.limit)), FormatBytes(b.limit))
-		}
+	// The initial memory is admitted before the instance is made.
+	alloc := &limitAllocator{limit: limit, budget: b, live: &r.liveMem}
+	if err := alloc.prepay(need); err != nil {
+		st.LimitHit = true
+		return st, fmt.Errorf("%s: %w: the module needs %s of initial memory: %w", m.name, ErrMemoryLimit, FormatBytes(need), err)
 	}
+	defer alloc.release() // when no memory was made (Free releases it otherwise)
 	if err := ctx.Err(); err != nil {
 		return st, exitErrorFor(err)
 	}
@@ -138,17 +146,16 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		// The guest keeps the snapshot's idea of the monotonic time.
 		opts.WASI.ShiftMonotonic(snap.nanotime)
 	}
-	var alloc *limitAllocator
 	var mod api.Module
 	var err error
 	var closed atomic.Bool // the instance's close was counted
-	if s := r.takeSpare(m, snap, limit, opts.Budget); s != nil {
+	if s := r.takeSpare(m, snap, limit, alloc); s != nil {
 		closed.Store(true) // the spare counts its own (see newSpare)
 		alloc, mod = s.alloc, s.mod
+		defer alloc.release()
 		alloc.setOnHit(opts.OnMemoryLimit)
 		err = runCommand(cctx, mod)
 	} else {
-		alloc = &limitAllocator{limit: limit, budget: opts.Budget, live: &r.liveMem}
 		alloc.setOnHit(opts.OnMemoryLimit)
 		if snap != nil {
 			alloc.image = snap.img
@@ -198,7 +205,7 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		err = fmt.Errorf("%s: %w", m.name, inner)
 	}
 	if st.LimitHit {
-		return st, &limitError{name: m.name, limit: limit, cause: err}
+		return st, &limitError{name: m.name, limit: limit, budget: alloc.refusal.Load(), cause: err}
 	}
 	return st, err
 }
@@ -212,16 +219,25 @@ func exitErrorFor(err error) error {
 }
 
 type limitError struct {
-	name  string
-	limit uint64
-	cause error
+	name   string
+	limit  uint64
+	budget *budget.ExceededError // the budget that refused, if not the limit
+	cause  error
 }
 
 func (e *limitError) Error() string {
+	if e.budget != nil {
+		return fmt.Sprintf("%s: %v: %v", e.name, ErrMemoryLimit, e.budget)
+	}
 	return fmt.Sprintf("%s: %v: the guest asked for more than %s of memory", e.name, ErrMemoryLimit, FormatBytes(e.limit))
 }
 
-func (e *limitError) Unwrap() []error { return []error{ErrMemoryLimit, e.cause} }
+func (e *limitError) Unwrap() []error {
+	if e.budget != nil {
+		return []error{ErrMemoryLimit, e.budget, e.cause}
+	}
+	return []error{ErrMemoryLimit, e.cause}
+}
 
 // FormatBytes renders n in the largest binary unit that divides it
 // evenly, e.g. "256MiB", "1536KiB", "17B".

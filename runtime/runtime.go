@@ -126,6 +126,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/wasmbox/wasmbox/internal/budget"
 	"github.com/wasmbox/wasmbox/internal/wasmbin"
 	"github.com/wasmbox/wasmbox/third_party/wazero"
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
@@ -193,6 +194,13 @@ type Config struct {
 	// does not apply to use wazero's check anyway, and so does every
 	// module with wazero's WASI (its sched_yield ignores the context).
 	WazeroKillCheck bool
+	// MemoryBudget is the runtime's memory budget in bytes, the process
+	// budget of package internal/budget: the linear memory of every
+	// instance, every snapshot image, and whatever its users reserve in it
+	// (Runtime.Budget) together stay within it, each admitted before it
+	// is allocated. 0 means budget.DefaultProcessLimit() (three quarters
+	// of the machine's memory or of the cgroup's limit).
+	MemoryBudget uint64
 	// Spares is how many ready instances of each reactor module the
 	// runtime keeps, restored from the snapshot, so that a run starts
 	// without waiting for an instantiation (see takeSpare); 0 means
@@ -226,6 +234,8 @@ type Runtime struct {
 	provided    map[string]map[string]api.FunctionDefinition
 	live        atomic.Int64
 	liveMem     atomic.Int64
+	budget      *Budget
+	snapBytes   atomic.Uint64
 	closeOnce   sync.Once
 	closeErr    error
 	// compiling is held (read) by every Compile and taken by Close, which
@@ -272,6 +282,10 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if r.maxCached <= 0 {
 		r.maxCached = DefaultMaxCachedModules
 	}
+	if cfg.MemoryBudget == 0 {
+		cfg.MemoryBudget = budget.DefaultProcessLimit()
+	}
+	r.budget = budget.New("process", cfg.MemoryBudget)
 	// Two wazero runtimes: modules whose loops InstrumentLoops could meter
 	// run without wazero's termination check (they call sched_yield, which
 	// ends them when their context is done, every Fuel loop iterations);
@@ -412,6 +426,29 @@ func (r *Runtime) LiveMemories() int64 { return r.liveMem.Load() }
 
 // MemoryLimit is the default per-command memory limit in bytes.
 func (r *Runtime) MemoryLimit() uint64 { return r.memLimit }
+
+// Budget is the runtime's memory budget (Config.MemoryBudget), the root of
+// every budget of its runs: make a run's or a session's with its Child or
+// Carve method. A caller about to allocate memory the runtime does not
+// see (a compile: its estimated heap) reserves it here first and releases
+// it after.
+func (r *Runtime) Budget() *Budget { return r.budget }
+
+// ReserveCompile reserves n bytes of the runtime's budget for a compile
+// (its estimated heap) before it starts, in b when not nil (a run's budget,
+// inside the runtime's) else in the runtime's own; release gives them back
+// when the compile is done. A refusal is an error wrapping ErrMemoryLimit
+// and ErrBudget (a *budget.ExceededError says which budget was full).
+func (r *Runtime) ReserveCompile(b *Budget, n uint64) (release func(), err error) {
+	if b == nil {
+		b = r.budget
+	}
+	if err := b.Reserve(n); err != nil {
+		return nil, fmt.Errorf("%w: compiling needs %s: %w", ErrMemoryLimit, budget.Format(n), err)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { b.Release(n) }) }, nil
+}
 
 // ErrNotWasm is returned by Compile for input that is not a WebAssembly
 // binary (no \0asm magic).

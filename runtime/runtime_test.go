@@ -330,7 +330,7 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	big := compile(t, rt, "big", runtimetest.BigMemory(40))
 	err = rt.Run(context.Background(), big, wazero.NewModuleConfig(), runtime.RunOptions{Budget: budget})
-	want := "big: memory limit exceeded: the module needs 2560KiB of initial memory, 2MiB of the shared 2MiB are left"
+	want := "big: memory limit exceeded: the module needs 2560KiB of initial memory: command memory budget (2MiB) exceeded: 0B in use, 2560KiB more asked"
 	if !errors.Is(err, runtime.ErrMemoryLimit) || err.Error() != want {
 		t.Errorf("big: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wasmbox/wasmbox/internal/wasmbin"
@@ -79,6 +80,21 @@ type image struct {
 	size uint64
 	fd   int    // a memfd instances map (Linux), or -1
 	data []byte // the bytes, when fd is -1
+	// stored is what the image holds in memory (the memfd's pages that
+	// are not zeros, or the copy), reserved from budget until close.
+	stored  uint64
+	budget  *Budget
+	counter *atomic.Uint64 // the runtime's SnapshotBytes
+}
+
+// free gives the image's bytes back to its budget; idempotent.
+func (im *image) free() {
+	if im.counter != nil {
+		im.counter.Add(-im.stored)
+		im.counter = nil
+	}
+	im.budget.Release(im.stored)
+	im.budget, im.stored = nil, 0
 }
 
 func (im *image) fallback(mem []byte) *image {
@@ -118,9 +134,13 @@ func (m *Module) SetSnapshotFS(fsys vfs.FS) {
 	}
 }
 
-// snapshotOf returns m's snapshot, taking it on first use. It is nil (and
-// runs initialize every instance) when snapshots are off or impossible.
-func (r *Runtime) snapshotOf(ctx context.Context, m *Module) (*snapshot, error) {
+// snapshotOf returns m's snapshot, taking it on first use with the
+// memory limit and budget of the run that asks (the snapshot's instance is
+// that run's memory while it initializes). It is nil (and runs initialize
+// every instance themselves) when snapshots are off or impossible, and
+// for now when the asking run's limit or budget is too small for the
+// module's initialization: a later run tries again.
+func (r *Runtime) snapshotOf(ctx context.Context, m *Module, limit uint64, b *Budget) (*snapshot, error) {
 	rc := m.reactor
 	if r.noSnapshot || !r.ownWASI {
 		return nil, nil
@@ -130,11 +150,18 @@ func (r *Runtime) snapshotOf(ctx context.Context, m *Module) (*snapshot, error) 
 	if rc.snap != nil || rc.failed != nil {
 		return rc.snap, nil
 	}
-	snap, err := r.takeSnapshot(ctx, m)
+	snap, err := r.takeSnapshot(ctx, m, limit, b)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			// The run's context ended first: the next run tries again.
 			return nil, exitErrorFor(cerr)
+		}
+		if errors.Is(err, ErrMemoryLimit) {
+			// Too small a limit or budget for this run, not a
+			// property of the module: the run initializes its own
+			// instance (and meets the same limit), the next tries
+			// again.
+			return nil, nil
 		}
 		rc.failed = err
 		return nil, nil
@@ -143,9 +170,15 @@ func (r *Runtime) snapshotOf(ctx context.Context, m *Module) (*snapshot, error) 
 	return snap, nil
 }
 
-// takeSnapshot initializes an instance of m in the fixed world and keeps
-// its memory and globals.
-func (r *Runtime) takeSnapshot(ctx context.Context, m *Module) (*snapshot, error) {
+// SnapshotBytes is the memory the runtime's snapshots hold now (counted
+// in its budget): the pages of their images that are not zeros.
+func (r *Runtime) SnapshotBytes() uint64 { return r.snapBytes.Load() }
+
+// takeSnapshot initializes an instance of m in the fixed world, under
+// limit and budget b, and keeps its memory and globals. The image is
+// reserved from the runtime's budget for what it stores, before it is
+// stored.
+func (r *Runtime) takeSnapshot(ctx context.Context, m *Module, limit uint64, b *Budget) (*snapshot, error) {
 	var clock int64
 	var fsys vfs.FS = vfs.NewMemFS()
 	if m.reactor.fs != nil {
@@ -162,15 +195,19 @@ func (r *Runtime) takeSnapshot(ctx context.Context, m *Module) (*snapshot, error
 		return nil, err
 	}
 	defer st.Close()
-	// The snapshot is taken under the larger of the runtime's limit and
-	// the default, so that a runtime with a small default limit still has
-	// one for the runs that set a larger limit; every run checks its own
-	// limit against the snapshot's size.
-	limit := max(r.memLimit, DefaultMemoryLimit)
-	if need := uint64(m.minPages) * 65536; need > limit {
+	// The snapshot is taken under the limit of the run that asks for it:
+	// a module whose initialization grows its memory cannot make an image
+	// larger than that run may use (every later run checks its own limit
+	// against the snapshot's size).
+	need := uint64(m.minPages) * 65536
+	if need > limit {
 		return nil, fmt.Errorf("%s: %w: the module needs %s of initial memory", m.name, ErrMemoryLimit, FormatBytes(need))
 	}
-	alloc := &limitAllocator{limit: limit, live: &r.liveMem}
+	alloc := &limitAllocator{limit: limit, budget: b, live: &r.liveMem}
+	if err := alloc.prepay(need); err != nil {
+		return nil, fmt.Errorf("%s: snapshot: %w: %w", m.name, ErrMemoryLimit, err)
+	}
+	defer alloc.release()
 	ictx := experimental.WithMemoryAllocator(ctx, alloc)
 	ictx = preview1.WithState(ictx, st)
 	mod, err := m.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
@@ -181,6 +218,9 @@ func (r *Runtime) takeSnapshot(ctx context.Context, m *Module) (*snapshot, error
 		return nil, err
 	}
 	if err := initialize(ictx, mod, m.reactor); err != nil {
+		if alloc.hit.Load() {
+			return nil, fmt.Errorf("%s: snapshot: %w: %w", m.name, ErrMemoryLimit, err)
+		}
 		return nil, fmt.Errorf("%s: snapshot: %w", m.name, err)
 	}
 	snap := &snapshot{pages: mod.Memory().Size() / 65536, nanotime: clock + int64(time.Microsecond)}
@@ -192,9 +232,11 @@ func (r *Runtime) takeSnapshot(ctx context.Context, m *Module) (*snapshot, error
 		snap.globals = append(snap.globals, g.Get())
 	}
 	mem, _ := mod.Memory().Read(0, mod.Memory().Size())
-	if snap.img, err = newImage(mem); err != nil {
-		return nil, err
+	if snap.img, err = newImage(mem, r.budget); err != nil {
+		return nil, fmt.Errorf("%s: snapshot: %w: %w", m.name, ErrMemoryLimit, err)
 	}
+	r.snapBytes.Add(snap.img.stored)
+	snap.img.counter = &r.snapBytes
 	return snap, nil
 }
 

@@ -48,9 +48,10 @@ type sparePool struct {
 	wg      sync.WaitGroup
 }
 
-// takeSpare returns a ready instance of m for a run with limit and budget,
-// or nil. It starts refilling the pool.
-func (r *Runtime) takeSpare(m *Module, snap *snapshot, limit uint64, budget *Budget) *spare {
+// takeSpare returns a ready instance of m for a run with limit whose
+// allocator (with its budget and what it prepaid) is alloc, or nil. It
+// starts refilling the pool.
+func (r *Runtime) takeSpare(m *Module, snap *snapshot, limit uint64, alloc *limitAllocator) *spare {
 	if snap == nil || m.reactor.spares == nil || limit > r.memLimit {
 		return nil
 	}
@@ -67,17 +68,18 @@ func (r *Runtime) takeSpare(m *Module, snap *snapshot, limit uint64, budget *Bud
 	}
 	mem := s.alloc.mem
 	size := uint64(len(mem.buf))
-	if size > limit || (budget != nil && !budget.take(size)) {
+	paid := alloc.charged.Load()
+	if size > limit || (size > paid && alloc.budget.Reserve(size-paid) != nil) {
 		s.discard()
 		return nil
 	}
-	// From here on the instance is the run's: its limit, its budget, and
-	// the runtime's counts of live instances and memories.
+	// From here on the instance is the run's: its limit, its budget (and
+	// what the run prepaid of it), and the runtime's counts of live
+	// instances and memories.
 	s.alloc.limit = limit
-	s.alloc.budget = budget
-	if budget != nil {
-		mem.charged = size
-	}
+	s.alloc.budget = alloc.budget
+	s.alloc.charged.Store(max(size, paid))
+	alloc.charged.Store(0)
 	s.alloc.live = &r.liveMem
 	r.liveMem.Add(1)
 	r.live.Add(1)

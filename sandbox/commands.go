@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/wasmbox/wasmbox/executor"
+	"github.com/wasmbox/wasmbox/internal/budget"
 	"github.com/wasmbox/wasmbox/runtime"
 )
 
@@ -86,6 +87,7 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 		Stdout:        c.Stdout,
 		Stderr:        c.Stderr,
 		MemoryLimit:   s.cfg.limits.MemoryPerCommand,
+		Budget:        rs.mem,
 		FS:            s.gfs,
 		Deterministic: s.cfg.deterministic,
 		Allow:         s.allowFunc(),
@@ -101,6 +103,13 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 		fmt.Fprintf(orDiscard(c.Stderr), "%s: not allowed in this sandbox\n", c.Argv[0])
 		return res.ExitCode, nil
 	case ClassLimitExceeded:
+		var ee *budget.ExceededError
+		if errors.As(res.Err, &ee) && ee.Name != "command" {
+			// A budget above the command's own limit (the run's, the
+			// process's) refused it: one line that names it.
+			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: %s memory budget (%s) exceeded\n", c.Argv[0], ee.Name, spacedBytes(ee.Limit))
+			return res.ExitCode, nil
+		}
 		if errors.Is(res.Err, runtime.ErrMemoryLimit) {
 			// One line, in place of the guest's own crash report (the
 			// executor drops what it writes once refused memory).
@@ -119,7 +128,7 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 // spacedBytes renders n like runtime.FormatBytes with a space before the
 // unit: "16 MiB".
 func spacedBytes(n uint64) string {
-	f := runtime.FormatBytes(n)
+	f := budget.Format(n)
 	i := strings.IndexFunc(f, func(r rune) bool { return r < '0' || r > '9' })
 	if i <= 0 {
 		return f

@@ -48,6 +48,19 @@ type Limits struct {
 	// and LIMIT_EXCEEDED, and the shell's state is what it was before the
 	// Run.
 	ShellMemory uint64
+	// RunMemory bounds the linear memory of all the commands of one Run
+	// together, each command still within MemoryPerCommand (default: an
+	// eighth of the process budget, at most 1 GiB and at least
+	// MemoryPerCommand). A command refused memory past it ends with 137
+	// and LIMIT_EXCEEDED ("run memory budget (N) exceeded").
+	//
+	// Memory budgets: a sandbox reserves its VFSBytes and ShellMemory in
+	// the engine's process budget (runtime.Runtime.Budget) when it is
+	// made, and each Run its RunMemory when it starts; New, Fork and Run
+	// fail with an error wrapping ErrMemoryBudget when the process has no
+	// room, before anything is allocated. What is admitted can always
+	// reach its limits: no other sandbox can take it.
+	RunMemory uint64
 }
 
 // DefaultLimits are the limits of a sandbox built without WithLimits.
@@ -77,6 +90,7 @@ func (l Limits) withDefaults() Limits {
 		NestingDepth:       orDefault(l.NestingDepth, d.NestingDepth),
 		SpawnDepth:         orDefault(l.SpawnDepth, d.SpawnDepth),
 		ShellMemory:        orDefault(l.ShellMemory, d.ShellMemory),
+		RunMemory:          l.RunMemory,
 	}
 }
 
@@ -150,6 +164,15 @@ func WithShellMemory(n uint64) Option {
 	return func(c *config) {
 		if n > 0 {
 			c.limits.ShellMemory = n
+		}
+	}
+}
+
+// WithRunMemory sets the memory budget of one Run (see Limits.RunMemory).
+func WithRunMemory(n uint64) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.limits.RunMemory = n
 		}
 	}
 }

@@ -62,6 +62,7 @@ import (
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/executor/pool"
+	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/shell/session"
 	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
@@ -88,6 +89,12 @@ var (
 	ErrClosed = errors.New("sandbox: closed")
 	// ErrBusy is returned by Restore while a Run is in progress.
 	ErrBusy = errors.New("sandbox: a run is in progress")
+	// ErrMemoryBudget is wrapped by the error of New, Fork and Run when
+	// the process's memory budget (the engine runtime's Budget) has no
+	// room for what they reserve (see Limits.RunMemory); a
+	// *budget.ExceededError in the chain says how full it was. It is
+	// transient: retry when other sandboxes or runs have ended.
+	ErrMemoryBudget = runtime.ErrBudget
 )
 
 // Result is how a Run ended.
@@ -163,6 +170,52 @@ type Sandbox struct {
 	inflight atomic.Int64 // external commands running now
 
 	bridge *bridge // MCP servers and tools; nil without any
+
+	mem *memory // what the sandbox holds of the process budget
+}
+
+// memory is a sandbox's share of the process budget: its VFS quota and
+// its shell's memory limit, reserved when it is made, and the budget each
+// Run carves its RunMemory from.
+type memory struct {
+	session *runtime.Budget
+	shell   *runtime.Budget // carved: the shell instance grows inside it
+	vfs     uint64
+	run     uint64
+	once    sync.Once
+}
+
+// reserveMemory reserves a sandbox's memory in the engine's process
+// budget.
+func reserveMemory(eng *Engine, l Limits) (*memory, error) {
+	proc := eng.rt.Budget()
+	run := l.RunMemory
+	if run == 0 {
+		run = min(max(proc.Limit()/8, l.MemoryPerCommand), 1<<30)
+	}
+	m := &memory{vfs: uint64(l.VFSBytes), run: run}
+	m.session = proc.Child("session", m.vfs+l.ShellMemory+run)
+	if err := m.session.Reserve(m.vfs); err != nil {
+		return nil, fmt.Errorf("sandbox: the filesystem's %s: %w", spacedBytes(m.vfs), err)
+	}
+	shell, err := m.session.Carve("shell", l.ShellMemory)
+	if err != nil {
+		m.session.Release(m.vfs)
+		return nil, fmt.Errorf("sandbox: the shell's %s: %w", spacedBytes(l.ShellMemory), err)
+	}
+	m.shell = shell
+	return m, nil
+}
+
+// release gives the sandbox's memory back; idempotent.
+func (m *memory) release() {
+	if m == nil {
+		return
+	}
+	m.once.Do(func() {
+		m.shell.Close()
+		m.session.Release(m.vfs)
+	})
 }
 
 // New returns a sandbox with the default layout (/bin, /usr/bin,
@@ -185,6 +238,16 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 			return nil, err
 		}
 	}
+	mem, err := reserveMemory(eng, cfg.limits)
+	if err != nil {
+		return nil, err
+	}
+	created := false
+	defer func() {
+		if !created {
+			mem.release()
+		}
+	}()
 	vopts := []vfs.Option{vfs.WithQuota(vfs.Quota{Bytes: cfg.limits.VFSBytes, Files: cfg.limits.Files, FileSize: cfg.limits.VFSBytes})}
 	if cfg.deterministic != nil {
 		d := cfg.deterministic
@@ -250,6 +313,7 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 		hosts:   hosts,
 		env:     map[string]string{},
 		cancels: map[int]context.CancelFunc{},
+		mem:     mem,
 	}
 	s.bridge = newBridge(s)
 	for k, val := range defaultEnv() {
@@ -267,6 +331,7 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 		hosts.release()
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
+	created = true
 	return s, nil
 }
 
@@ -330,6 +395,7 @@ func (s *Sandbox) sessionConfig(dir string) session.Config {
 		Spawner:       &commandRunner{s: s},
 		Init:          ini,
 		MemoryLimit:   s.cfg.limits.ShellMemory,
+		Budget:        s.mem.shell,
 		Deterministic: s.cfg.deterministic,
 		Pool:          s.engine.shells,
 	}
@@ -371,8 +437,9 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 		stdout, stderr = rout, rerr
 	}
 	var res Result
+	var runErr error
 	work := func(ctx context.Context) error {
-		res = s.run(ctx, script, stdin, stdout, stderr)
+		res, runErr = s.run(ctx, script, stdin, stdout, stderr)
 		return nil
 	}
 	ev := audit.Event{Kind: "run", Session: s.cfg.session, Script: script, Start: start, Slot: -1}
@@ -401,16 +468,29 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 	} else {
 		work(runCtx)
 	}
+	if runErr != nil {
+		// The process had no room for the run: nothing ran.
+		ev.Class, ev.Reason = string(ClassLimitExceeded), runErr.Error()
+		return Result{}, runErr
+	}
 	res.Duration = time.Since(start)
 	endSpan(&res)
 	return res, nil
 }
 
-// run executes a script on the calling goroutine.
-func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) Result {
+// run executes a script on the calling goroutine. The error is the
+// process budget's refusal of the run's memory: nothing ran.
+func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) (Result, error) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
-	rs := &runStatus{}
+	// The run's memory is admitted before it starts: all of it, so that
+	// no other run or sandbox can take it while it runs.
+	runMem, err := s.mem.session.Carve("run", s.mem.run)
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox: the run's %s: %w", spacedBytes(s.mem.run), err)
+	}
+	defer runMem.Close()
+	rs := &runStatus{mem: runMem}
 	ctx = context.WithValue(ctx, runStatusKey{}, rs)
 	out := newCapWriter(orDiscard(stdout), s.cfg.limits.OutputBytes)
 	errOut := newCapWriter(orDiscard(stderr), s.cfg.limits.OutputBytes)
@@ -419,7 +499,7 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	errOut.flush()
 	if err != nil {
 		fmt.Fprintf(errOut, "wasmbox: %v\n", err)
-		return Result{ExitCode: 1, ErrorClass: ClassNone, Truncated: out.Truncated() || errOut.Truncated()}
+		return Result{ExitCode: 1, ErrorClass: ClassNone, Truncated: out.Truncated() || errOut.Truncated()}, nil
 	}
 	res := Result{ExitCode: r.Code, Truncated: out.Truncated() || errOut.Truncated(), Exited: r.Exited}
 	var le *session.LimitError
@@ -457,7 +537,7 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		// script fails, the session goes on from its last state.
 		res.ExitCode = max(res.ExitCode, 1)
 	}
-	return res
+	return res, nil
 }
 
 func (s *Sandbox) beginRun(ctx context.Context) (int, context.Context, context.CancelFunc, error) {
@@ -507,6 +587,7 @@ func (s *Sandbox) Close() error {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	s.sh.Close()
+	s.mem.release()
 	return errors.Join(s.bridge.close(), s.hosts.release())
 }
 
@@ -540,6 +621,13 @@ func (s *Sandbox) checkOpen() error {
 		return ErrClosed
 	}
 	return nil
+}
+
+// ReservedMemory is what the sandbox holds of the process's memory budget
+// while it lives: its VFS quota and its shell's memory limit (a Run
+// reserves Limits.RunMemory besides, while it runs).
+func (s *Sandbox) ReservedMemory() uint64 {
+	return s.mem.vfs + s.mem.shell.Limit()
 }
 
 // FS returns the sandbox's filesystem (the guest namespace) for direct use.
@@ -697,7 +785,12 @@ func (s *Sandbox) Fork() (*Sandbox, error) {
 	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
+	mem, err := reserveMemory(s.engine, s.cfg.limits)
+	if err != nil {
+		return nil, err
+	}
 	c := &Sandbox{
+		mem:     mem,
 		cfg:     s.cfg,
 		engine:  s.engine,
 		fs:      s.fs.Fork(),
@@ -708,9 +801,10 @@ func (s *Sandbox) Fork() (*Sandbox, error) {
 	}
 	c.gfs = c.fs.AsUser(guestCred)
 	c.bridge = newBridge(c)
-	sh, err := s.sh.Fork(context.Background(), c.gfs, &commandRunner{s: c})
+	sh, err := s.sh.ForkBudget(context.Background(), c.gfs, &commandRunner{s: c}, mem.shell)
 	if err != nil {
 		c.hosts.release()
+		mem.release()
 		return nil, fmt.Errorf("sandbox: fork: %w", err)
 	}
 	c.sh = sh
@@ -751,6 +845,7 @@ func exitFor(c ErrorClass) int {
 // runStatus collects, during one Run, how external commands ended, so
 // that the Result can say why the script failed.
 type runStatus struct {
+	mem       *runtime.Budget // the run's memory budget
 	mu        sync.Mutex
 	lastCode  int
 	lastClass ErrorClass

@@ -160,6 +160,11 @@ func (s *Sandbox) Restore(r io.Reader) error {
 	oldHosts := s.hosts
 	s.hosts = fresh.hosts
 	oldHosts.release()
+	// And so does fresh's share of the memory budget (its shell grows in
+	// it); this sandbox's old share goes back.
+	oldMem := s.mem
+	s.mem = fresh.mem
+	oldMem.release()
 	return nil
 }
 

@@ -26,8 +26,12 @@
 // not_found (route or session), session_expired (the session was closed
 // after Config.SessionTTL without a request) and file_not_found, 405
 // method_not_allowed, 413 too_large (body, script or file over its limit),
-// 429 too_many_sessions, 503 worker_unavailable (with Retry-After),
-// disabled or shutting_down, 507 no_space, 500 internal.
+// 429 too_many_sessions, 503 worker_unavailable or memory_budget (both
+// with Retry-After), disabled or shutting_down, 507 no_space, 500
+// internal. memory_budget: the process's memory budget has no room for a
+// new session (its filesystem quota and shell) or a run (its run budget);
+// the Backend reports it with an error wrapping budget.ErrExceeded
+// (sandbox.ErrMemoryBudget).
 //
 // # Authentication
 //
@@ -90,6 +94,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor/pool"
+	"github.com/wasmbox/wasmbox/internal/budget"
 )
 
 // Error classes of a run (RunResult.ErrorClass).
@@ -661,6 +666,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess, err := s.cfg.Backend.NewSession(r.Context())
+	if errors.Is(err, budget.ErrExceeded) {
+		memoryBudgetFull(w, "cannot create a session", err)
+		return
+	}
 	if err != nil {
 		s.cfg.Logger.Error("new session", "err", err)
 		writeError(w, http.StatusInternalServerError, "internal", "cannot create session: "+err.Error())
@@ -811,6 +820,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		// The session failed rather than the script; a cancel or a
 		// deadline still gets the result contract.
 		switch {
+		case errors.Is(runErr, budget.ErrExceeded):
+			s.metrics.rejected.Inc()
+			memoryBudgetFull(w, "cannot start the run", runErr)
+			return
 		case errors.Is(runErr, context.DeadlineExceeded):
 			res = RunResult{ExitCode: 124, ErrorClass: ClassTimeout, Stderr: res.Stderr, Stdout: res.Stdout}
 		case errors.Is(runErr, context.Canceled) || errors.Is(runErr, pool.ErrShuttingDown):
@@ -841,6 +854,19 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
 		ErrorClass: res.ErrorClass, Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(),
 	})
+}
+
+// memoryBudgetFull answers 503 memory_budget with Retry-After: the
+// process's memory budget refused what the request needs; it frees as
+// other sessions and runs end.
+func memoryBudgetFull(w http.ResponseWriter, what string, err error) {
+	msg := err.Error()
+	var ee *budget.ExceededError
+	if errors.As(err, &ee) {
+		msg = ee.Error()
+	}
+	w.Header().Set("Retry-After", "5")
+	writeError(w, http.StatusServiceUnavailable, "memory_budget", what+": "+msg+"; retry later")
 }
 
 func filePath(w http.ResponseWriter, r *http.Request) (string, bool) {

@@ -20,6 +20,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/wasmbox/wasmbox/internal/budget"
+	wbruntime "github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/server"
 )
@@ -40,7 +42,10 @@ func newMCPCmd(a *app) *cobra.Command {
 		f              sandboxFlags
 		listen         string
 		tokenFile      string
+		sessionTTL     time.Duration
 		sessionTimeout time.Duration
+		maxSessions    int
+		memoryBudget   string
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp [flags]",
@@ -67,7 +72,11 @@ is not an error: its exit_code says so. timeout_ms is capped by --timeout.
 With --listen, requests must name a loopback Host and come from no foreign
 browser Origin. A bearer token (Authorization: Bearer T) is read from
 --token-file or WASMBOX_TOKEN; it is then required on every request, and it
-is mandatory to listen on a non-loopback address.`,
+is mandatory to listen on a non-loopback address. As with serve, at most
+--max-sessions sessions are open (a new one gets 429 too_many_sessions
+with Retry-After), a session idle for --session-ttl is closed, and one that
+does not fit in the process's --memory-budget gets 503 memory_budget with
+Retry-After.`,
 		Example: `  wasmbox mcp --mount .:/work:ro --workdir /work
   wasmbox mcp --listen 127.0.0.1:8765 --timeout 10s
   WASMBOX_TOKEN=$(cat secret) wasmbox mcp --listen 0.0.0.0:8765`,
@@ -88,6 +97,22 @@ is mandatory to listen on a non-loopback address.`,
 			} else if tokenFile != "" {
 				return errors.New("--token-file needs --listen")
 			}
+			if maxSessions < 1 {
+				return fmt.Errorf("--max-sessions must be positive, got %d", maxSessions)
+			}
+			if cmd.Flags().Changed("session-timeout") && !cmd.Flags().Changed("session-ttl") {
+				sessionTTL = sessionTimeout
+			}
+			if sessionTTL < 0 {
+				return fmt.Errorf("--session-ttl must not be negative, got %v", sessionTTL)
+			}
+			if memoryBudget != "" {
+				n, err := wbruntime.ParseBytes(memoryBudget)
+				if err != nil {
+					return fmt.Errorf("--memory-budget: %w", err)
+				}
+				a.memoryBudget = n
+			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			eng, err := a.engine(ctx)
@@ -95,15 +120,20 @@ is mandatory to listen on a non-loopback address.`,
 				return a.fail(err)
 			}
 			defer eng.Close(context.WithoutCancel(ctx))
+			if listen != "" {
+				setMemoryLimit(eng)
+			}
 			opts = append(opts, sandbox.WithEngine(eng))
 			// Check the options once, so that a bad --mount fails at start.
 			probe, err := sandbox.New(ctx, opts...)
 			if err != nil {
 				return a.fail(err)
 			}
+			cost := probe.ReservedMemory()
 			probe.Close()
 
 			front := newMCPFront(opts)
+			front.cost = cost
 			defer front.closeAll()
 			if listen == "" {
 				t := &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}}
@@ -113,14 +143,18 @@ is mandatory to listen on a non-loopback address.`,
 				}
 				return nil
 			}
-			return a.serveMCP(ctx, front, listen, token, sessionTimeout)
+			return a.serveMCP(ctx, front, listen, token, sessionTTL, maxSessions, eng)
 		},
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&listen, "listen", "", "serve streamable HTTP on ADDR (HOST:PORT) at /mcp instead of stdio")
 	fl.StringVar(&tokenFile, "token-file", "", "with --listen: require the bearer token in this file (default: $WASMBOX_TOKEN, if set)")
-	fl.DurationVar(&sessionTimeout, "session-timeout", 15*time.Minute, "with --listen: close a session (and its sandbox) idle this long")
+	fl.DurationVar(&sessionTTL, "session-ttl", server.DefaultSessionTTL, "with --listen: close a session (and its sandbox) idle this long (0: never)")
+	fl.DurationVar(&sessionTimeout, "session-timeout", server.DefaultSessionTTL, "old name of --session-ttl")
+	_ = fl.MarkHidden("session-timeout")
+	fl.IntVar(&maxSessions, "max-sessions", 256, "with --listen: open sessions at most")
+	fl.StringVar(&memoryBudget, "memory-budget", "", "memory budget of the process: sessions and runs reserve their memory in it, refused past it (default: 3/4 of the machine's memory or cgroup limit)")
 	return cmd
 }
 
@@ -128,7 +162,7 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-func (a *app) serveMCP(ctx context.Context, front *mcpFront, addr, token string, idle time.Duration) error {
+func (a *app) serveMCP(ctx context.Context, front *mcpFront, addr, token string, idle time.Duration, maxSessions int, eng *sandbox.Engine) error {
 	l, err := server.Listen(addr, token != "")
 	if err != nil {
 		if errors.Is(err, server.ErrNotLoopback) {
@@ -140,7 +174,7 @@ func (a *app) serveMCP(ctx context.Context, front *mcpFront, addr, token string,
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return front.srv },
 		&mcp.StreamableHTTPOptions{SessionTimeout: idle, DisableLocalhostProtection: !isLoopbackListener(l)})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
+	mux.Handle("/mcp", &sessionCap{next: h, max: maxSessions, live: front.sessions, budget: eng.Runtime().Budget(), cost: front.cost})
 	var handler http.Handler = mux
 	if isLoopbackListener(l) {
 		handler = server.LoopbackOnly(handler)
@@ -164,11 +198,66 @@ func (a *app) serveMCP(ctx context.Context, front *mcpFront, addr, token string,
 	return nil
 }
 
+// sessionCap bounds the sessions of `wasmbox mcp --listen`: a request that
+// would open one (a POST without Mcp-Session-Id) past max gets 429
+// too_many_sessions, and one the process's memory budget has no room for
+// (its sandbox's reservation, cost) 503 memory_budget, both with
+// Retry-After, before the MCP handler sees it. Sessions being opened count
+// until their request ends, so that concurrent ones cannot pass max.
+type sessionCap struct {
+	next    http.Handler
+	max     int
+	live    func() int
+	budget  *wbruntime.Budget
+	cost    uint64
+	mu      sync.Mutex
+	opening int
+}
+
+func (c *sessionCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		c.next.ServeHTTP(w, r)
+		return
+	}
+	c.mu.Lock()
+	n := c.live() + c.opening
+	if n >= c.max {
+		c.mu.Unlock()
+		w.Header().Set("Retry-After", "5")
+		writeMCPError(w, http.StatusTooManyRequests, "too_many_sessions", fmt.Sprintf("at most %d sessions", c.max))
+		return
+	}
+	if avail := c.budget.Available(); avail < c.cost {
+		c.mu.Unlock()
+		w.Header().Set("Retry-After", "5")
+		writeMCPError(w, http.StatusServiceUnavailable, "memory_budget",
+			fmt.Sprintf("cannot open a session: the process memory budget (%s) has %s left, a session needs %s; retry later",
+				budget.Format(c.budget.Limit()), budget.Format(avail), budget.Format(c.cost)))
+		return
+	}
+	c.opening++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.opening--
+		c.mu.Unlock()
+	}()
+	c.next.ServeHTTP(w, r)
+}
+
+// writeMCPError writes the error body of serve's API.
+func writeMCPError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg, "code": code})
+}
+
 // mcpFront is the MCP server of `wasmbox mcp`: its tools run on the
 // sandbox of the calling session, made on the session's first call.
 type mcpFront struct {
 	srv  *mcp.Server
 	opts []sandbox.Option
+	cost uint64 // what a session's sandbox reserves of the process budget
 
 	mu     sync.Mutex
 	boxes  map[*mcp.ServerSession]*sessionBox
@@ -246,6 +335,15 @@ func (m *mcpFront) sandboxFor(ctx context.Context, ss *mcp.ServerSession) (*sand
 		}
 	})
 	return b.sb, b.err
+}
+
+// sessions is how many MCP sessions are open.
+func (m *mcpFront) sessions() int {
+	n := 0
+	for range m.srv.Sessions() {
+		n++
+	}
+	return n
 }
 
 func (m *mcpFront) closeAll() {

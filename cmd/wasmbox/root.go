@@ -40,6 +40,9 @@ type app struct {
 	// Persistent flags of the root command.
 	cacheDir string
 	noCache  bool
+	// memoryBudget is the process budget of the engines this process
+	// makes (serve and mcp --memory-budget); 0: the machine's default.
+	memoryBudget uint64
 
 	// exit is the process exit status once the command has run.
 	exit int

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wasmbox/wasmbox/audit"
+	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/vfs"
@@ -35,6 +36,7 @@ type sandboxFlags struct {
 	unjailed      bool
 	memory        string
 	shellMemory   string
+	runMemory     string
 	deterministic bool
 	redactOutput  bool
 	auditLog      string
@@ -52,6 +54,7 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.unjailed, "native-unjailed", false, "let --native commands run without the OS jail where it is unavailable (UNSAFE: host user's rights)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit of each command, e.g. 64MiB (default 256MiB)")
 	fl.StringVar(&f.shellMemory, "shell-memory", "", "memory limit of the shell itself, e.g. 64MiB (default 256MiB; past it a script ends with 137, LIMIT_EXCEEDED)")
+	fl.StringVar(&f.runMemory, "run-memory", "", "memory budget of one script: all its commands together, e.g. 512MiB (default: an eighth of the process budget, 256MiB to 1GiB; past it a command ends with 137, LIMIT_EXCEEDED)")
 	fl.BoolVar(&f.deterministic, "deterministic", false, "fixed clock and file times, seeded $RANDOM and /dev/random: reproducible runs")
 	fl.BoolVar(&f.redactOutput, "redact-output", false, "redact secrets from the output (values of secret host variables and of secret-named variables set with --env or by the script, known token shapes)")
 	fl.StringVar(&f.auditLog, "audit-log", "", "append a hash-chained audit log (JSON lines, always redacted) to this file")
@@ -79,6 +82,13 @@ func (f *sandboxFlags) options() ([]sandbox.Option, error) {
 			return nil, fmt.Errorf("--shell-memory: %w", err)
 		}
 		lim.ShellMemory = n
+	}
+	if f.runMemory != "" {
+		n, err := runtime.ParseBytes(f.runMemory)
+		if err != nil {
+			return nil, fmt.Errorf("--run-memory: %w", err)
+		}
+		lim.RunMemory = n
 	}
 	opts = append(opts, sandbox.WithLimits(lim), sandbox.WithWorkdir(f.workdir))
 	for _, m := range f.mounts {
@@ -130,7 +140,21 @@ func (a *app) engine(ctx context.Context) (*sandbox.Engine, error) {
 	if a.shared != nil {
 		return a.shared(ctx)
 	}
-	return sandbox.NewEngine(ctx, runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache})
+	return sandbox.NewEngine(ctx, runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache, MemoryBudget: a.memoryBudget})
+}
+
+// memoryBudgetExit reports a run the process's memory budget refused: one
+// line, exit 137 (LIMIT_EXCEEDED), as the memory limit of a command.
+func (a *app) memoryBudgetExit(err error, asJSON bool) error {
+	msg := "wasmbox: " + strings.TrimPrefix(err.Error(), "sandbox: ") + "; retry when other runs end\n"
+	a.exit = executor.ExitLimitExceeded
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(sandbox.Result{Stderr: msg, ExitCode: executor.ExitLimitExceeded, ErrorClass: sandbox.ClassLimitExceeded}.JSON())
+	}
+	_, werr := io.WriteString(a.stderr, msg)
+	return werr
 }
 
 // newSandbox makes the sandbox of the flags; closeAll closes it and its
@@ -260,6 +284,9 @@ export API_KEY=x). The output is redacted only with --redact-output.`,
 				var stdout, stderr cappedWriter
 				stdout.limit, stderr.limit = outputCap, outputCap
 				res, err := sb.Stream(ctx, src, stdin, &stdout, &stderr)
+				if errors.Is(err, sandbox.ErrMemoryBudget) {
+					return a.memoryBudgetExit(err, true)
+				}
 				if err != nil {
 					return a.fail(err)
 				}
@@ -278,6 +305,9 @@ export API_KEY=x). The output is redacted only with --redact-output.`,
 			res, err := sb.Stream(ctx, src, stdin, out, gerr)
 			out.w.Flush()
 			flushTerminalSafe(gout, gerr)
+			if errors.Is(err, sandbox.ErrMemoryBudget) {
+				return a.memoryBudgetExit(err, false)
+			}
 			if err != nil {
 				return a.fail(err)
 			}

@@ -47,6 +47,8 @@ type serveFlags struct {
 	redactOutput     bool
 	sessionTTL       time.Duration
 	tokenFile        string
+	memoryBudget     string
+	runMemory        string
 }
 
 // tokenEnv holds the bearer token of serve when --token-file is not given.
@@ -79,7 +81,10 @@ run code in the sandbox; requests with a non-loopback Host or a browser
 Origin are refused (DNS rebinding, web pages posting to the port).
 
 A session without a request for --session-ttl is closed (404
-session_expired afterwards). The audit log is always redacted, including
+session_expired afterwards). Memory is admitted before it is used: a
+session reserves its filesystem quota and its shell's memory limit in the
+process's --memory-budget when it is made, a run its --run-memory when it
+starts; what does not fit gets 503 memory_budget with Retry-After. The audit log is always redacted, including
 the values scripts assign to secret-named variables; what clients get back
 (run output, file reads, errors) only with --redact-output.
 
@@ -109,6 +114,8 @@ cancelled, sessions closed, within --shutdown-timeout.`,
 	fl.BoolVar(&f.disabled, "disabled", false, "start with execution disabled (every run gets 503 disabled; health stays up)")
 	fl.BoolVar(&f.redactOutput, "redact-output", false, "redact secrets from everything returned to clients: run output, file reads, error messages")
 	fl.DurationVar(&f.sessionTTL, "session-ttl", server.DefaultSessionTTL, "close a session idle for this long (0: never)")
+	fl.StringVar(&f.memoryBudget, "memory-budget", "", "memory budget of the process: sessions and runs reserve their memory in it, 503 past it (default: 3/4 of the machine's memory or cgroup limit)")
+	fl.StringVar(&f.runMemory, "run-memory", "", "memory budget of one run: all its commands together (default: an eighth of --memory-budget, 256MiB to 1GiB)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "require Authorization: Bearer <token> on every request, the token read from this file (default: $"+tokenEnv+")")
 	return cmd
 }
@@ -122,6 +129,21 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	if f.sessionTTL < 0 {
 		return fmt.Errorf("--session-ttl must not be negative, got %v", f.sessionTTL)
+	}
+	var memBudget, runMemory uint64
+	if f.memoryBudget != "" {
+		n, err := wbruntime.ParseBytes(f.memoryBudget)
+		if err != nil {
+			return fmt.Errorf("--memory-budget: %w", err)
+		}
+		memBudget = n
+	}
+	if f.runMemory != "" {
+		n, err := wbruntime.ParseBytes(f.runMemory)
+		if err != nil {
+			return fmt.Errorf("--run-memory: %w", err)
+		}
+		runMemory = n
 	}
 	token, err := serveToken(f.tokenFile)
 	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
@@ -147,13 +169,14 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	defer l.Close()
 
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	eng, err := sandbox.NewEngine(ctx, wbruntime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache})
+	eng, err := sandbox.NewEngine(ctx, wbruntime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache, MemoryBudget: memBudget})
 	if err != nil {
 		return a.fail(err)
 	}
 	defer eng.Close(context.WithoutCancel(ctx))
+	setMemoryLimit(eng)
 
-	opts := []sandbox.Option{sandbox.WithEngine(eng)}
+	opts := []sandbox.Option{sandbox.WithEngine(eng), sandbox.WithRunMemory(runMemory)}
 	for _, m := range f.mounts {
 		opts = append(opts, sandbox.WithMountSpec(m))
 	}

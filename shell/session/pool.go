@@ -74,7 +74,7 @@ func (p *Pool) take(ctx context.Context, s *Session) bool {
 	if r == nil {
 		return false
 	}
-	if r.in == nil || r.in.Dead() || r.st.SetFS(s.cfg.FS) != nil {
+	if r.in == nil || r.in.Dead() || r.st.SetFS(s.cfg.FS) != nil || r.in.Adopt(s.cfg.Budget) != nil {
 		r.Close()
 		return false
 	}
@@ -126,6 +126,7 @@ func (p *Pool) refill(key string, cfg Config) {
 	// directory, with no spawner: nothing of the session it will serve.
 	cfg.Spawner = nil
 	cfg.Pool = nil
+	cfg.Budget = nil // the runtime's, until a session adopts it
 	go func() {
 		defer p.wg.Done()
 		for {

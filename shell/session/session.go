@@ -63,6 +63,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 
+	"github.com/wasmbox/wasmbox/internal/budget"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
@@ -87,6 +88,9 @@ type Config struct {
 	Init wire.Init
 	// MemoryLimit of the shell instance; 0 means DefaultMemoryLimit.
 	MemoryLimit uint64
+	// Budget is what the shell instance's memory is reserved from (see
+	// runtime.InstanceOptions.Budget); nil means the runtime's.
+	Budget *runtime.Budget
 	// Deterministic, when set, gives the shell fixed clocks and seeded
 	// randomness.
 	Deterministic *wasi.Deterministic
@@ -182,6 +186,7 @@ func (s *Session) start(ctx context.Context) error {
 	_ = st.SetQuietPipe(2, true)
 	in, err := s.cfg.Runtime.Instantiate(ctx, s.cfg.Module, runtime.InstanceOptions{
 		MemoryLimit:   s.cfg.MemoryLimit,
+		Budget:        s.cfg.Budget,
 		WASI:          st,
 		FS:            s.cfg.FS,
 		Spawner:       s.cfg.Spawner,
@@ -357,10 +362,16 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 // the instance is gone, the session's state is the last one it gave.
 func (s *Session) killed(ctx context.Context, stderr io.Writer, err error) Result {
 	limit := s.hit.Load() || s.in.LimitHit() || errors.Is(err, runtime.ErrMemoryLimit)
+	lerr := s.in.LimitError()
 	s.discard()
 	switch {
 	case limit:
-		fmt.Fprintf(stderr, "wasmbox: shell memory limit (%s) exceeded\n", formatSize(s.cfg.MemoryLimit))
+		var ee *budget.ExceededError
+		if errors.As(lerr, &ee) || errors.As(err, &ee) {
+			fmt.Fprintf(stderr, "wasmbox: shell: %s memory budget (%s) exceeded\n", ee.Name, formatSize(ee.Limit))
+		} else {
+			fmt.Fprintf(stderr, "wasmbox: shell memory limit (%s) exceeded\n", formatSize(s.cfg.MemoryLimit))
+		}
 		return Result{Code: 137, Err: ErrMemoryLimit}
 	case ctx.Err() != nil:
 		return ctxResult(ctx.Err())
@@ -497,6 +508,12 @@ func (s *Session) SetSpawner(sp runtime.Spawner) {
 // Fork returns a new session over fsys and spawner with this session's
 // state.
 func (s *Session) Fork(ctx context.Context, fsys vfs.FS, spawner runtime.Spawner) (*Session, error) {
+	return s.ForkBudget(ctx, fsys, spawner, s.cfg.Budget)
+}
+
+// ForkBudget is Fork with the new shell's memory reserved from b (see
+// Config.Budget).
+func (s *Session) ForkBudget(ctx context.Context, fsys vfs.FS, spawner runtime.Spawner, b *runtime.Budget) (*Session, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -505,7 +522,7 @@ func (s *Session) Fork(ctx context.Context, fsys vfs.FS, spawner runtime.Spawner
 	cfg := s.cfg
 	state := s.state
 	s.mu.Unlock()
-	cfg.FS, cfg.Spawner = fsys, spawner
+	cfg.FS, cfg.Spawner, cfg.Budget = fsys, spawner, b
 	c := &Session{cfg: cfg, state: state, dir: s.Dir()}
 	if err := c.start(ctx); err != nil {
 		return nil, err
