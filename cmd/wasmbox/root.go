@@ -46,7 +46,7 @@ type app struct {
 	// failed is set by fail: the error is not a usage error.
 	failed bool
 
-	// Set when the command runs in the resident engine (engine_linux.go)
+	// Set when the command runs in the resident engine (internal/engine)
 	// for a client process rather than in this process.
 	//
 	// cwd is the client's working directory, which relative host paths
