@@ -59,6 +59,11 @@ func viaEngine(args []string, stdin, stdout, stderr *os.File) (code int, ok bool
 		return 0, false // no engine could listen there
 	}
 	conn, err := engine.Dial(sock)
+	if errors.Is(err, engine.ErrPeer) {
+		// Not an engine of ours on our socket: tell nothing to it, and
+		// start none (it holds the path).
+		return 0, false
+	}
 	if err != nil {
 		exited, err := engine.Spawn(sock, cache)
 		if err != nil {

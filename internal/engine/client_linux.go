@@ -166,9 +166,38 @@ func Path(cache string) (sock, key string, err error) {
 // in sun_path).
 func SocketFits(sock string) bool { return len(sock) < len(unix.RawSockaddrUnix{}.Path) }
 
-// Dial connects to the engine on sock.
+// ErrPeer wraps the reason a client refused the process at the other
+// end of the socket it dialed.
+var ErrPeer = errors.New("engine: refused the process on the socket")
+
+// Dial connects to the engine on sock and checks, on the connection, that
+// the process listening is this user's: the path was checked (Dir), but
+// whoever owns a directory above it can swap it between the check and
+// the connect. On an error wrapping ErrPeer, nothing was sent: the caller
+// runs the command itself and starts no engine.
 func Dial(sock string) (*net.UnixConn, error) {
-	return net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkEngine(conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w %s: %v", ErrPeer, sock, err)
+	}
+	return conn, nil
+}
+
+// checkEngine returns an error unless the process at the other end of
+// conn runs as this process's effective uid.
+func checkEngine(conn *net.UnixConn) error {
+	cred, err := PeerCred(conn)
+	if err != nil {
+		return err
+	}
+	if int(cred.Uid) != os.Geteuid() {
+		return fmt.Errorf("it runs as uid %d, not %d", cred.Uid, os.Geteuid())
+	}
+	return nil
 }
 
 // Submit sends req with the client's streams over conn and waits for the
@@ -247,6 +276,9 @@ func Submit(conn *net.UnixConn, req Request, stdin, stdout, stderr *os.File, sig
 // Op sends op (status, stop) to the engine on sock and returns its reply.
 func Op(sock, op string) (Reply, error) {
 	conn, err := Dial(sock)
+	if errors.Is(err, ErrPeer) {
+		return Reply{}, err
+	}
 	if err != nil {
 		return Reply{}, ErrNoEngine
 	}

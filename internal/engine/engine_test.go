@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"net"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
@@ -23,14 +24,42 @@ import (
 // process (another user, fewer capabilities, another namespace): the
 // environment variable names the role, its value the socket.
 var asOther = map[string]func(sock string){
-	// Ask the engine on sock for its status.
+	// Ask the engine on sock for its status, without the client's own
+	// check of the engine (the engine's check is under test).
 	"WASMBOX_ENGINE_TEST_DIAL": func(sock string) {
-		rep, err := Op(sock, "status")
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			fmt.Println("dial:", err)
+			os.Exit(1)
+		}
+		var rep Reply
+		if err = WriteFrame(conn, Request{Op: "status"}); err == nil {
+			err = ReadFrame(conn, &rep, MaxControlFrame)
+		}
 		if err != nil {
 			fmt.Println("refused:", err)
 			os.Exit(0)
 		}
 		fmt.Printf("served: %+v\n", rep.Status)
+	},
+	// Listen on sock as an impostor engine: print "ready", then how many
+	// bytes the first client sent before it hung up.
+	"WASMBOX_ENGINE_TEST_LISTEN": func(sock string) {
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			fmt.Println("listen:", err)
+			os.Exit(1)
+		}
+		os.Chmod(sock, 0o777)
+		fmt.Println("ready")
+		conn, err := ln.Accept()
+		if err != nil {
+			fmt.Println("accept:", err)
+			os.Exit(1)
+		}
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		n, err := io.Copy(io.Discard, conn)
+		fmt.Printf("received %d bytes (%v)\n", n, err)
 	},
 }
 
@@ -444,5 +473,55 @@ func TestSharedFailureEnds(t *testing.T) {
 	}
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket left behind: %v", err)
+	}
+}
+
+// TestClientRefusesImpostor: an engine socket served by another uid (the
+// owner of $XDG_RUNTIME_DIR, after a plain su, can swap the directory
+// between the client's check of the path and its connect) gets nothing
+// from the client: not the request with its environment, not the
+// descriptors. The client checks the peer on the connection it dialed.
+func TestClientRefusesImpostor(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and setpriv(1)")
+	}
+	dir := privateDir(t)
+	bin := openToOthers(t, dir)
+	theirs := filepath.Join(dir, "u")
+	os.Mkdir(theirs, 0o700)
+	os.Chown(theirs, 1000, 1000)
+	sock := filepath.Join(theirs, "e.sock")
+	cmd := exec.Command(setpriv, "--reuid=1000", "--regid=1000", "--clear-groups", bin)
+	cmd.Env = []string{"WASMBOX_ENGINE_TEST_LISTEN=" + sock, "HOME=" + dir}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	var line [6]byte
+	if _, err := io.ReadFull(out, line[:]); err != nil || string(line[:]) != "ready\n" {
+		t.Fatalf("the impostor: %q %v", line, err)
+	}
+	conn, err := Dial(sock)
+	if err == nil {
+		null, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		defer null.Close()
+		Submit(conn, Request{Op: "run", Key: "k", Args: []string{"run", "echo"}, Env: []string{"SECRET=s3cret"}}, nil, null, null, nil)
+		conn.Close()
+		t.Errorf("Dial accepted an engine of uid 1000")
+	} else if !strings.Contains(err.Error(), "uid 1000") {
+		t.Errorf("Dial: %v, want an error naming uid 1000", err)
+	}
+	rest, _ := io.ReadAll(out)
+	if !strings.HasPrefix(string(rest), "received 0 bytes") {
+		t.Fatalf("the impostor %s", rest)
 	}
 }
