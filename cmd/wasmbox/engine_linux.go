@@ -158,8 +158,11 @@ func newEngineCmd(a *app) *cobra.Command {
 user and umask, started on first use: the engine keeps the tools compiled, and
 every run is still a new sandbox. The engine listens on a socket in
 $XDG_RUNTIME_DIR/wasmbox (else $TMPDIR/wasmbox-UID), a directory only
-its user may enter, accepts only its user's processes, and exits after
-10 minutes without a run (WASMBOX_ENGINE_IDLE=30s changes that).
+its user may enter, and serves only processes that may read and do what
+it may: same uid, gids, capabilities, security label, root and namespaces
+(a client with capabilities dropped, or in a mount namespace of its own,
+runs in-process). It exits after 10 minutes without a run
+(WASMBOX_ENGINE_IDLE=30s changes that).
 
 The run's work is done, and its CPU and memory counted, in the engine:
 set WASMBOX_ENGINE=off to run in the wasmbox process itself (for a

@@ -188,7 +188,9 @@ func Dial(sock string) (*net.UnixConn, error) {
 }
 
 // checkEngine returns an error unless the process at the other end of
-// conn runs as this process's effective uid.
+// conn runs as this process's effective uid and has its identity (an
+// engine that may read more than this process would read it for it; one
+// that may read less would not run the command as this process would).
 func checkEngine(conn *net.UnixConn) error {
 	cred, err := PeerCred(conn)
 	if err != nil {
@@ -197,7 +199,11 @@ func checkEngine(conn *net.UnixConn) error {
 	if int(cred.Uid) != os.Geteuid() {
 		return fmt.Errorf("it runs as uid %d, not %d", cred.Uid, os.Geteuid())
 	}
-	return nil
+	self, err := SelfIdentity()
+	if err != nil {
+		return err
+	}
+	return CheckPeer(conn, self)
 }
 
 // Submit sends req with the client's streams over conn and waits for the

@@ -42,6 +42,29 @@ var asOther = map[string]func(sock string){
 		}
 		fmt.Printf("served: %+v\n", rep.Status)
 	},
+	// Ask the engine on sock, without the client's check of the engine
+	// (the engine's check is under test), to read the file named by
+	// WASMBOX_ENGINE_TEST_FILE, after trying to read it here: print
+	// both outcomes.
+	"WASMBOX_ENGINE_TEST_DEPUTY": func(sock string) {
+		file := os.Getenv("WASMBOX_ENGINE_TEST_FILE")
+		_, err := os.ReadFile(file)
+		fmt.Printf("own read: %v\n", err)
+		conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+		if err != nil {
+			fmt.Println("dial:", err)
+			os.Exit(1)
+		}
+		rep, err := Submit(conn, Request{Op: "run", Key: "k", Args: []string{"run", "read", file}}, nil, os.Stdout, os.Stdout, nil)
+		fmt.Printf("\nengine: %+v %v\n", rep, err)
+		// The client's own check, on a connection of its own.
+		if conn, err := Dial(sock); err != nil {
+			fmt.Printf("client check: %v\n", err)
+		} else {
+			conn.Close()
+			fmt.Println("client check: passed")
+		}
+	},
 	// Listen on sock as an impostor engine: print "ready", then how many
 	// bytes the first client sent before it hung up.
 	"WASMBOX_ENGINE_TEST_LISTEN": func(sock string) {
@@ -99,6 +122,15 @@ func testHandler(ctx context.Context, r *Run) (int, string) {
 		fmt.Fprintln(r.Stderr, "started")
 		<-ctx.Done()
 		return 125, ""
+	case "read":
+		r.Accept()
+		b, err := os.ReadFile(r.Args[2])
+		if err != nil {
+			fmt.Fprintln(r.Stderr, err)
+			return 1, ""
+		}
+		r.Stdout.Write(b)
+		return 0, ""
 	case "panic":
 		r.Accept()
 		panic("a bug")
@@ -523,5 +555,92 @@ func TestClientRefusesImpostor(t *testing.T) {
 	rest, _ := io.ReadAll(out)
 	if !strings.HasPrefix(string(rest), "received 0 bytes") {
 		t.Fatalf("the impostor %s", rest)
+	}
+}
+
+// TestEngineRefusesDeputy: a client of the engine's uid that may read
+// less than the engine (its capabilities dropped, or a mount namespace
+// hiding a directory) does not read through the engine what it cannot
+// read itself: the engine serves only clients of its own identity, the
+// others run in-process. The client refuses such an engine too.
+func TestEngineRefusesDeputy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	const secret = "canary-7f3a"
+	for _, c := range []struct {
+		name string
+		tool string
+		cmd  func(tool, bin, hidden string) *exec.Cmd
+	}{
+		{"capabilities dropped", "setpriv", func(tool, bin, _ string) *exec.Cmd {
+			return exec.Command(tool, "--inh-caps=-all", "--bounding-set=-all", bin)
+		}},
+		{"mount namespace", "unshare", func(tool, bin, hidden string) *exec.Cmd {
+			return exec.Command(tool, "-m", "--propagation", "private", "/bin/sh", "-c", `mount -t tmpfs tmpfs "$1" && exec "$2"`, "sh", hidden, bin)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tool, err := exec.LookPath(c.tool)
+			if err != nil {
+				t.Skipf("needs %s(1)", c.tool)
+			}
+			sock := startServer(t, Config{})
+			bin := openToOthers(t, filepath.Dir(sock))
+			hidden := filepath.Join(t.TempDir(), "hidden")
+			os.Mkdir(hidden, 0o755)
+			canary := filepath.Join(hidden, "canary")
+			os.WriteFile(canary, []byte(secret), 0o600)
+			os.Chown(canary, 1000, 1000) // root reads it only with CAP_DAC_OVERRIDE
+			cmd := c.cmd(tool, bin, hidden)
+			cmd.Env = []string{"WASMBOX_ENGINE_TEST_DEPUTY=" + sock, "WASMBOX_ENGINE_TEST_FILE=" + canary, "PATH=" + os.Getenv("PATH")}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Skipf("%s: %v: %s", c.name, err, out)
+			}
+			o := string(out)
+			if !strings.Contains(o, "own read: open") {
+				t.Fatalf("the client could read the canary itself: %s", o)
+			}
+			if strings.Contains(o, secret) {
+				t.Errorf("the client read the canary through the engine:\n%s", o)
+			}
+			if !strings.Contains(o, "engine: {Accept:false Fallback:the client") {
+				t.Errorf("the engine did not send the client back to run in-process:\n%s", o)
+			}
+			if !strings.Contains(o, "client check: engine: refused") {
+				t.Errorf("the client accepted an engine that may read more than it:\n%s", o)
+			}
+		})
+	}
+}
+
+// TestPeerIdentitySelf: a process is its own peer's equal (a socketpair),
+// and the identity holds the capabilities, the namespaces and the root.
+func TestPeerIdentitySelf(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fds[0]), "a")
+	defer f.Close()
+	defer syscall.Close(fds[1])
+	c, err := net.FileConn(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	self, err := SelfIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPeer(c.(*net.UnixConn), self); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(self.fields, "\n")
+	for _, want := range []string{"CapEff ", "CapBnd ", "Groups ", "ns/mnt mnt:[", "ns/user user:[", "ns/pid pid:[", "root "} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the identity has no %q:\n%s", want, all)
+		}
 	}
 }

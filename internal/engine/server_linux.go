@@ -83,6 +83,7 @@ var ErrRunning = errors.New("an engine already serves this socket")
 // Server is a running engine.
 type Server struct {
 	cfg     Config
+	self    Identity // the clients it serves have the same
 	started time.Time
 	build   string
 
@@ -112,6 +113,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	if err := CheckPrivateDir(filepath.Dir(sock), os.Geteuid()); err != nil {
 		return err
 	}
+	self, err := SelfIdentity()
+	if err != nil {
+		return fmt.Errorf("engine: cannot read its own identity: %v", err)
+	}
 	lock, err := os.OpenFile(sock+".lock", os.O_CREATE|os.O_RDWR|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
@@ -134,7 +139,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer stop()
 	build, _ := BuildID()
 	s := &Server{
-		cfg: cfg, started: time.Now(), build: build,
+		cfg: cfg, self: self, started: time.Now(), build: build,
 		ctx: ctx, engDone: make(chan struct{}), stopping: make(chan struct{}),
 	}
 	return s.serve(ln, lock)
@@ -324,11 +329,23 @@ func (s *Server) handle(conn *net.UnixConn) {
 	if cred, err := PeerCred(conn); err != nil || int(cred.Uid) != os.Geteuid() {
 		return // only this user's processes
 	}
+	// Of those, only the processes that may read and do what the engine
+	// may: a client with fewer capabilities, or in another namespace
+	// (mounts hiding a directory), would read through the engine what it
+	// cannot read itself. It runs in-process. (Checked before the request
+	// is acted on; the request is read first, so that the client, still
+	// sending it, reads the answer rather than a reset.)
+	peerErr := CheckPeer(conn, s.self)
 	conn.SetReadDeadline(time.Now().Add(requestDeadline))
 	req, fds, rest, err := readRequest(conn)
 	conn.SetReadDeadline(time.Time{})
 	if err != nil {
 		closeFds(fds)
+		return
+	}
+	if peerErr != nil {
+		closeFds(fds)
+		WriteFrame(conn, Reply{Fallback: "the client " + strings.TrimPrefix(peerErr.Error(), "engine: the peer ") + ": it runs in-process"})
 		return
 	}
 	switch req.Op {
