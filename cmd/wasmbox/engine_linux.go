@@ -126,6 +126,9 @@ func engineHandler(ctx context.Context, r *engine.Run) (int, string) {
 		case a.cacheDir != "" || a.noCache:
 			fallback = "--cachedir and --nocache choose another runtime"
 		}
+		if fallback == "" {
+			fallback = a.openClientFiles(cmd, f)
+		}
 		if fallback != "" {
 			return errFallback{fallback}
 		}
@@ -134,6 +137,64 @@ func engineHandler(ctx context.Context, r *engine.Run) (int, string) {
 	}
 	code := a.main(ctx, r.Args)
 	return code, fallback
+}
+
+// openClientFiles opens the run's script FILE (into a.script) and checks
+// its audit log, the host files the engine itself opens for the client,
+// and returns why the client must run the command itself, if it must: a
+// FIFO (opening or reading it waits for a writer that may never come,
+// and the engine with it), a device, or a path through /proc's magic
+// links (/dev/stdin, /proc/self/fd/N name the engine's descriptors, not
+// the client's). The script is opened non-blocking and used as opened;
+// in-process, the same path reads as usual.
+func (a *app) openClientFiles(cmd *cobra.Command, f *sandboxFlags) string {
+	if args := cmd.Flags().Args(); len(args) == 1 && args[0] != "-" && !cmd.Flags().Changed("command") {
+		p := a.hostPath(args[0])
+		fh, err := openClientFile(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+		switch {
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EACCES), errors.Is(err, unix.ENOTDIR):
+			a.scriptErr = &os.PathError{Op: "open", Path: p, Err: err} // as os.Open says it
+		case err != nil:
+			return fmt.Sprintf("the script %s: %v: the calling process reads it", args[0], err)
+		}
+		a.script = fh
+	}
+	if f.auditLog != "" {
+		fh, err := openClientFile(a.hostPath(f.auditLog), unix.O_PATH)
+		switch {
+		case err == nil:
+			fh.Close()
+		case !errors.Is(err, unix.ENOENT):
+			if a.script != nil {
+				a.script.Close()
+				a.script = nil
+			}
+			return fmt.Sprintf("the audit log %s: %v: the calling process writes it", f.auditLog, err)
+		}
+	}
+	return ""
+}
+
+// openClientFile opens the regular file p with flags, refusing /proc's
+// magic links on the way and any other kind of file.
+func openClientFile(p string, flags int) (*os.File, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+		Flags:   uint64(flags | unix.O_CLOEXEC),
+		Resolve: unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, errors.New("not a regular file")
+	}
+	return os.NewFile(uintptr(fd), p), nil
 }
 
 // serveEngine runs an engine on sock until it is stopped or idle.

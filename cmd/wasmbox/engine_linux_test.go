@@ -713,3 +713,40 @@ func TestEngineCompileFailureEnds(t *testing.T) {
 		t.Fatalf("socket left behind: %v", err)
 	}
 }
+
+// TestEngineScriptNotRegular: a script or audit log that is not a regular
+// file (a FIFO, which would hold the engine in open or read until a
+// writer comes; /dev/stdin and /proc/self/fd/N, which name the engine's
+// descriptors, not the client's) is left to the client: the engine reads
+// and writes nothing and is not held.
+func TestEngineScriptNotRegular(t *testing.T) {
+	sock, _ := testEngine(t)
+	dir := t.TempDir()
+	for _, name := range []string{"script", "audit"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+			t.Skip(err)
+		}
+	}
+	os.Symlink("/proc/self/fd/0", filepath.Join(dir, "link"))
+	for _, args := range [][]string{
+		{"run", "script"},
+		{"run", "--audit-log", "audit", "-c", "echo no"},
+		{"run", "/dev/stdin"},
+		{"run", "link"},
+		{"run", "/proc/self/fd/0"},
+	} {
+		done := make(chan engineResult, 1)
+		go func() { done <- viaTestEngine(t, dir, "echo from stdin", false, args...) }()
+		select {
+		case got := <-done:
+			if !errors.Is(got.err, engine.ErrNotTaken) || got.stdout != "" || got.stderr != "" {
+				t.Errorf("%q: %+v, want the run left to the client", args, got)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%q: the engine is still at it 30 s later", args)
+		}
+	}
+	if rep, err := engine.Op(sock, "status"); err != nil || rep.Status.Active != 0 {
+		t.Fatalf("status: %v %+v", err, rep.Status)
+	}
+}

@@ -96,6 +96,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// stuck holds the runs of "run stuck" until closed.
+var stuck = make(chan struct{})
+
 // testHandler runs the command lines of these tests: run VERB ARGS.
 func testHandler(ctx context.Context, r *Run) (int, string) {
 	if len(r.Args) < 2 {
@@ -131,6 +134,13 @@ func testHandler(ctx context.Context, r *Run) (int, string) {
 		}
 		r.Stdout.Write(b)
 		return 0, ""
+	case "stuck":
+		// Where cancelling does not reach (a write to a hung file
+		// system, say): until the test lets it go.
+		r.Accept()
+		fmt.Fprintln(r.Stderr, "started")
+		<-stuck
+		return 1, ""
 	case "panic":
 		r.Accept()
 		panic("a bug")
@@ -643,4 +653,69 @@ func TestPeerIdentitySelf(t *testing.T) {
 			t.Errorf("the identity has no %q:\n%s", want, all)
 		}
 	}
+}
+
+// TestStopNotHeldByStuckRun: a run that does not end does not hold the
+// engine: after a stop, the socket and the lock are free at once (the next
+// client starts a new engine instead of waiting for this one), and once
+// the engine's context ends (SIGTERM) it exits after stopGrace.
+func TestStopNotHeldByStuckRun(t *testing.T) {
+	defer func(g time.Duration) { stopGrace = g }(stopGrace)
+	stopGrace = 200 * time.Millisecond
+	sock := filepath.Join(privateDir(t), "e.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, Config{Socket: sock, Key: "k", Idle: time.Hour, Handler: testHandler}) }()
+	conn, err := Wait(sock, 30*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	errName := filepath.Join(t.TempDir(), "err")
+	errf, _ := os.Create(errName)
+	defer errf.Close()
+	go Submit(conn, Request{Op: "run", Key: "k", Args: []string{"run", "stuck"}}, nil, errf, errf, nil)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, _ := os.ReadFile(errName); string(b) == "started\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not start")
+		}
+	}
+	rep, err := Op(sock, "stop")
+	if err != nil || rep.Status == nil || rep.Status.PID != os.Getpid() || rep.Status.Active != 1 {
+		t.Fatalf("stop: %v %+v", err, rep.Status)
+	}
+	// A new engine takes the socket while the old one waits for its run.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	served2 := make(chan error, 1)
+	go func() { served2 <- Serve(ctx2, Config{Socket: sock, Key: "k", Idle: time.Hour, Handler: testHandler}) }()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		select {
+		case err := <-served2:
+			t.Fatalf("a new engine could not start while the old one drains: %v", err)
+		default:
+		}
+		if rep, err := Op(sock, "status"); err == nil && rep.Status.Active == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new engine on the socket 20 s after the stop")
+		}
+	}
+	cancel2()
+	<-served2
+	// SIGTERM: the stuck run does not keep the engine.
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the engine still runs 30 s after its context ended")
+	}
+	close(stuck)
 }

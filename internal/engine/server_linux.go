@@ -176,7 +176,7 @@ func (s *Server) touch() {
 
 // stopGrace bounds the wait for runs once the engine's context ended:
 // a run stuck where cancelling does not reach must not keep the process.
-const stopGrace = 10 * time.Second
+var stopGrace = 10 * time.Second
 
 // serve accepts clients on ln until ctx ends, a stop request, or idle time
 // without a run. It closes ln and lock (another engine may then start)
