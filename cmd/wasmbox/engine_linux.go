@@ -65,6 +65,9 @@ func viaEngine(args []string, stdin, stdout, stderr *os.File) (code int, ok bool
 		return 0, false
 	}
 	if err != nil {
+		if exe, err := os.Executable(); err != nil || engine.GoRunBinary(exe) {
+			return 0, false // `go run`'s binary: it would leave an engine per build
+		}
 		exited, err := engine.Spawn(sock, cache)
 		if err != nil {
 			return 0, false
@@ -284,18 +287,31 @@ which start host programs, always run in the wasmbox process.`,
 	}
 	stop := &cobra.Command{
 		Use:   "stop",
-		Short: "Stop the engine of this build once its runs end",
+		Short: "Stop the engine of this build once its runs end, and say which it stopped",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := engineCall(a, "stop"); err != nil && !errors.Is(err, engine.ErrNoEngine) {
+			rep, err := engineCall(a, "stop")
+			switch {
+			case errors.Is(err, engine.ErrNoEngine):
+				fmt.Fprintln(a.stdout, "wasmbox: no engine of this build is running")
+				return nil
+			case err != nil:
 				return a.fail(err)
+			case rep.Status == nil:
+				return a.fail(errors.New("engine: stop: the engine did not say what it is"))
 			}
+			st := rep.Status
+			fmt.Fprintf(a.stdout, "wasmbox: stopped the engine pid %d (socket %s, build %s, %d runs, %s resident, %d runs still active)\n",
+				st.PID, st.Socket, st.Build, st.Runs, formatMiB(st.RSS), st.Active)
 			return nil
 		},
 	}
 	cmd.AddCommand(serve, status, stop)
 	return cmd
 }
+
+// formatMiB formats n bytes in MiB.
+func formatMiB(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 
 // engineCall sends op to this build's engine and returns its reply.
 func engineCall(a *app, op string) (engine.Reply, error) {

@@ -478,10 +478,15 @@ func TestEngineLifecycle(t *testing.T) {
 		t.Fatalf("after a stale socket: %q %q %d", out, errs, code)
 	}
 	st = status()
-	if _, _, code := cli(t, env, "", "engine", "stop"); code != 0 {
-		t.Fatalf("engine stop: %d", code)
+	out, errs, code = cli(t, env, "", "engine", "stop")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("pid %d", st.PID)) || !strings.Contains(out, st.Socket) || !strings.Contains(out, "build "+st.Build) || st.Build == "" {
+		t.Fatalf("engine stop: %d %q %q, want what it stopped: pid %d, socket %s, build %q", code, out, errs, st.PID, st.Socket, st.Build)
 	}
 	waitGone(st.PID, st.Socket, "after engine stop")
+	// With no engine left, stop says so.
+	if out, _, code := cli(t, env, "", "engine", "stop"); code != 0 || !strings.Contains(out, "no engine") {
+		t.Fatalf("engine stop without an engine: %d %q", code, out)
+	}
 }
 
 // TestEngineLargeRequest: a command line and environment of several
@@ -748,5 +753,54 @@ func TestEngineScriptNotRegular(t *testing.T) {
 	}
 	if rep, err := engine.Op(sock, "status"); err != nil || rep.Status.Active != 0 {
 		t.Fatalf("status: %v %+v", err, rep.Status)
+	}
+}
+
+// TestEngineNotFromGoRun: a binary that `go run` built (in a go-build*
+// directory under $GOTMPDIR or the temporary directory, .../exe/NAME)
+// starts no engine: each distinct build would leave one of ~550 MB for
+// the idle time after `go run` exits. It runs in-process.
+func TestEngineNotFromGoRun(t *testing.T) {
+	tmp := t.TempDir()
+	rt := filepath.Join(tmp, "rt")
+	os.Mkdir(rt, 0o700)
+	exeDir := filepath.Join(tmp, "go-build1234567", "b001", "exe")
+	os.MkdirAll(exeDir, 0o755)
+	self, _ := os.Executable()
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(exeDir, "wasmbox")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	env := []string{
+		"TMPDIR=" + tmp, "XDG_RUNTIME_DIR=" + rt, "PATH=" + os.Getenv("PATH"), "WASMBOX_TEST_AS_CLI=1",
+		"XDG_CACHE_HOME=" + filepath.Join(cache, "wasmbox-test-xdg"),
+	}
+	runBin := func(args ...string) (string, string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	defer runBin("engine", "stop")
+	out, errs, err := runBin("run", "-c", "echo hi")
+	if out != "hi\n" || err != nil {
+		t.Fatalf("run: %q %q %v", out, errs, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(rt, "wasmbox")); len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("a go run binary started an engine: %v", names)
 	}
 }

@@ -370,3 +370,32 @@ func Wait(sock string, d time.Duration, exited <-chan error) (*net.UnixConn, err
 		wait = min(2*wait, 20*time.Millisecond)
 	}
 }
+
+// GoRunBinary reports whether exe is a binary the go command built for
+// `go run`: NAME in an exe directory below a go-build*
+// directory of $GOTMPDIR or the temporary directory. Such a binary starts
+// no engine: each distinct build would leave one behind, for the idle
+// time, after the go command has deleted the binary.
+func GoRunBinary(exe string) bool {
+	dir := filepath.Dir(exe)
+	if filepath.Base(dir) != "exe" {
+		return false
+	}
+	for _, root := range []string{os.Getenv("GOTMPDIR"), os.TempDir()} {
+		if root == "" {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(root); err == nil {
+			root = r // os.Executable's path is the kernel's, symlinks resolved
+		}
+		rel, err := filepath.Rel(root, dir)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		first, _, _ := strings.Cut(rel, string(filepath.Separator))
+		if strings.HasPrefix(first, "go-build") {
+			return true
+		}
+	}
+	return false
+}

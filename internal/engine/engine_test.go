@@ -719,3 +719,26 @@ func TestStopNotHeldByStuckRun(t *testing.T) {
 	}
 	close(stuck)
 }
+
+// TestGoRunBinary: the go command's temporary binaries are told from
+// others by their place.
+func TestGoRunBinary(t *testing.T) {
+	tmp := os.TempDir()
+	t.Setenv("GOTMPDIR", "/var/gotmp")
+	for exe, want := range map[string]bool{
+		filepath.Join(tmp, "go-build3141592653/b001/exe/wasmbox"):  true,
+		filepath.Join(tmp, "go-build1/b042/exe/wasmbox"):           true,
+		"/var/gotmp/go-build27/b001/exe/wasmbox":                   true,
+		filepath.Join(tmp, "go-build3141592653/b001/wasmbox.test"): false, // go test's
+		filepath.Join(tmp, "other/go-build1/b001/exe/wasmbox"):     false,
+		"/usr/local/bin/wasmbox":                                   false,
+		"/home/u/go/bin/wasmbox":                                   false,
+		"/home/u/src/go-build1/b001/exe/wasmbox":                   false,
+		filepath.Join(tmp, "exe/wasmbox"):                          false,
+		filepath.Join(tmp, "go-buildX/../../etc/exe/wasmbox"):      false,
+	} {
+		if got := GoRunBinary(filepath.Clean(exe)); got != want {
+			t.Errorf("%s: %v, want %v", exe, got, want)
+		}
+	}
+}
