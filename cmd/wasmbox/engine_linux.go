@@ -201,13 +201,13 @@ func openClientFile(p string, flags int) (*os.File, error) {
 }
 
 // serveEngine runs an engine on sock until it is stopped or idle.
-func serveEngine(ctx context.Context, sock, cacheDir string, noCache bool, idle time.Duration) error {
+func serveEngine(ctx context.Context, sock, cacheDir string, noCache bool, idle, trim time.Duration) error {
 	key, err := engine.Key(cacheDir)
 	if err != nil {
 		return err
 	}
 	return engine.Serve(ctx, engine.Config{
-		Socket: sock, Key: key, Idle: idle, Handler: engineHandler,
+		Socket: sock, Key: key, Idle: idle, Trim: trim, Handler: engineHandler,
 		Shared: func(ctx context.Context) (*sandbox.Engine, error) {
 			return sandbox.NewEngine(ctx, runtime.Config{CacheDir: cacheDir, DisableCache: noCache})
 		},
@@ -225,8 +225,10 @@ $XDG_RUNTIME_DIR/wasmbox (else $TMPDIR/wasmbox-UID), a directory only
 its user may enter, and serves only processes that may read and do what
 it may: same uid, gids, capabilities, security label, root and namespaces
 (a client with capabilities dropped, or in a mount namespace of its own,
-runs in-process). It exits after 10 minutes without a run
-(WASMBOX_ENGINE_IDLE=30s changes that).
+runs in-process). After a minute without a run it gives the memory of
+compiled tools and snapshots back (WASMBOX_ENGINE_TRIM), and it exits after
+10 minutes without a run (WASMBOX_ENGINE_IDLE=30s changes that). A binary
+that "go run" built starts no engine.
 
 The run's work is done, and its CPU and memory counted, in the engine:
 set WASMBOX_ENGINE=off to run in the wasmbox process itself (for a
@@ -234,8 +236,8 @@ cgroup, ulimit or nice of its own). Runs with --native or --mcp-config,
 which start host programs, always run in the wasmbox process.`,
 	}
 	var (
-		sock string
-		idle time.Duration
+		sock       string
+		idle, trim time.Duration
 	)
 	serve := &cobra.Command{
 		Use:   "serve",
@@ -259,7 +261,7 @@ which start host programs, always run in the wasmbox process.`,
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			sandbox.KeepHostResponsive()
-			err := serveEngine(ctx, sock, cache, a.noCache, idle)
+			err := serveEngine(ctx, sock, cache, a.noCache, idle, trim)
 			if errors.Is(err, engine.ErrRunning) {
 				return nil
 			}
@@ -271,6 +273,7 @@ which start host programs, always run in the wasmbox process.`,
 	}
 	serve.Flags().StringVar(&sock, "socket", "", "the socket to listen on (default: this build's, in the engine directory)")
 	serve.Flags().DurationVar(&idle, "idle", engine.DefaultIdle, "exit after this long without a run")
+	serve.Flags().DurationVar(&trim, "trim", engine.DefaultTrim, "give the memory of compiled tools and snapshots back after this long without a run (0: never)")
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "Print the running engine of this build as JSON, or exit 1",

@@ -46,7 +46,7 @@ func testEngine(t *testing.T) (sock, key string) {
 			return
 		}
 		go func() {
-			if err := serveEngine(context.Background(), e.sock, testCacheDir(), false, time.Hour); err != nil {
+			if err := serveEngine(context.Background(), e.sock, testCacheDir(), false, time.Hour, 0); err != nil {
 				fmt.Fprintln(os.Stderr, "test engine:", err)
 			}
 		}()
@@ -705,7 +705,7 @@ func TestEngineCompileFailureEnds(t *testing.T) {
 	cache := filepath.Join(notDir, "cache") // below a regular file: unusable
 	sock := filepath.Join(priv, "e.sock")
 	served := make(chan error, 1)
-	go func() { served <- serveEngine(context.Background(), sock, cache, false, time.Hour) }()
+	go func() { served <- serveEngine(context.Background(), sock, cache, false, time.Hour, 0) }()
 	select {
 	case err := <-served:
 		if err != nil {
@@ -803,4 +803,69 @@ func TestEngineNotFromGoRun(t *testing.T) {
 		}
 		t.Fatalf("a go run binary started an engine: %v", names)
 	}
+}
+
+// TestEngineTrim: an engine without a run for its trim time drops its
+// compiled tools, snapshots and spares and gives the memory back; the
+// next run makes them again and works as before.
+func TestEngineTrim(t *testing.T) {
+	dir, err := os.MkdirTemp("", "we-trim-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "e.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serveEngine(ctx, sock, testCacheDir(), false, time.Hour, 200*time.Millisecond) }()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	conn, err := engine.Wait(sock, 30*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	key, _ := engine.Key(testCacheDir())
+	run := func(script string) string {
+		t.Helper()
+		conn, err := engine.Dial(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		out, _ := os.Create(filepath.Join(t.TempDir(), "out"))
+		defer out.Close()
+		rep, err := engine.Submit(conn, engine.Request{Op: "run", Key: key, Args: []string{"run", "-c", script}, Dir: "/"}, nil, out, out, nil)
+		if err != nil || rep.Exit != 0 {
+			t.Fatalf("%q: %+v %v", script, rep, err)
+		}
+		b, _ := os.ReadFile(out.Name())
+		return string(b)
+	}
+	waitTrims := func(n int64) *engine.Status {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			rep, err := engine.Op(sock, "status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Status.Trims >= n {
+				return rep.Status
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no trim %d 30 s after the last run: %+v", n, rep.Status)
+			}
+		}
+	}
+	if out := run("echo one | tr a-z A-Z"); out != "ONE\n" {
+		t.Fatalf("first run: %q", out)
+	}
+	st := waitTrims(1)
+	t.Logf("after the first trim: %d MiB resident", st.RSS>>20)
+	if out := run("echo two | tr a-z A-Z"); out != "TWO\n" {
+		t.Fatalf("run after a trim: %q", out)
+	}
+	waitTrims(2)
 }

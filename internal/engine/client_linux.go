@@ -28,6 +28,10 @@ const (
 	// exits (a Go duration; default DefaultIdle).
 	IdleEnv     = "WASMBOX_ENGINE_IDLE"
 	DefaultIdle = 10 * time.Minute
+	// TrimEnv is how long a started engine waits without a run before
+	// it gives its memory back (Config.Trim; default DefaultTrim).
+	TrimEnv     = "WASMBOX_ENGINE_TRIM"
+	DefaultTrim = time.Minute
 )
 
 // ErrNotTaken: the engine did not take the run (a fallback reply, or it
@@ -317,7 +321,11 @@ func Spawn(sock, cache string) (exited <-chan error, err error) {
 		return nil, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "engine", "serve", "--socket", sock, "--idle", idle, "--cachedir", cache)
+	args := []string{"engine", "serve", "--socket", sock, "--idle", idle, "--cachedir", cache}
+	if v := os.Getenv(TrimEnv); v != "" {
+		args = append(args, "--trim", v)
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Dir = "/"
 	cmd.Env = Environ(os.Environ())
 	cmd.Stdout, cmd.Stderr = logf, logf

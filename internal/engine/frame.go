@@ -57,6 +57,9 @@ type Status struct {
 	Idle    string    `json:"idle_timeout"`
 	// RSS is the engine's resident memory in bytes when it answered.
 	RSS int64 `json:"rss_bytes,omitempty"`
+	// Trims counts the times the engine gave its memory back after
+	// Config.Trim without a run.
+	Trims int64 `json:"trims,omitempty"`
 }
 
 // ErrFrameTooLong is returned for a frame whose header names more bytes

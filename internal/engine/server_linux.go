@@ -35,6 +35,11 @@ type Config struct {
 	Idle time.Duration
 	// Handler runs the runs.
 	Handler Handler
+	// Trim, when positive, is how long the engine waits without a run
+	// before it drops the shared sandbox engine (compiled code,
+	// snapshots, spare instances) and returns its memory to the system;
+	// the next run makes it again from the compilation cache.
+	Trim time.Duration
 	// Shared, when set, makes the sandbox engine the runs share
 	// (compiling the tools); it is called once, when the engine starts.
 	// When it fails, the runs waiting get the error and the engine stops:
@@ -89,10 +94,11 @@ type Server struct {
 
 	ctx context.Context // cancelled by the caller's ctx: cancels every run
 
-	engOnce sync.Once
-	engDone chan struct{}
-	eng     *sandbox.Engine
-	engErr  error
+	// The shared sandbox engine of the current generation: made on first
+	// use, dropped by trim (a new generation is made by the next run).
+	engMu   sync.Mutex
+	gen     *generation
+	trimmed atomic.Int64
 
 	runs, active atomic.Int64
 	mu           sync.Mutex
@@ -140,32 +146,72 @@ func Serve(ctx context.Context, cfg Config) error {
 	build, _ := BuildID()
 	s := &Server{
 		cfg: cfg, self: self, started: time.Now(), build: build,
-		ctx: ctx, engDone: make(chan struct{}), stopping: make(chan struct{}),
+		ctx: ctx, stopping: make(chan struct{}),
 	}
 	return s.serve(ln, lock)
 }
 
+// generation is one making of the shared sandbox engine.
+type generation struct {
+	done chan struct{} // closed once eng, err are set
+	eng  *sandbox.Engine
+	err  error
+}
+
 func (s *Server) shared(ctx context.Context) (*sandbox.Engine, error) {
-	s.engOnce.Do(func() {
+	s.engMu.Lock()
+	g := s.gen
+	if g == nil {
+		g = &generation{done: make(chan struct{})}
+		s.gen = g
 		go func() {
-			defer close(s.engDone)
+			defer close(g.done)
 			if s.cfg.Shared == nil {
-				s.engErr = errors.New("engine: no shared sandbox engine")
+				g.err = errors.New("engine: no shared sandbox engine")
 				return
 			}
-			s.eng, s.engErr = s.cfg.Shared(s.ctx)
-			if s.engErr != nil {
-				fmt.Fprintf(os.Stderr, "engine: %v\n", s.engErr)
+			g.eng, g.err = s.cfg.Shared(s.ctx)
+			if g.err != nil {
+				fmt.Fprintf(os.Stderr, "engine: %v\n", g.err)
 				s.shutdown()
 			}
 		}()
-	})
+	}
+	s.engMu.Unlock()
 	select {
-	case <-s.engDone:
-		return s.eng, s.engErr
+	case <-g.done:
+		return g.eng, g.err
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
+}
+
+// trim drops the shared sandbox engine (compiled code, snapshots, spare
+// instances) and returns the memory to the system, if no run is in
+// flight: the next run makes it again, from the compilation cache.
+// Runs take the engine only while counted in s.active, which trim
+// checks under engMu, the lock shared takes.
+func (s *Server) trim() bool {
+	s.engMu.Lock()
+	g := s.gen
+	if g == nil || s.active.Load() != 0 {
+		s.engMu.Unlock()
+		return false
+	}
+	select {
+	case <-g.done:
+	default: // still being made
+		s.engMu.Unlock()
+		return false
+	}
+	s.gen = nil
+	s.engMu.Unlock()
+	if g.eng != nil {
+		g.eng.Close(context.Background())
+	}
+	debug.FreeOSMemory()
+	s.trimmed.Add(1)
+	return true
 }
 
 func (s *Server) touch() {
@@ -187,8 +233,13 @@ func (s *Server) serve(ln *net.UnixListener, lock *os.File) error {
 		go s.shared(s.ctx) // compile while the first client connects
 	}
 	go func() {
-		t := time.NewTicker(min(s.cfg.Idle/4+time.Millisecond, 10*time.Second))
+		tick := min(s.cfg.Idle/4+time.Millisecond, 10*time.Second)
+		if s.cfg.Trim > 0 {
+			tick = min(tick, s.cfg.Trim/4+time.Millisecond)
+		}
+		t := time.NewTicker(tick)
 		defer t.Stop()
+		trimmedAt := time.Time{} // the lastActive of the last trim
 		for {
 			select {
 			case <-s.ctx.Done():
@@ -203,6 +254,12 @@ func (s *Server) serve(ln *net.UnixListener, lock *os.File) error {
 				if s.active.Load() == 0 && idle >= s.cfg.Idle {
 					s.shutdown()
 					return
+				}
+				s.mu.Lock()
+				last := s.lastActive
+				s.mu.Unlock()
+				if s.cfg.Trim > 0 && idle >= s.cfg.Trim && !last.Equal(trimmedAt) && s.trim() {
+					trimmedAt = last
 				}
 			}
 		}
@@ -251,12 +308,17 @@ func (s *Server) drain(ln *net.UnixListener, lock *os.File) error {
 			return nil
 		}
 	}
-	select {
-	case <-s.engDone:
-		if s.eng != nil {
-			s.eng.Close(context.Background())
+	s.engMu.Lock()
+	g := s.gen
+	s.engMu.Unlock()
+	if g != nil {
+		select {
+		case <-g.done:
+			if g.eng != nil {
+				g.eng.Close(context.Background())
+			}
+		default: // still compiling: the process exit ends it
 		}
-	default: // still compiling: the process exit ends it
 	}
 	return nil
 }
@@ -320,7 +382,7 @@ func (s *Server) status() *Status {
 	exe, _ := os.Executable()
 	return &Status{
 		PID: os.Getpid(), Key: s.cfg.Key, Build: s.build, Exe: exe, Socket: s.cfg.Socket, Started: s.started,
-		Runs: s.runs.Load(), Active: s.active.Load(), Idle: s.cfg.Idle.String(), RSS: rss(),
+		Runs: s.runs.Load(), Active: s.active.Load(), Idle: s.cfg.Idle.String(), RSS: rss(), Trims: s.trimmed.Load(),
 	}
 }
 
