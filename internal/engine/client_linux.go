@@ -43,15 +43,23 @@ var ErrNoEngine = errors.New("no engine of this build is running")
 
 // Key names the engine a client may use: one per build (the Go build ID
 // of this executable, so that a rebuilt binary never talks to an engine
-// of the old code), compilation cache and umask (the files a run creates
+// of the old code), compilation cache, umask (the files a run creates
 // on the host, in a rw mount, get the engine's: a process has one umask,
-// and the engine inherits that of the client that starts it).
+// and the engine inherits that of the client that starts it) and
+// identity (Identity: a client with fewer capabilities, or in another
+// namespace, does not even dial the engine of one with more; it starts
+// its own, which inherits its identity). The engine checks the identity
+// of each client again, on the connection.
 func Key(cacheDir string) (string, error) {
 	id, err := BuildID()
 	if err != nil {
 		return "", err
 	}
-	h := sha256.Sum256([]byte(id + "\x00" + cacheDir + "\x00" + strconv.FormatInt(int64(currentUmask()), 8)))
+	self, err := SelfIdentity()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.Sum256([]byte(id + "\x00" + cacheDir + "\x00" + strconv.FormatInt(int64(currentUmask()), 8) + "\x00" + strings.Join(self.fields, "\x00")))
 	return hex.EncodeToString(h[:8]), nil
 }
 

@@ -50,6 +50,8 @@ var asOther = map[string]func(sock string){
 		file := os.Getenv("WASMBOX_ENGINE_TEST_FILE")
 		_, err := os.ReadFile(file)
 		fmt.Printf("own read: %v\n", err)
+		key, err := Key("/cache")
+		fmt.Printf("key: %s %v\n", key, err)
 		conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
 		if err != nil {
 			fmt.Println("dial:", err)
@@ -620,6 +622,15 @@ func TestEngineRefusesDeputy(t *testing.T) {
 			}
 			if !strings.Contains(o, "client check: engine: refused") {
 				t.Errorf("the client accepted an engine that may read more than it:\n%s", o)
+			}
+			// Before it dials: its engine is another (Key), which it
+			// would start with its own identity.
+			own, err := Key("/cache")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(o, "key: ") || strings.Contains(o, "key: "+own) {
+				t.Errorf("the client's engine key is the engine's (%s):\n%s", own, o)
 			}
 		})
 	}
