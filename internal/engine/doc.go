@@ -49,8 +49,21 @@
 // groups, capabilities, security state, root directory and namespaces
 // (Identity), and talks only to a peer whose identity equals its own. The
 // client checks before it sends a byte (an engine of another uid gets no
-// environment and no descriptors); the engine checks before it reads the
-// request (a client with fewer capabilities, or another mount namespace,
-// does not read through the engine what it cannot read itself). A client
-// that is refused runs the command in-process.
+// environment and no descriptors); the engine hangs up on another uid,
+// and answers a client of its uid but another identity with a fallback
+// before it acts on the request (a client with fewer capabilities, or in
+// another mount namespace, does not read through the engine what it
+// cannot read itself). A client that is refused runs the command
+// in-process. The identity is also part of the Key, so such a client does
+// not even dial the engine of a more privileged process: it finds its own.
+//
+// # Client-supplied files
+//
+// The engine never opens a path or reads a descriptor of the client's in a
+// way that can wait for the client: the stdin pipe and the outputs are
+// non-blocking (Output), and `wasmbox run` opens a script FILE with
+// O_NONBLOCK and RESOLVE_NO_MAGICLINKS and takes it only if it is a
+// regular file (a FIFO, /dev/stdin, /proc/self/fd/N are left to the
+// client). A stop frees the socket and the lock at once; once the engine's
+// context ends (SIGTERM) it waits at most 10 s for its runs.
 package engine
