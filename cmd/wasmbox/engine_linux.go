@@ -65,7 +65,7 @@ func viaEngine(args []string, stdin, stdout, stderr *os.File) (code int, ok bool
 		return 0, false
 	}
 	if err != nil {
-		if exe, err := os.Executable(); err != nil || engine.GoRunBinary(exe) {
+		if exe, err := os.Executable(); err != nil || engine.GoRunBinary(exe) && os.Getenv(engine.Env) != "on" {
 			return 0, false // `go run`'s binary: it would leave an engine per build
 		}
 		exited, err := engine.Spawn(sock, cache)
@@ -228,7 +228,7 @@ it may: same uid, gids, capabilities, security label, root and namespaces
 runs in-process). After a minute without a run it gives the memory of
 compiled tools and snapshots back (WASMBOX_ENGINE_TRIM), and it exits after
 10 minutes without a run (WASMBOX_ENGINE_IDLE=30s changes that). A binary
-that "go run" built starts no engine.
+that "go run" built starts no engine (unless WASMBOX_ENGINE=on).
 
 The run's work is done, and its CPU and memory counted, in the engine:
 set WASMBOX_ENGINE=off to run in the wasmbox process itself (for a

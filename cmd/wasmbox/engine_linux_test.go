@@ -803,6 +803,14 @@ func TestEngineNotFromGoRun(t *testing.T) {
 		}
 		t.Fatalf("a go run binary started an engine: %v", names)
 	}
+	// WASMBOX_ENGINE=on starts one anyway (the bench's warm-start rows).
+	env = append(env, "WASMBOX_ENGINE=on", "WASMBOX_ENGINE_IDLE=30s")
+	if out, errs, err := runBin("run", "-c", "echo on"); out != "on\n" || err != nil {
+		t.Fatalf("run with WASMBOX_ENGINE=on: %q %q %v", out, errs, err)
+	}
+	if out, _, err := runBin("engine", "status"); err != nil || !strings.Contains(out, `"runs": 1`) {
+		t.Fatalf("WASMBOX_ENGINE=on: no engine took the run: %q %v", out, err)
+	}
 }
 
 // TestEngineTrim: an engine without a run for its trim time drops its
