@@ -686,7 +686,11 @@ func TestStopNotHeldByStuckRun(t *testing.T) {
 	errName := filepath.Join(t.TempDir(), "err")
 	errf, _ := os.Create(errName)
 	defer errf.Close()
-	go Submit(conn, Request{Op: "run", Key: "k", Args: []string{"run", "stuck"}}, nil, errf, errf, nil)
+	submitted := make(chan struct{})
+	go func() {
+		defer close(submitted)
+		Submit(conn, Request{Op: "run", Key: "k", Args: []string{"run", "stuck"}}, nil, errf, errf, nil)
+	}()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if b, _ := os.ReadFile(errName); string(b) == "started\n" {
 			break
@@ -729,6 +733,8 @@ func TestStopNotHeldByStuckRun(t *testing.T) {
 		t.Fatal("the engine still runs 30 s after its context ended")
 	}
 	close(stuck)
+	conn.Close()
+	<-submitted
 }
 
 // TestGoRunBinary: the go command's temporary binaries are told from
