@@ -19,25 +19,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-func init() {
-	// As another user (TestEngineRefusesOtherUsers): dial the engine on
-	// this socket, ask for its status and print what came back.
-	testAsOther = func() {
-		sock := os.Getenv("WASMBOX_TEST_ENGINE_DIAL")
-		if sock == "" {
-			return
-		}
-		rep, err := engineOp(sock, "status")
-		if err != nil {
-			fmt.Println("refused:", err)
-			os.Exit(0)
-		}
-		fmt.Printf("served: %+v\n", rep.Status)
-		os.Exit(0)
-	}
-}
+	"github.com/wasmbox/wasmbox/internal/engine"
+)
 
 // sharedEngine is one in-process engine for the package's engine tests,
 // on a socket in a private temporary directory, with the tests' cache.
@@ -58,15 +42,15 @@ func testEngine(t *testing.T) (sock, key string) {
 		}
 		testCleanups = append(testCleanups, func() { os.RemoveAll(dir) })
 		e.sock = filepath.Join(dir, "e.sock")
-		if e.key, e.err = engineKey(testCacheDir()); e.err != nil {
+		if e.key, e.err = engine.Key(testCacheDir()); e.err != nil {
 			return
 		}
 		go func() {
-			if err := serveEngine(context.Background(), e.sock, testCacheDir(), false, time.Hour); err != nil {
+			if err := serveEngine(context.Background(), e.sock, testCacheDir(), false, time.Hour, 0); err != nil {
 				fmt.Fprintln(os.Stderr, "test engine:", err)
 			}
 		}()
-		conn, err := waitEngine(e.sock, 30*time.Second, nil)
+		conn, err := engine.Wait(e.sock, 30*time.Second, nil)
 		if err != nil {
 			e.err = err
 			return
@@ -82,7 +66,7 @@ func testEngine(t *testing.T) (sock, key string) {
 // engineResult is what a client of the engine saw.
 type engineResult struct {
 	stdout, stderr string
-	rep            engineReply
+	rep            engine.Reply
 	err            error
 }
 
@@ -92,7 +76,7 @@ type engineResult struct {
 func viaTestEngine(t *testing.T, dir, stdin string, merged bool, args ...string) engineResult {
 	t.Helper()
 	sock, key := testEngine(t)
-	conn, err := dialEngine(sock)
+	conn, err := engine.Dial(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +101,7 @@ func viaTestEngine(t *testing.T, dir, stdin string, merged bool, args ...string)
 		}
 		defer errF.Close()
 	}
-	rep, err := engineRun(conn, engineRequest{Op: "run", Key: key, Args: args, Dir: dir, Env: []string{"HOME=/nowhere"}}, inF, outF, errF, nil)
+	rep, err := engine.Submit(conn, engine.Request{Op: "run", Key: key, Args: args, Dir: dir, Env: []string{"HOME=/nowhere"}}, inF, outF, errF, nil)
 	b, _ := os.ReadFile(outF.Name())
 	var eb []byte
 	if !merged {
@@ -226,7 +210,7 @@ func TestEngineLeavesToProcess(t *testing.T) {
 		{"--nocache", "run", "-c", "echo no"},
 	} {
 		got := viaTestEngine(t, "/", "stdin stays unread", false, args...)
-		if !errors.Is(got.err, errNotTaken) || got.stdout != "" || got.stderr != "" {
+		if !errors.Is(got.err, engine.ErrNotTaken) || got.stdout != "" || got.stderr != "" {
 			t.Errorf("%q: err %v, stdout %q, stderr %q", args, got.err, got.stdout, got.stderr)
 		}
 	}
@@ -238,7 +222,7 @@ func waitIdle(t *testing.T, sock string, base int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		rep, err := engineOp(sock, "status")
+		rep, err := engine.Op(sock, "status")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,14 +255,14 @@ func baseline(t *testing.T) int {
 func startRun(t *testing.T, stdout, stderr *os.File, started func() bool, sigs chan os.Signal, args ...string) (conn *net.UnixConn, done chan engineResult) {
 	t.Helper()
 	sock, key := testEngine(t)
-	conn, err := dialEngine(sock)
+	conn, err := engine.Dial(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	done = make(chan engineResult, 1)
 	go func() {
-		rep, err := engineRun(conn, engineRequest{Op: "run", Key: key, Args: args, Dir: "/"}, nil, stdout, stderr, sigs)
+		rep, err := engine.Submit(conn, engine.Request{Op: "run", Key: key, Args: args, Dir: "/"}, nil, stdout, stderr, sigs)
 		done <- engineResult{rep: rep, err: err}
 	}()
 	deadline := time.Now().Add(20 * time.Second)
@@ -362,115 +346,18 @@ func TestEngineSIGPIPE(t *testing.T) {
 	defer w.Close()
 	got := func() engineResult {
 		sock, key := testEngine(t)
-		conn, err := dialEngine(sock)
+		conn, err := engine.Dial(sock)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
 		errf, _ := os.Create(filepath.Join(t.TempDir(), "err"))
 		defer errf.Close()
-		rep, err := engineRun(conn, engineRequest{Op: "run", Key: key, Args: []string{"run", "-c", "yes"}, Dir: "/"}, nil, w, errf, nil)
+		rep, err := engine.Submit(conn, engine.Request{Op: "run", Key: key, Args: []string{"run", "-c", "yes"}, Dir: "/"}, nil, w, errf, nil)
 		return engineResult{rep: rep, err: err}
 	}()
 	if got.err != nil || !got.rep.SIGPIPE {
 		t.Fatalf("got %+v, want SIGPIPE", got)
-	}
-}
-
-// TestEngineRefusesOtherUsers: even with the socket open to everyone, the
-// engine serves no process of another uid (SO_PEERCRED).
-func TestEngineRefusesOtherUsers(t *testing.T) {
-	setpriv, err := exec.LookPath("setpriv")
-	if os.Geteuid() != 0 || err != nil {
-		t.Skip("needs root and setpriv(1)")
-	}
-	dir := t.TempDir()
-	priv := filepath.Join(dir, "priv")
-	os.Mkdir(priv, 0o700)
-	sock := filepath.Join(priv, "e.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- serveEngine(ctx, sock, testCacheDir(), false, time.Hour) }()
-	defer func() {
-		cancel()
-		<-served
-	}()
-	conn, err := waitEngine(sock, 30*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-	// Open the way for uid 1000, and copy the test binary where it may run it.
-	os.Chmod(filepath.Dir(dir), 0o755) // the test's own temporary directories
-	os.Chmod(dir, 0o755)
-	os.Chmod(priv, 0o755)
-	os.Chmod(sock, 0o666)
-	exe, _ := os.Executable()
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "wasmbox.test")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(setpriv, "--reuid=1000", "--regid=1000", "--clear-groups", bin)
-	cmd.Env = []string{"WASMBOX_TEST_ENGINE_DIAL=" + sock, "HOME=" + dir}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	// It reached the engine (no permission error on the way) and was
-	// hung up on.
-	hungUp := func(o string) bool {
-		for _, s := range []string{"EOF", "connection reset", "broken pipe"} {
-			if strings.Contains(o, s) {
-				return true
-			}
-		}
-		return false
-	}
-	if o := string(out); !strings.HasPrefix(o, "refused:") || !hungUp(o) {
-		t.Fatalf("uid 1000: %s", out)
-	}
-	// Its own user still is.
-	if _, err := engineOp(sock, "status"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestEngineDirMustBePrivate: the socket directory is refused when another
-// user could have made it or may enter it.
-func TestEngineDirMustBePrivate(t *testing.T) {
-	base := t.TempDir()
-	uid := os.Geteuid()
-	ok := filepath.Join(base, "ok")
-	os.Mkdir(ok, 0o700)
-	if err := checkPrivateDir(ok, uid); err != nil {
-		t.Fatal(err)
-	}
-	open := filepath.Join(base, "open")
-	os.Mkdir(open, 0o700)
-	os.Chmod(open, 0o755)
-	link := filepath.Join(base, "link")
-	os.Symlink(ok, link)
-	file := filepath.Join(base, "file")
-	os.WriteFile(file, nil, 0o600)
-	bad := []string{open, link, file, filepath.Join(base, "missing")}
-	if uid == 0 {
-		other := filepath.Join(base, "other")
-		os.Mkdir(other, 0o700)
-		os.Chown(other, 1000, 1000)
-		bad = append(bad, other)
-	}
-	for _, d := range bad {
-		if err := checkPrivateDir(d, uid); err == nil {
-			t.Errorf("%s: accepted", d)
-		}
-	}
-	// serve refuses such a directory too.
-	if err := serveEngine(context.Background(), filepath.Join(open, "e.sock"), testCacheDir(), false, time.Hour); err == nil || !strings.Contains(err.Error(), "open to other users") {
-		t.Fatalf("serve in a 0755 directory: %v", err)
 	}
 }
 
@@ -525,13 +412,13 @@ func TestEngineLifecycle(t *testing.T) {
 		// request's environment).
 		"MY_API_TOKEN=s3cret-of-the-client",
 	}
-	status := func() engineStatus {
+	status := func() engine.Status {
 		t.Helper()
 		out, errs, code := cli(t, env, "", "engine", "status")
 		if code != 0 {
 			t.Fatalf("engine status: %d %s", code, errs)
 		}
-		var st engineStatus
+		var st engine.Status
 		if err := json.Unmarshal([]byte(out), &st); err != nil {
 			t.Fatal(err)
 		}
@@ -542,7 +429,7 @@ func TestEngineLifecycle(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for !gone(pid) {
 			// Status polls do not keep an engine awake.
-			engineOp(sock, "status")
+			engine.Op(sock, "status")
 			if time.Now().After(deadline) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("the engine (pid %d) did not exit %s", pid, what)
@@ -591,10 +478,15 @@ func TestEngineLifecycle(t *testing.T) {
 		t.Fatalf("after a stale socket: %q %q %d", out, errs, code)
 	}
 	st = status()
-	if _, _, code := cli(t, env, "", "engine", "stop"); code != 0 {
-		t.Fatalf("engine stop: %d", code)
+	out, errs, code = cli(t, env, "", "engine", "stop")
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("pid %d", st.PID)) || !strings.Contains(out, st.Socket) || !strings.Contains(out, "build "+st.Build) || st.Build == "" {
+		t.Fatalf("engine stop: %d %q %q, want what it stopped: pid %d, socket %s, build %q", code, out, errs, st.PID, st.Socket, st.Build)
 	}
 	waitGone(st.PID, st.Socket, "after engine stop")
+	// With no engine left, stop says so.
+	if out, _, code := cli(t, env, "", "engine", "stop"); code != 0 || !strings.Contains(out, "no engine") {
+		t.Fatalf("engine stop without an engine: %d %q", code, out)
+	}
 }
 
 // TestEngineLargeRequest: a command line and environment of several
@@ -621,40 +513,9 @@ func TestEngineLargeRequest(t *testing.T) {
 func TestEngineOnlyRuns(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"mcp", "--help"}, {}} {
 		got := viaTestEngine(t, "/", "", false, args...)
-		if !errors.Is(got.err, errNotTaken) || got.stdout != "" || got.stderr != "" {
+		if !errors.Is(got.err, engine.ErrNotTaken) || got.stdout != "" || got.stderr != "" {
 			t.Errorf("%q: err %v, stdout %q, stderr %q", args, got.err, trunc(got.stdout), got.stderr)
 		}
-	}
-}
-
-// TestEngineFrameAllocation: a frame header is only a claim: the reader
-// allocates as the bytes arrive, not the size the header names (else
-// connections that send a header of maxEngineFrame and stop hold 8 MiB
-// each), and control frames after the request are small.
-func TestEngineFrameAllocation(t *testing.T) {
-	hdr := []byte{0, maxEngineFrame >> 16 & 0xff, 0, 0} // 8 MiB claimed...
-	r := bytes.NewReader(append(hdr, `{"op":`...))      // ...a few bytes sent
-	var before, after goruntime.MemStats
-	goruntime.ReadMemStats(&before)
-	var req engineRequest
-	err := readFrame(r, &req, maxEngineFrame)
-	goruntime.ReadMemStats(&after)
-	if err == nil {
-		t.Fatal("a cut frame was accepted")
-	}
-	if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
-		t.Fatalf("reading a cut frame allocated %d bytes", d)
-	}
-	// A cancel frame is a few bytes; a large one is refused at its header.
-	var buf bytes.Buffer
-	writeFrame(&buf, engineRequest{Args: []string{strings.Repeat("x", maxControlFrame)}})
-	if err := readFrame(&buf, &req, maxControlFrame); err == nil {
-		t.Fatal("a control frame larger than maxControlFrame was accepted")
-	}
-	buf.Reset()
-	writeFrame(&buf, engineRequest{Cancel: true})
-	if err := readFrame(&buf, &req, maxControlFrame); err != nil || !req.Cancel {
-		t.Fatalf("cancel frame: %v %+v", err, req)
 	}
 }
 
@@ -754,31 +615,6 @@ func TestEngineCannotListen(t *testing.T) {
 	}
 }
 
-// TestEngineWaitEndsWithEngine: a client waiting for the engine it started
-// stops waiting when that engine fails (it could not listen), instead of
-// dialing until its deadline on every run.
-func TestEngineWaitEndsWithEngine(t *testing.T) {
-	cmd := exec.Command("/bin/sh", "-c", "exit 1")
-	if err := cmd.Start(); err != nil {
-		t.Skip(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	done := make(chan error, 1)
-	go func() {
-		_, err := waitEngine(filepath.Join(t.TempDir(), "none.sock"), time.Minute, exited)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("dialed a socket nobody listens on")
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("still waiting 20 s after the engine exited 1")
-	}
-}
-
 // TestEngineUmask: files a run creates on the host (a rw mount) get the
 // client's umask, not that of the client that started the engine: a
 // umask is a process's, so each umask has an engine of its own.
@@ -856,71 +692,6 @@ func TestEngineClientGoneBlockedOutput(t *testing.T) {
 	}
 }
 
-// TestEngineBadClientsLeakNothing: clients sending the wrong descriptors
-// (a directory or a socket as stdin, too many, too few), a request of
-// another build, bad JSON, or descriptors with status leave the engine no
-// descriptor and no goroutine.
-func TestEngineBadClientsLeakNothing(t *testing.T) {
-	sock, key := testEngine(t)
-	base := baseline(t)
-	countFds := func() int {
-		ents, _ := os.ReadDir("/proc/self/fd")
-		return len(ents)
-	}
-	dir, _ := os.Open(t.TempDir())
-	defer dir.Close()
-	null, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	defer null.Close()
-	sp, _ := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	defer syscall.Close(sp[0])
-	defer syscall.Close(sp[1])
-	pr, pw, _ := os.Pipe()
-	defer pr.Close()
-	defer pw.Close()
-	frame := func(v any) []byte {
-		var b bytes.Buffer
-		writeFrame(&b, v)
-		return b.Bytes()
-	}
-	run := engineRequest{Op: "run", Key: key, Args: []string{"run", "-c", "echo no"}, Dir: "/"}
-	other := run
-	other.Key = "other"
-	n, d, p := int(null.Fd()), int(dir.Fd()), int(pr.Fd())
-	fds0 := countFds()
-	for _, c := range []struct {
-		msg []byte
-		fds []int
-	}{
-		{frame(run), []int{d, n, n}},
-		{frame(run), []int{sp[0], n, n}},
-		{frame(run), []int{p, n, n, n, n, n}},
-		{frame(run), []int{p, n}},
-		{frame(other), []int{p, n, n}},
-		{frame(engineRequest{Op: "status"}), []int{p, n, n}},
-		{append([]byte{0, 0, 0, 2}, "{x"...), []int{p, n, n}},
-	} {
-		conn, err := dialEngine(sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := conn.WriteMsgUnix(c.msg, syscall.UnixRights(c.fds...), nil); err != nil {
-			t.Fatal(err)
-		}
-		conn.CloseWrite()
-		var rep engineReply
-		readFrame(conn, &rep, maxControlFrame) // an answer or a hang-up
-		conn.Close()
-	}
-	waitIdle(t, sock, base)
-	deadline := time.Now().Add(20 * time.Second)
-	for countFds() > fds0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d descriptors open, %d before", countFds(), fds0)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestEngineCompileFailureEnds: an engine whose compile failed exits
 // (the runs waiting for it get the error, exit 1 as in-process), so that
 // the next run starts an engine that tries again instead of one that fails
@@ -934,7 +705,7 @@ func TestEngineCompileFailureEnds(t *testing.T) {
 	cache := filepath.Join(notDir, "cache") // below a regular file: unusable
 	sock := filepath.Join(priv, "e.sock")
 	served := make(chan error, 1)
-	go func() { served <- serveEngine(context.Background(), sock, cache, false, time.Hour) }()
+	go func() { served <- serveEngine(context.Background(), sock, cache, false, time.Hour, 0) }()
 	select {
 	case err := <-served:
 		if err != nil {
@@ -946,4 +717,163 @@ func TestEngineCompileFailureEnds(t *testing.T) {
 	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("socket left behind: %v", err)
 	}
+}
+
+// TestEngineScriptNotRegular: a script or audit log that is not a regular
+// file (a FIFO, which would hold the engine in open or read until a
+// writer comes; /dev/stdin and /proc/self/fd/N, which name the engine's
+// descriptors, not the client's) is left to the client: the engine reads
+// and writes nothing and is not held.
+func TestEngineScriptNotRegular(t *testing.T) {
+	sock, _ := testEngine(t)
+	dir := t.TempDir()
+	for _, name := range []string{"script", "audit"} {
+		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+			t.Skip(err)
+		}
+	}
+	os.Symlink("/proc/self/fd/0", filepath.Join(dir, "link"))
+	for _, args := range [][]string{
+		{"run", "script"},
+		{"run", "--audit-log", "audit", "-c", "echo no"},
+		{"run", "/dev/stdin"},
+		{"run", "link"},
+		{"run", "/proc/self/fd/0"},
+	} {
+		done := make(chan engineResult, 1)
+		go func() { done <- viaTestEngine(t, dir, "echo from stdin", false, args...) }()
+		select {
+		case got := <-done:
+			if !errors.Is(got.err, engine.ErrNotTaken) || got.stdout != "" || got.stderr != "" {
+				t.Errorf("%q: %+v, want the run left to the client", args, got)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%q: the engine is still at it 30 s later", args)
+		}
+	}
+	if rep, err := engine.Op(sock, "status"); err != nil || rep.Status.Active != 0 {
+		t.Fatalf("status: %v %+v", err, rep.Status)
+	}
+}
+
+// TestEngineNotFromGoRun: a binary that `go run` built (in a go-build*
+// directory under $GOTMPDIR or the temporary directory, .../exe/NAME)
+// starts no engine: each distinct build would leave one of ~550 MB for
+// the idle time after `go run` exits. It runs in-process.
+func TestEngineNotFromGoRun(t *testing.T) {
+	tmp := t.TempDir()
+	rt := filepath.Join(tmp, "rt")
+	os.Mkdir(rt, 0o700)
+	exeDir := filepath.Join(tmp, "go-build1234567", "b001", "exe")
+	os.MkdirAll(exeDir, 0o755)
+	self, _ := os.Executable()
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(exeDir, "wasmbox")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	env := []string{
+		"TMPDIR=" + tmp, "XDG_RUNTIME_DIR=" + rt, "PATH=" + os.Getenv("PATH"), "WASMBOX_TEST_AS_CLI=1",
+		"XDG_CACHE_HOME=" + filepath.Join(cache, "wasmbox-test-xdg"),
+	}
+	runBin := func(args ...string) (string, string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = env
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	defer runBin("engine", "stop")
+	out, errs, err := runBin("run", "-c", "echo hi")
+	if out != "hi\n" || err != nil {
+		t.Fatalf("run: %q %q %v", out, errs, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(rt, "wasmbox")); len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("a go run binary started an engine: %v", names)
+	}
+	// WASMBOX_ENGINE=on starts one anyway (the bench's warm-start rows).
+	env = append(env, "WASMBOX_ENGINE=on", "WASMBOX_ENGINE_IDLE=30s")
+	if out, errs, err := runBin("run", "-c", "echo on"); out != "on\n" || err != nil {
+		t.Fatalf("run with WASMBOX_ENGINE=on: %q %q %v", out, errs, err)
+	}
+	if out, _, err := runBin("engine", "status"); err != nil || !strings.Contains(out, `"runs": 1`) {
+		t.Fatalf("WASMBOX_ENGINE=on: no engine took the run: %q %v", out, err)
+	}
+}
+
+// TestEngineTrim: an engine without a run for its trim time drops its
+// compiled tools, snapshots and spares and gives the memory back; the
+// next run makes them again and works as before.
+func TestEngineTrim(t *testing.T) {
+	dir, err := os.MkdirTemp("", "we-trim-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "e.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serveEngine(ctx, sock, testCacheDir(), false, time.Hour, 200*time.Millisecond) }()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	conn, err := engine.Wait(sock, 30*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	key, _ := engine.Key(testCacheDir())
+	run := func(script string) string {
+		t.Helper()
+		conn, err := engine.Dial(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		out, _ := os.Create(filepath.Join(t.TempDir(), "out"))
+		defer out.Close()
+		rep, err := engine.Submit(conn, engine.Request{Op: "run", Key: key, Args: []string{"run", "-c", script}, Dir: "/"}, nil, out, out, nil)
+		if err != nil || rep.Exit != 0 {
+			t.Fatalf("%q: %+v %v", script, rep, err)
+		}
+		b, _ := os.ReadFile(out.Name())
+		return string(b)
+	}
+	waitTrims := func(n int64) *engine.Status {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			rep, err := engine.Op(sock, "status")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Status.Trims >= n {
+				return rep.Status
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no trim %d 30 s after the last run: %+v", n, rep.Status)
+			}
+		}
+	}
+	if out := run("echo one | tr a-z A-Z"); out != "ONE\n" {
+		t.Fatalf("first run: %q", out)
+	}
+	st := waitTrims(1)
+	t.Logf("after the first trim: %d MiB resident", st.RSS>>20)
+	if out := run("echo two | tr a-z A-Z"); out != "TWO\n" {
+		t.Fatalf("run after a trim: %q", out)
+	}
+	waitTrims(2)
 }

@@ -14,7 +14,7 @@ func main() {
 }
 
 // cliMain is the process's whole command line: `wasmbox run` goes to the
-// resident engine where it can (see engine_linux.go), everything else runs
+// resident engine where it can (internal/engine; engine_linux.go), everything else runs
 // here.
 func cliMain(args []string) int {
 	if code, ok := viaEngine(args, os.Stdin, os.Stdout, os.Stderr); ok {

@@ -49,7 +49,7 @@ type app struct {
 	// failed is set by fail: the error is not a usage error.
 	failed bool
 
-	// Set when the command runs in the resident engine (engine_linux.go)
+	// Set when the command runs in the resident engine (internal/engine)
 	// for a client process rather than in this process.
 	//
 	// cwd is the client's working directory, which relative host paths
@@ -64,6 +64,10 @@ type app struct {
 	// stdin or writes anything: an errFallback makes the client run the
 	// command itself.
 	admit func(cmd *cobra.Command, f *sandboxFlags) error
+	// script, when set, is the run's script FILE, opened by admit (the
+	// engine opens it only if it is a regular file).
+	script    *os.File
+	scriptErr error // or why it could not open it
 	// later, when set, takes work that may wait until the client has its
 	// answer (closing the run's sandbox).
 	later func(func())

@@ -339,9 +339,15 @@ func (a *app) scriptSource(cmd *cobra.Command, script string, args []string) (st
 		}
 		return script, a.stdin, nil
 	case len(args) == 1 && args[0] != "-":
-		fh, err := os.Open(a.hostPath(args[0]))
-		if err != nil {
-			return "", nil, a.fail(err)
+		fh := a.script // opened by the engine's admit
+		if a.scriptErr != nil {
+			return "", nil, a.fail(a.scriptErr)
+		}
+		if fh == nil {
+			var err error
+			if fh, err = os.Open(a.hostPath(args[0])); err != nil {
+				return "", nil, a.fail(err)
+			}
 		}
 		defer fh.Close()
 		b, err := io.ReadAll(io.LimitReader(fh, 16*max))
