@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/wasmbox/wasmbox/internal/engine"
-	"github.com/wasmbox/wasmbox/runtime"
 )
 
 // memcg is a memory cgroup made for a test: v2 (memory.max) or v1
@@ -82,13 +80,10 @@ func newMemcg(t *testing.T, limit int64) *memcg {
 // saves, 400-650 ms against 16-52 ms for `run -c 'echo hi | cat'` on the
 // reference machine, and a Go process cannot fork a warm template.)
 //
-// Skipped until the runtime has a process budget: without it, the engine
-// is OOM-killed in the cgroup and the benign run ends with it (reproduced:
+// Without the process budget (runtime.Config.MemoryBudget) the engine is
+// OOM-killed in the cgroup and the benign run ends with it (reproduced:
 // "the run's connection ended: EOF" after "1 2 3 4 5").
 func TestEngineOOMSparesOtherRuns(t *testing.T) {
-	if _, ok := reflect.TypeOf(runtime.Config{}).FieldByName("MemoryBudget"); !ok {
-		t.Skip("the runtime has no process memory budget (runtime.Config.MemoryBudget) yet: a hostile run can take the engine past its cgroup")
-	}
 	const limit = 2 << 30 // as in the report (a 2 GiB memcg)
 	cg := newMemcg(t, limit)
 	dir, err := os.MkdirTemp("", "we-oom-")
