@@ -167,7 +167,13 @@ func (c *compiler) Compile(ctx context.Context) ([]byte, []RelocationInfo, error
 	if wazevoapi.DeterministicCompilationVerifierEnabled {
 		wazevoapi.VerifyOrSetDeterministicCompilationContextValue(ctx, "After lowering to ISA specific IR", c.Format())
 	}
+	if err := context.Cause(ctx); err != nil { // wasmbox: a cancelled compile stops between phases
+		return nil, nil, err
+	}
 	c.RegAlloc()
+	if err := context.Cause(ctx); err != nil {
+		return nil, nil, err
+	}
 	if wazevoapi.PrintRegisterAllocated && wazevoapi.PrintEnabledIndex(ctx) {
 		fmt.Printf("[[[after regalloc for %s]]]%s\n", wazevoapi.GetCurrentFunctionName(ctx), c.Format())
 	}
