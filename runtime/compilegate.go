@@ -1,0 +1,99 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
+
+	"github.com/wasmbox/wasmbox/internal/wasmbin"
+)
+
+// CompileMemory is the compiler heap that the compiles of a process may
+// admit at once, as estimated by [CompileCost]: every Runtime of the
+// process shares it. A compile whose estimate is larger admits all of it
+// (it runs alone); one that must wait for others to end waits in line
+// (first come, first served) until its context ends, and then fails with
+// the context's error (a run's timeout). Modules found in the compilation
+// cache are not compiled and wait for nothing.
+const CompileMemory = 2 << 30
+
+// minCompileAdmit is the least a compile admits, so that small modules
+// are counted too.
+const minCompileAdmit = 16 << 20
+
+var (
+	compileSem       = semaphore.NewWeighted(CompileMemory)
+	compilesInFlight atomic.Int64
+	compileAdmitted  atomic.Int64
+)
+
+// CompilesInFlight is the number of compiles of the process admitted and
+// not ended, including those whose caller has left (a compile whose
+// context is done stops between two functions or two phases of one).
+func CompilesInFlight() int { return int(compilesInFlight.Load()) }
+
+// CompileAdmitted is the estimated compiler heap, in bytes, of the
+// compiles in flight (see CompilesInFlight and CompileCost).
+func CompileAdmitted() uint64 { return uint64(compileAdmitted.Load()) }
+
+// CompileCost is the estimated Go heap, in bytes, that compiling wasm
+// takes with the runtime's compilation workers: what a compile of it
+// admits against CompileMemory and against the reservation of
+// WithCompileReserve. A module over a cap is an error wrapping
+// ErrModuleRefused.
+func (r *Runtime) CompileCost(wasm []byte) (uint64, error) {
+	s, err := wasmbin.ModuleShape(wasm)
+	if err == nil {
+		err = wasmbin.DefaultCaps.Check(s)
+	}
+	if err != nil {
+		return 0, refused(err)
+	}
+	return wasmbin.CompileBytes(s, r.workers), nil
+}
+
+type compileReserveKey struct{}
+
+// WithCompileReserve returns ctx with a reservation that a compile under
+// it (Runtime.Compile of a module no cache holds) makes before it starts:
+// reserve is called with the compile's estimated heap in bytes (see
+// CompileCost); an error fails the compile with it, and release is called
+// when the compile ends, which may be after Compile returned to a caller
+// whose context ended. This is how a memory budget of a run or a process
+// counts the run's compiles.
+func WithCompileReserve(ctx context.Context, reserve func(bytes uint64) (release func(), err error)) context.Context {
+	return context.WithValue(ctx, compileReserveKey{}, reserve)
+}
+
+// admitCompile is the compile gate of Compile (wazero calls it only when
+// it compiles): it waits for the module's estimated heap under
+// CompileMemory, or until ctx ends.
+func (r *Runtime) admitCompile(ctx context.Context, binary []byte) (func(), error) {
+	s, err := wasmbin.ModuleShape(binary)
+	if err != nil {
+		return nil, refused(err)
+	}
+	cost := wasmbin.CompileBytes(s, r.workers)
+	n := int64(min(max(cost, minCompileAdmit), CompileMemory))
+	if err := compileSem.Acquire(ctx, n); err != nil {
+		return nil, fmt.Errorf("waiting to compile: %w", context.Cause(ctx))
+	}
+	release := func() { compileSem.Release(n) }
+	if reserve, ok := ctx.Value(compileReserveKey{}).(func(uint64) (func(), error)); ok && reserve != nil {
+		rel, err := reserve(cost)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		release = func() { rel(); compileSem.Release(n) }
+	}
+	compilesInFlight.Add(1)
+	compileAdmitted.Add(n)
+	return func() {
+		compileAdmitted.Add(-n)
+		compilesInFlight.Add(-1)
+		release()
+	}, nil
+}
