@@ -199,6 +199,10 @@ func TestCompileAtCaps(t *testing.T) {
 			n := 1000 + rnd.IntN(4000)
 			return runtimetest.IfChain(n, phis/(2*n))
 		}},
+		{"if chain at the branch cap", func() []byte {
+			n := 28_000 - rnd.IntN(1000) // wasmbin.DefaultCaps.Func.Branches
+			return runtimetest.IfChain(n, phis/n)
+		}},
 		{"br_table", func() []byte {
 			n := 1000 + rnd.IntN(40_000)
 			return runtimetest.BrTable(n, 8, phis/(n+9))
@@ -213,10 +217,15 @@ func TestCompileAtCaps(t *testing.T) {
 				t.Fatalf("a shape at the caps refused: %v", err)
 			}
 			var cerr error
+			start := time.Now()
 			growth := memWatch(t, context.Background(), func(ctx context.Context) {
+				// A watchdog for hangs, not a timing: a compile at the
+				// caps takes seconds of CPU.
+				ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+				defer cancel()
 				_, cerr = rt.Compile(ctx, sh.name, bin)
 			})
-			t.Logf("%d bytes: heap growth %d MiB, estimated %d MiB", len(bin), growth>>20, cost>>20)
+			t.Logf("%d bytes: heap growth %d MiB, estimated %d MiB, %v", len(bin), growth>>20, cost>>20, time.Since(start))
 			if cerr != nil {
 				t.Fatal(cerr)
 			}

@@ -90,8 +90,10 @@
 // 177 MB, jq 240 MiB / 295 MB, shell 180 MiB / 244 MB. The compile
 // memory of a function grows with its instructions, not its bytes: 1 MB
 // of loads, calls, ifs or br_table targets measured 0.7-2+ GiB of heap,
-// and ifs and br_ifs take time quadratic in their count (20,000 ifs:
-// 24 s). The caps per function bound each of these, and the estimated
+// and ifs and br_ifs took time quadratic in their count (20,000 ifs:
+// 24 s; wazero's loop detection walked the dominator tree from every
+// block, fixed by patch 7 of third_party/wazero: 28,000 ifs in a row now
+// take about a second of CPU). The caps per function bound each of these, and the estimated
 // compile heap (wasmbin.CostOf: the counts weighted by those measurements;
 // jq's largest function is estimated at ~225 MB, and jq as a whole
 // measured 240 MiB) bounds their sum, so a hostile function costs at most
