@@ -544,6 +544,7 @@ func (e *engine) compileLocalWasmFunction(
 	be.Init()
 
 	// Lower Wasm to SSA.
+	fe.SetStop(backend.StopFunc(ctx))
 	fe.LowerToSSA()
 	// wasmbox: a canceled compile stops between the phases of a function.
 	if err := context.Cause(ctx); err != nil {
