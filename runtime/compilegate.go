@@ -31,7 +31,7 @@ var (
 
 // CompilesInFlight is the number of compiles of the process admitted and
 // not ended, including those whose caller has left (a compile whose
-// context is done stops between two functions or two phases of one).
+// context is done stops at wazero's next poll of it).
 func CompilesInFlight() int { return int(compilesInFlight.Load()) }
 
 // CompileAdmitted is the estimated compiler heap, in bytes, of the

@@ -114,8 +114,10 @@
 //
 // A compile belongs to the context of its caller, a run: Compile returns
 // when the context ends, with its error, and wazero's compiler (patched,
-// see third_party/wazero/PATCHES.md) stops between two functions or two
-// phases of one. A compile that no cache answers is admitted first under
+// see third_party/wazero/PATCHES.md) stops soon after: it polls the
+// context between functions, between the phases of one, every 256
+// opcodes while lowering and between blocks while allocating registers.
+// A compile that no cache answers is admitted first under
 // CompileMemory, a bound on the estimated compiler heap of all the
 // compiles of the process (CompileCost: the workers times the largest
 // function's Cost and Phis, plus the code; a compile that has to wait
@@ -538,8 +540,8 @@ func (r *Runtime) Cached(wasm []byte) bool {
 // used in messages. Concurrent calls with the same bytes compile once.
 //
 // A compile belongs to its caller's context: it waits for its turn under
-// CompileMemory (see CompileCost) only while ctx lasts, it stops between
-// two functions (or two phases of one) once ctx is done, and Compile
+// CompileMemory (see CompileCost) only while ctx lasts, it stops soon
+// after ctx is done (wazero polls it inside the compile), and Compile
 // returns as soon as ctx is done with an error wrapping ctx's cause
 // (context.DeadlineExceeded for a run's timeout), while the compile winds
 // down in the background, still counted under CompileMemory until it has

@@ -12,8 +12,9 @@ import (
 // with its error), and the compile calls release when it ends. A module
 // found in a cache is not gated.
 //
-// The compiler also stops at ctx's cancel, between functions and between
-// the phases of a function, and returns context.Cause(ctx).
+// The compiler also stops at ctx's cancel (it polls ctx between
+// functions, between the phases of a function, while lowering it and
+// while allocating its registers), and returns context.Cause(ctx).
 func WithCompileGate(ctx context.Context, gate func(context.Context) (release func(), err error)) context.Context {
 	return context.WithValue(ctx, expctxkeys.CompileGate{}, gate)
 }
