@@ -8,15 +8,18 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/wasmbox/wasmbox/internal/wasmbin"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
 )
 
 // CompileMemory is the compiler heap that the compiles of a process may
 // admit at once, as estimated by [CompileCost]: every Runtime of the
-// process shares it. A compile whose estimate is larger admits all of it
-// (it runs alone); one that must wait for others to end waits in line
-// (first come, first served) until its context ends, and then fails with
-// the context's error (a run's timeout). Modules found in the compilation
-// cache are not compiled and wait for nothing.
+// process shares it. A compile uses fewer compilation workers when its
+// estimate with all of them would be larger, so that every estimate fits
+// (one worker on a function at every cap, in a code section at its cap,
+// is about 1.7 GB). A compile that must wait for others to end waits in
+// line (first come, first served) until its context ends, and then fails
+// with the context's error (a run's timeout). Modules found in the
+// compilation cache are not compiled and wait for nothing.
 const CompileMemory = 2 << 30
 
 // minCompileAdmit is the least a compile admits, so that small modules
@@ -51,7 +54,22 @@ func (r *Runtime) CompileCost(wasm []byte) (uint64, error) {
 	if err != nil {
 		return 0, refused(err)
 	}
-	return wasmbin.CompileBytes(s, r.workers), nil
+	_, cost := r.compilePlan(s)
+	return cost, nil
+}
+
+// compilePlan is the compilation workers and the estimated heap of a
+// compile of a module of shape s: the runtime's workers, fewer when that
+// many compiling the module's largest function at once would not fit in
+// CompileMemory, so that every compile's estimate fits in it.
+func (r *Runtime) compilePlan(s wasmbin.Shape) (workers int, cost uint64) {
+	workers = max(r.workers, 1)
+	cost = wasmbin.CompileBytes(s, workers)
+	for workers > 1 && cost > CompileMemory {
+		workers--
+		cost = wasmbin.CompileBytes(s, workers)
+	}
+	return workers, cost
 }
 
 type compileReserveKey struct{}
@@ -70,28 +88,28 @@ func WithCompileReserve(ctx context.Context, reserve func(bytes uint64) (release
 // admitCompile is the compile gate of Compile (wazero calls it only when
 // it compiles): it waits for the module's estimated heap under
 // CompileMemory, or until ctx ends.
-func (r *Runtime) admitCompile(ctx context.Context, binary []byte) (func(), error) {
+func (r *Runtime) admitCompile(ctx context.Context, binary []byte) (context.Context, func(), error) {
 	s, err := wasmbin.ModuleShape(binary)
 	if err != nil {
-		return nil, refused(err)
+		return nil, nil, refused(err)
 	}
-	cost := wasmbin.CompileBytes(s, r.workers)
+	workers, cost := r.compilePlan(s)
 	n := int64(min(max(cost, minCompileAdmit), CompileMemory))
 	if err := compileSem.Acquire(ctx, n); err != nil {
-		return nil, fmt.Errorf("waiting to compile: %w", context.Cause(ctx))
+		return nil, nil, fmt.Errorf("waiting to compile: %w", context.Cause(ctx))
 	}
 	release := func() { compileSem.Release(n) }
 	if reserve, ok := ctx.Value(compileReserveKey{}).(func(uint64) (func(), error)); ok && reserve != nil {
 		rel, err := reserve(cost)
 		if err != nil {
 			release()
-			return nil, err
+			return nil, nil, err
 		}
 		release = func() { rel(); compileSem.Release(n) }
 	}
 	compilesInFlight.Add(1)
 	compileAdmitted.Add(n)
-	return func() {
+	return experimental.WithCompilationWorkers(ctx, workers), func() {
 		compileAdmitted.Add(-n)
 		compilesInFlight.Add(-1)
 		release()

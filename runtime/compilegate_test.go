@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -234,4 +235,54 @@ func TestCompileAtCaps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCompileCostFits: a module of several functions at the caps would
+// need more than CompileMemory with all the workers compiling at once; it
+// compiles with fewer, and its estimate (what it admits) fits.
+func TestCompileCostFits(t *testing.T) {
+	one := runtimetest.NestedLoops(300, 1000, true)
+	rt1 := newRuntime(t, runtime.Config{DisableCache: true, CompilationWorkers: 1})
+	perFunc, err := rt1.CompileCost(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same heavy body four times: a module of four functions.
+	body, locals := nestedLoopsBody(300, 1000)
+	fs := make([]runtimetest.Func, 4)
+	for i := range fs {
+		fs[i] = runtimetest.Func{Locals: locals, Body: body}
+	}
+	fs[0].Export = "_start"
+	four := runtimetest.Module{Funcs: fs}.Encode()
+	rt4 := newRuntime(t, runtime.Config{DisableCache: true, CompilationWorkers: 4})
+	cost, err := rt4.CompileCost(four)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("one heavy function: %d MiB; four with 4 workers: %d MiB", perFunc>>20, cost>>20)
+	if 4*perFunc <= runtime.CompileMemory {
+		t.Fatalf("four functions of %d MiB fit in CompileMemory: the test needs heavier ones", perFunc>>20)
+	}
+	if cost > runtime.CompileMemory {
+		t.Fatalf("estimate %d MiB over CompileMemory", cost>>20)
+	}
+}
+
+// nestedLoopsBody is the body of NestedLoops(depth, locals, true) without
+// its exit: the loops, and its i64 locals.
+func nestedLoopsBody(depth, locals int) (body, types []byte) {
+	for range depth {
+		body = append(body, runtimetest.OpLoop, runtimetest.OpBlockVoid)
+	}
+	for i := range locals {
+		body = runtimetest.ULEB(append(body, runtimetest.OpLocalGet), uint64(i))
+		body = append(body, 0x42, 1, 0x7c) // i64.const 1; i64.add
+		body = runtimetest.ULEB(append(body, 0x21), uint64(i))
+	}
+	for range depth {
+		body = append(body, runtimetest.I32Const(0)...)
+		body = append(body, runtimetest.OpBrIf, 0, runtimetest.OpEnd)
+	}
+	return body, bytes.Repeat([]byte{runtimetest.I64}, locals)
 }

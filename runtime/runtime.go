@@ -639,7 +639,7 @@ func (r *Runtime) compileLocked(ctx context.Context, name string, wasm []byte, k
 		}
 	}
 	cctx := experimental.WithCompilationWorkers(r.hostCtx(ctx), r.workers)
-	cctx = experimental.WithCompileGate(cctx, func(ctx context.Context) (func(), error) {
+	cctx = experimental.WithCompileGate(cctx, func(ctx context.Context) (context.Context, func(), error) {
 		return r.admitCompile(ctx, binary)
 	})
 	compiled, err := target.CompileModule(cctx, binary)

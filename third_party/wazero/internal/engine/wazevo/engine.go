@@ -174,12 +174,13 @@ func (e *engine) CompileModule(ctx context.Context, module *wasm.Module, listene
 
 	// wasmbox: a compile (a miss of every cache) is admitted by the
 	// context's gate first, and holds what it admitted until it ends.
-	if gate, ok := ctx.Value(expctxkeys.CompileGate{}).(func(context.Context) (func(), error)); ok && gate != nil && !module.IsHostModule {
-		release, err := gate(ctx)
+	if gate, ok := ctx.Value(expctxkeys.CompileGate{}).(func(context.Context) (context.Context, func(), error)); ok && gate != nil && !module.IsHostModule {
+		gctx, release, err := gate(ctx)
 		if err != nil {
 			return err
 		}
 		defer release()
+		ctx = gctx
 	}
 
 	if wazevoapi.DeterministicCompilationVerifierEnabled {
