@@ -46,3 +46,36 @@ func TestCompileUnderJobDeadline(t *testing.T) {
 		t.Fatalf("job after the compile: %+v", res)
 	}
 }
+
+// A guest's own module (a script wrote it, ./x.wasm runs it) is compiled
+// under the job's context: the job ends at its deadline, classed as a
+// timeout, and the compile stops with it instead of going on to its end
+// for nobody (it did, and the module was then kept compiled).
+func TestGuestModuleCompileUnderJobDeadline(t *testing.T) {
+	rt, err := runtime.New(context.Background(), runtime.Config{DisableCache: true, CompilationWorkers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	ex := executor.New(rt)
+	fsys := vfs.NewMemFS()
+	// Under the caps, seconds of compile.
+	bin := runtimetest.NestedLoops(300, 1000, true)
+	if err := vfs.WriteExecutable(fsys, "/x.wasm", bin); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	res := ex.Run(ctx, executor.Job{Argv: []string{"/x.wasm"}, FS: fsys})
+	if res.Class != executor.ClassTimeout || res.ExitCode != executor.ExitTimeout {
+		t.Fatalf("job during the compile of its module: %+v", res)
+	}
+	for deadline := time.Now().Add(3 * time.Minute); runtime.CompilesInFlight() != 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the compile still runs after 3 minutes")
+		}
+	}
+	if rt.Cached(bin) {
+		t.Fatal("the compile went on to its end after the job's deadline")
+	}
+}

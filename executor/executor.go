@@ -319,12 +319,15 @@ func (e *Executor) PrecompileModules(ctx context.Context, names ...string) error
 
 func (e *Executor) compiled(ctx context.Context, r *registered) (*runtime.Module, error) {
 	r.once.Do(func() {
-		// The compile is not cancellable (wazero compiles to the end),
-		// and its result is kept for every later job: the first job's
-		// context must not decide it. It runs on its own goroutine so
-		// that a job waits for it only until its own deadline or cancel
-		// (a cold compile of a tool module takes seconds); the runtime's
-		// Close waits for it.
+		// The result is kept for every later job: the first job's
+		// context must not decide it, so the compile runs without its
+		// deadline (a guest's own module, in resolve, is compiled under
+		// the job's context and stops with it). It runs on its own
+		// goroutine so that a job waits for it only until its own
+		// deadline or cancel (a cold compile of a tool module takes
+		// seconds); the runtime's Close waits for it. These background
+		// compiles are bounded: one per registered module, each admitted
+		// under runtime.CompileMemory like every other compile.
 		r.done = make(chan struct{})
 		cctx := context.WithoutCancel(ctx)
 		go func() {

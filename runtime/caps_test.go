@@ -103,6 +103,13 @@ func TestHostileModules(t *testing.T) {
 			refused: "the element segments hold 1048576 entries (cap 262144)"},
 		{name: "huge table", bin: func() []byte { return runtimetest.BigElem(1, 1<<30) },
 			refused: "a table declares an initial size of 1073741824 entries (cap 262144)"},
+		// 49 KB that any script can write: wazero's SSA builder gives
+		// each loop header a parameter per local read inside it, 30
+		// million values (several GB of heap, minutes of compile).
+		{name: "3000 nested loops around 10000 locals", bin: func() []byte { return runtimetest.NestedLoops(3000, 10_000, false) },
+			refused: "function 0 would make 30000000 SSA block parameters (branches × locals) (cap 600000)"},
+		{name: "1000 nested loops changing 1000 locals", bin: func() []byte { return runtimetest.NestedLoops(1000, 1000, true) },
+			refused: "function 0 would make 2000000 SSA block parameters (branches × locals) (cap 600000)"},
 		{name: "element segment under the caps", bin: func() []byte { return runtimetest.BigElem(1000, 1000) }, exit: 0},
 		{name: "many functions", bin: func() []byte { return runtimetest.ManyFunctions(200_000) },
 			refused: "the module declares 200000 functions (cap 100000)"},

@@ -57,9 +57,9 @@
 // returns -1 as well (see the memory limit below).
 //
 // The caps sit at least 3-4 times above the largest legitimate modules
-// wasmbox runs, its tool modules (measured on the modules of wasm/ at this
-// commit; TestToolModulesWithinCaps in internal/wasmbin keeps a margin of
-// 3 whenever they are rebuilt):
+// wasmbox runs, its tool modules (measured on the modules of wasm/ and
+// wasm/python/ at this commit; TestToolModulesWithinCaps in
+// internal/wasmbin keeps a margin of 3 whenever they are rebuilt):
 //
 //	                            largest (module)        cap
 //	module size                 9.8 MB (shell)          64 MiB
@@ -68,10 +68,11 @@
 //	locals of a function        21 (coreutils)          50,000
 //	instructions of a function  124,251 (jq)            524,288
 //	branches of a function      6,902 (shell)           28,000
-//	br_table targets            3,744 (shell)           16,384
+//	br_table targets            14,648 (python)         49,152
 //	block nesting               2,962 (jq)              12,288
 //	calls of a function         2,744 (jq)              16,384
 //	memory accesses             30,702 (jq)             131,072
+//	SSA block parameters        192,672 (shell)         600,000
 //	estimated compile heap      ~225 MB (jq)            512 MiB
 //	functions                   4,836 (shell)           100,000
 //	table initial size          8,932 (shell)           262,144 (2 MiB)
@@ -89,14 +90,42 @@
 // 177 MB, jq 240 MiB / 295 MB, shell 180 MiB / 244 MB. The compile
 // memory of a function grows with its instructions, not its bytes: 1 MB
 // of loads, calls, ifs or br_table targets measured 0.7-2+ GiB of heap,
-// and ifs and br_ifs take time quadratic in their count (20,000 ifs:
-// 24 s). The caps per function bound each of these, and the estimated
+// and ifs and br_ifs took time quadratic in their count (20,000 ifs:
+// 24 s; wazero's loop detection walked the dominator tree from every
+// block, fixed by patch 9 of third_party/wazero: 28,000 ifs in a row now
+// take about a second of CPU). The caps per function bound each of these, and the estimated
 // compile heap (wasmbin.CostOf: the counts weighted by those measurements;
 // jq's largest function is estimated at ~225 MB, and jq as a whole
 // measured 240 MiB) bounds their sum, so a hostile function costs at most
 // about 512 MiB of heap to compile, per compilation worker, and a body at
-// the branch cap tens of seconds of compile time: a compile is not
-// bounded by a run's timeout.
+// the branch cap tens of seconds of compile time.
+//
+// The work of building SSA grows with the product of a function's blocks
+// and its variables: the builder gives a block a parameter for each
+// variable (param or local) that is read through it, so one function of
+// 3000 nested loops around 10,000 locals (49 KB) made 30 million of them,
+// gigabytes of heap and minutes of compile, under every cap of a count.
+// FuncShape.Phis bounds that product ((blocks, loops, ifs, branches and
+// br_table targets) × (params and locals)) at 600,000; a real phi costs
+// about 1 KB of heap (1,000 loops around 1,000 locals that each changes:
+// 990 MiB), so a function at that cap takes about 600 MB (300 loops
+// around 1,000 changing locals: 300 MiB measured, 591 MiB estimated).
+//
+// # Compiles
+//
+// A compile belongs to the context of its caller, a run: Compile returns
+// when the context ends, with its error, and wazero's compiler (patched,
+// see third_party/wazero/PATCHES.md) stops soon after: it polls the
+// context between functions, between the phases of one, every 256
+// opcodes while lowering and between blocks while allocating registers.
+// A compile that no cache answers is admitted first under
+// CompileMemory, a bound on the estimated compiler heap of all the
+// compiles of the process (CompileCost: the workers times the largest
+// function's Cost and Phis, plus the code, with fewer workers where that
+// would not fit; a compile that has to wait
+// waits only while its context lasts); a compile whose caller left is
+// counted until it has stopped. WithCompileReserve lets a memory budget
+// reserve the same estimate.
 //
 // # Errors
 //
@@ -245,7 +274,7 @@ type Runtime struct {
 	mu          sync.Mutex
 	modules     map[[32]byte]*Module
 	lru         *list.List // of *Module, unpinned only, most recent first
-	compileLock map[[32]byte]*sync.Mutex
+	compileLock map[[32]byte]*keyLock
 	ownWASI     bool
 	noSnapshot  bool
 	spares      int
@@ -265,7 +294,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		maxCached:   cfg.MaxCachedModules,
 		modules:     map[[32]byte]*Module{},
 		lru:         list.New(),
-		compileLock: map[[32]byte]*sync.Mutex{},
+		compileLock: map[[32]byte]*keyLock{},
 		noSnapshot:  cfg.NoSnapshots,
 		wazeroCheck: cfg.WazeroKillCheck,
 		spares:      cfg.Spares,
@@ -548,6 +577,17 @@ func (r *Runtime) Cached(wasm []byte) bool {
 // Compile compiles wasm (or returns the module already compiled from the
 // same bytes) and checks that the runtime provides every import. name is
 // used in messages. Concurrent calls with the same bytes compile once.
+//
+// A compile belongs to its caller's context: it waits for its turn under
+// CompileMemory (see CompileCost) only while ctx lasts, it stops soon
+// after ctx is done (wazero polls it inside the compile), and Compile
+// returns as soon as ctx is done with an error wrapping ctx's cause
+// (context.DeadlineExceeded for a run's timeout), while the compile winds
+// down in the background, still counted under CompileMemory until it has
+// (Close waits for it). A caller that wants the compile to finish for
+// later callers passes a context without a deadline
+// (context.WithoutCancel), as the executor does for its registered
+// modules.
 func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Module, error) {
 	if !IsWasm(wasm) {
 		return nil, fmt.Errorf("%s: %w", name, ErrNotWasm)
@@ -556,25 +596,65 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 	if m := r.lookup(key); m != nil {
 		return m, nil
 	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, fmt.Errorf("%s: compile: %w", name, err)
+	}
 	r.compiling.RLock()
-	defer r.compiling.RUnlock()
 	if r.closed {
+		r.compiling.RUnlock()
 		return nil, fmt.Errorf("%s: %w", name, ErrClosed)
 	}
+	// One compile per key: a second caller waits for the first one's
+	// result, or for its own context.
 	r.mu.Lock()
 	lk, ok := r.compileLock[key]
 	if !ok {
-		lk = &sync.Mutex{}
+		lk = &keyLock{ch: make(chan struct{}, 1)}
 		r.compileLock[key] = lk
 	}
+	lk.refs++
 	r.mu.Unlock()
-	lk.Lock()
-	defer func() {
-		lk.Unlock()
+	unref := func() {
 		r.mu.Lock()
-		delete(r.compileLock, key)
+		if lk.refs--; lk.refs == 0 {
+			delete(r.compileLock, key)
+		}
 		r.mu.Unlock()
+		r.compiling.RUnlock()
+	}
+	select {
+	case lk.ch <- struct{}{}:
+	case <-ctx.Done():
+		unref()
+		return nil, fmt.Errorf("%s: compile: %w", name, context.Cause(ctx))
+	}
+	type result struct {
+		m   *Module
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer unref()
+		defer func() { <-lk.ch }()
+		m, err := r.compileLocked(ctx, name, wasm, key)
+		done <- result{m, err}
 	}()
+	select {
+	case res := <-done:
+		return res.m, res.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: compile: %w", name, context.Cause(ctx))
+	}
+}
+
+// keyLock serializes the compiles of one module.
+type keyLock struct {
+	ch   chan struct{} // holds a token while a compile runs
+	refs int           // callers holding or waiting for it, under Runtime.mu
+}
+
+// compileLocked is Compile under the module's key lock.
+func (r *Runtime) compileLocked(ctx context.Context, name string, wasm []byte, key [32]byte) (*Module, error) {
 	if m := r.lookup(key); m != nil {
 		return m, nil
 	}
@@ -598,8 +678,14 @@ func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) (*Modul
 		}
 	}
 	cctx := experimental.WithCompilationWorkers(r.hostCtx(ctx), r.workers)
+	cctx = experimental.WithCompileGate(cctx, func(ctx context.Context) (context.Context, func(), error) {
+		return r.admitCompile(ctx, binary)
+	})
 	compiled, err := target.CompileModule(cctx, binary)
 	if err != nil {
+		if cerr := context.Cause(ctx); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("compile: %w", cerr)
+		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := r.checkImports(name, compiled); err != nil {

@@ -191,8 +191,16 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 	}
 	defer rt.Close(ctx)
 
+	// --timeout bounds the compile and the run together: a module that
+	// takes long to compile ends at the deadline, as a run does.
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
 	mod, err := compileWithNotice(ctx, a, rt, file, bin)
-	if err != nil {
+	compileTimedOut := err != nil && f.timeout > 0 && errors.Is(err, context.DeadlineExceeded)
+	if err != nil && !compileTimedOut {
 		return a.fail(err)
 	}
 
@@ -236,7 +244,12 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		out, errOut = &cappedBuffer{limit: outputCap}, &cappedBuffer{limit: outputCap}
 		job.Stdout, job.Stderr = out, errOut
 	}
-	res := ex.Run(runCtx, job)
+	var res executor.Result
+	if compileTimedOut {
+		res = executor.Result{ExitCode: executor.ExitTimeout, Class: executor.ClassTimeout, Err: err}
+	} else {
+		res = ex.Run(runCtx, job)
+	}
 	a.exit = res.ExitCode
 	if res.Err != nil {
 		fmt.Fprintf(job.Stderr, "wasmbox: %s\n", oneLine(res.Err))

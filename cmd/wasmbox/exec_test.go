@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wasmbox/wasmbox/runtime/runtimetest"
 	"github.com/wasmbox/wasmbox/wasm"
@@ -32,6 +33,11 @@ func fixtures(t *testing.T) (dir, cache string) {
 		"tablegrow.wasm": runtimetest.TableGrow(1<<20, 42),
 		"tablespin.wasm": runtimetest.TableGrow(1<<20, -1),
 		"locals.wasm":    runtimetest.ManyLocals(50_000_000),
+		// 49 KB that makes wazero build 30 million SSA values.
+		"loops.wasm": runtimetest.NestedLoops(3000, 10_000, false),
+		// Under the caps, seconds of compile; new bytes each time, so
+		// that no cache holds it.
+		"heavy.wasm": runtimetest.NestedLoops(300, 1000-int(time.Now().UnixNano()%100), true),
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
@@ -111,6 +117,12 @@ func TestExec(t *testing.T) {
 			stderr: "wasmbox: module closed with context deadline exceeded\n"},
 		{name: "refused module", args: []string{"exec", "--memory", "64MiB", "$DIR/locals.wasm"}, exit: 1,
 			stderr: "wasmbox: $DIR/locals.wasm: module refused: function 0 declares 50000000 locals (cap 50000)\n"},
+		{name: "nested loops refused", args: []string{"exec", "$DIR/loops.wasm"}, exit: 1,
+			stderr: "wasmbox: $DIR/loops.wasm: module refused: function 0 would make 30000000 SSA block parameters (branches × locals) (cap 600000)\n"},
+		// --timeout bounds the compile too: it ended with the module
+		// compiled, seconds later, before.
+		{name: "compile past the timeout", args: []string{"exec", "--timeout", "100ms", "$DIR/heavy.wasm"}, exit: 124,
+			stderr: "wasmbox: $DIR/heavy.wasm: compile: context deadline exceeded\n"},
 		{name: "default layout", args: []string{"exec", "$DIR/fsprobe.wasm", "ls", "/", "read", "/etc/group"},
 			stdout: "bin\ndev\netc\nhome\nroot\ntmp\nusr\nroot:x:0:\nuser:x:1000:\n"},
 		{name: "mount ro", args: []string{"exec", "--mount", "$DIR/data:/data", "$DIR/fsprobe.wasm", "read", "/data/hello.txt", "ls", "/data", "write", "/data/x", "y"},

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/wasmbox/wasmbox/audit"
+	wbruntime "github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/runtime/runtimetest"
 )
 
 // TestServe runs `wasmbox serve` for real: loopback TCP, real sandboxes,
@@ -218,4 +220,114 @@ func procRSS(t *testing.T) int64 {
 	var size, rss int64
 	fmt.Sscan(string(b), &size, &rss)
 	return rss * int64(os.Getpagesize())
+}
+
+// TestServeCompileHoldsNoWorker: in `wasmbox serve` with one worker, a
+// run whose script executes a module that takes seconds to compile (at
+// the caps, allowed) gives the worker back at its own timeout, and the
+// compile stops with it: another session's run gets the worker and
+// answers, and running the module again needs a compile again (it times
+// out again rather than exiting 0). Before, the run held the worker until
+// the compile ended (9-12 s for a 2 s timeout), and the compile finished
+// for nobody.
+func TestServeCompileHoldsNoWorker(t *testing.T) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	cache := filepath.Join(base, "wasmbox-test", "compile")
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- doMain([]string{"--cachedir", cache, "serve", "--listen", "127.0.0.1:0", "--workers", "1"},
+			strings.NewReader(""), pw, &stderr)
+		pw.Close()
+	}()
+	defer func() {
+		syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Error("serve did not stop")
+		}
+		// Close waited for the compiles in flight.
+		if n := wbruntime.CompilesInFlight(); n != 0 {
+			t.Errorf("%d compiles in flight after serve stopped", n)
+		}
+	}()
+	br := bufio.NewReader(pr)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no ready line: %v %s", err, stderr.String())
+	}
+	go io.Copy(io.Discard, br)
+	url := strings.TrimPrefix(strings.TrimSpace(line), "wasmbox: serving on ")
+	call := func(method, path, body string) (int, map[string]any) {
+		req, _ := http.NewRequest(method, url+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	newSession := func() string {
+		code, m := call("POST", "/v1/sessions", "")
+		id, _ := m["id"].(string)
+		if code != 201 || id == "" {
+			t.Fatalf("create: %d %v", code, m)
+		}
+		return id
+	}
+	heavy, other := newSession(), newSession()
+	// Warm: the shell of both sessions is compiled.
+	for _, id := range []string{heavy, other} {
+		if code, m := call("POST", "/v1/sessions/"+id+"/run", `{"script":"echo warm"}`); code != 200 || m["stdout"] != "warm\n" {
+			t.Fatalf("warm-up: %d %v", code, m)
+		}
+	}
+	// 300 loops each changing up to 1000 locals: under every cap,
+	// seconds of compile. Its bytes are new to the disk cache each time.
+	mod := runtimetest.NestedLoops(300, 1000-int(time.Now().UnixNano()%100), true)
+	if code, _ := call("PUT", "/v1/sessions/"+heavy+"/files?path=/home/user/x.wasm", string(mod)); code != 204 {
+		t.Fatalf("put: %d", code)
+	}
+	if code, m := call("POST", "/v1/sessions/"+heavy+"/run", `{"script":"chmod +x /home/user/x.wasm && echo ready"}`); code != 200 || m["stdout"] != "ready\n" {
+		t.Fatalf("chmod: %d %v", code, m)
+	}
+	const runX = `{"script":"/home/user/x.wasm; echo exit $?","timeout_ms":300}`
+	type result struct {
+		code int
+		m    map[string]any
+		d    time.Duration
+	}
+	first := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		code, m := call("POST", "/v1/sessions/"+heavy+"/run", runX)
+		first <- result{code, m, time.Since(start)}
+	}()
+	// The other session waits for the one worker, then gets it.
+	time.Sleep(50 * time.Millisecond) // let the heavy run take the worker first
+	code, m := call("POST", "/v1/sessions/"+other+"/run", `{"script":"echo ok"}`)
+	otherAt := time.Since(start)
+	if code != 200 || m["stdout"] != "ok\n" {
+		t.Fatalf("the other session: %d %v", code, m)
+	}
+	r := <-first
+	if r.code != 200 || r.m["error_class"] != "TIMEOUT" {
+		t.Fatalf("the heavy run: %d %v", r.code, r.m)
+	}
+	t.Logf("heavy run answered after %v, the other session after %v; compiles in flight now: %d",
+		r.d, otherAt, wbruntime.CompilesInFlight())
+	// The compile stopped with its run: the module is compiled again
+	// (and times out again) rather than found compiled.
+	code, m = call("POST", "/v1/sessions/"+heavy+"/run", runX)
+	if code != 200 || m["error_class"] != "TIMEOUT" {
+		t.Fatalf("running the module again: %d %v (the abandoned compile went on to its end)", code, m)
+	}
 }

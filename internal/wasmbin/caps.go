@@ -3,6 +3,8 @@ package wasmbin
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 )
 
 // ErrRefused is wrapped by the error of a module that exceeds a cap (see
@@ -115,6 +117,7 @@ func (c Caps) Check(s Shape) error {
 		{f.Depth, c.Func.Depth, fn(at.Depth, "nests blocks"), "deep"},
 		{f.Calls, c.Func.Calls, fn(at.Calls, "has"), "calls"},
 		{f.MemOps, c.Func.MemOps, fn(at.MemOps, "has"), "memory accesses"},
+		{f.Phis, c.Func.Phis, fn(at.Phis, "would make"), "SSA block parameters (branches × locals)"},
 		{f.Cost, c.Func.Cost, fn(at.Cost, "would take about"), "bytes to compile"},
 	}...)
 	for _, k := range checks {
@@ -131,6 +134,8 @@ func (c Caps) Check(s Shape) error {
 // than a count it missed.
 func ModuleShape(b []byte) (Shape, error) {
 	s := Shape{Size: uint64(len(b))}
+	var typeParams []uint64 // params of each type
+	var funcTypes []uint32  // type of each defined function
 	secs, err := Sections(b)
 	if err != nil {
 		return s, err
@@ -148,6 +153,7 @@ func ModuleShape(b []byte) (Shape, error) {
 					r.fail("type %d: form %#x", i, form)
 				}
 				p := uint64(len(r.bytes(r.count())))
+				typeParams = append(typeParams, p)
 				p += uint64(len(r.bytes(r.count())))
 				s.MaxTypeArity = max(s.MaxTypeArity, p)
 			}
@@ -178,7 +184,7 @@ func ModuleShape(b []byte) (Shape, error) {
 		case SecFunction:
 			s.Functions = uint64(r.count())
 			for i := uint64(0); i < s.Functions && r.err == nil; i++ {
-				r.u32()
+				funcTypes = append(funcTypes, r.u32())
 			}
 		case SecTable:
 			n := r.count()
@@ -223,7 +229,11 @@ func ModuleShape(b []byte) (Shape, error) {
 				if r.err != nil {
 					break
 				}
-				f, err := funcShape(body)
+				var params uint64
+				if i < uint64(len(funcTypes)) && uint64(funcTypes[i]) < uint64(len(typeParams)) {
+					params = typeParams[funcTypes[i]]
+				}
+				f, err := funcShape(body, params)
 				if err != nil {
 					return s, fmt.Errorf("function body %d: %w", i, err)
 				}
@@ -276,6 +286,14 @@ type FuncShape struct {
 	Depth     uint64 // the deepest nesting of blocks, loops and ifs
 	Calls     uint64 // calls, and instructions the compiler turns into calls to the host (memory.grow, table.*, bulk memory)
 	MemOps    uint64 // loads, stores and atomic accesses
+	Vars      uint64 // params and locals: the variables of SSA construction
+	// Phis bounds the block parameters (phis) wazero's SSA construction
+	// may create: one per basic block and variable, the basic blocks
+	// being at most Branches + BrTargets (every block, loop, if, else,
+	// br_if and br_table target starts one). A variable read inside n
+	// nested loops is a parameter of each of their headers, so 3000
+	// nested loops around 10,000 locals are 30 million (49 KB of wasm).
+	Phis uint64
 	// Cost estimates the bytes of Go heap wazero's optimizing compiler
 	// (v1.12) takes to compile the body: the counts above weighted by
 	// what each cost in measurements (see CostOf).
@@ -294,6 +312,33 @@ const (
 	costBrTarget = 2400
 )
 
+// costPhi is the compiler heap of one block parameter (FuncShape.Phis):
+// 3000 nested loops around 300 i64 locals that each loop changes (real
+// phis, through register allocation) measured 990 MiB for a million, and
+// read-only locals (phis the SSA passes remove) a tenth of that.
+const costPhi = 1024
+
+// costCodeByte is the compiler heap per byte of the code section that is
+// kept until the module's code is copied out (machine code, relocations,
+// per-function results of the workers).
+const costCodeByte = 16
+
+// CompileBytes estimates the Go heap a compile of a module of shape s
+// takes with the given number of compilation workers: each worker holds
+// at most one function's compiler state at a time, the largest function's
+// (FuncShape.Cost plus the block parameters of FuncShape.Phis; the largest
+// of each over the module's bodies, so an upper bound), and the machine
+// code of every function is kept until the end. It is what a compile
+// admits against a memory budget (runtime.CompileCost).
+func CompileBytes(s Shape, workers int) uint64 {
+	w := uint64(max(workers, 1))
+	if s.Functions < w {
+		w = max(s.Functions, 1)
+	}
+	perFunc := s.MaxFunc.Cost + mulSat(s.MaxFunc.Phis, costPhi)
+	return mulSat(w, perFunc) + mulSat(s.CodeBytes, costCodeByte)
+}
+
 // CostOf is the estimated compile cost of a body with f's counts.
 func CostOf(f FuncShape) uint64 {
 	return f.Instrs*costInstr + f.MemOps*costMemOp + f.Branches*costBranch + f.Calls*costCall + f.BrTargets*costBrTarget
@@ -302,7 +347,7 @@ func CostOf(f FuncShape) uint64 {
 // funcShape measures a function body, decoding every instruction. An
 // instruction the decoder does not know (a proposal wazero does not enable
 // by default) is an error wrapping ErrMalformed.
-func funcShape(body []byte) (FuncShape, error) {
+func funcShape(body []byte, params uint64) (FuncShape, error) {
 	f := FuncShape{Bytes: uint64(len(body))}
 	r := &reader{b: body}
 	for n, i := r.count(), uint32(0); i < n && r.err == nil; i++ {
@@ -349,8 +394,19 @@ func funcShape(body []byte) (FuncShape, error) {
 			return f, fmt.Errorf("%w: opcode %#x at offset %d", ErrMalformed, op, len(body)-len(r.b)-1)
 		}
 	}
+	f.Vars = params + f.Locals
+	f.Phis = mulSat(f.Branches+f.BrTargets, f.Vars)
 	f.Cost = CostOf(f)
 	return f, r.err
+}
+
+// mulSat is a*b, or the largest uint64 when that overflows.
+func mulSat(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	if hi != 0 {
+		return math.MaxUint64
+	}
+	return lo
 }
 
 // addFunc adds the measures of function i to the shape.
@@ -369,6 +425,8 @@ func (s *Shape) addFunc(i uint64, f FuncShape) {
 	up(&m.Depth, &at.Depth, f.Depth)
 	up(&m.Calls, &at.Calls, f.Calls)
 	up(&m.MemOps, &at.MemOps, f.MemOps)
+	up(&m.Vars, &at.Vars, f.Vars)
+	up(&m.Phis, &at.Phis, f.Phis)
 	up(&m.Cost, &at.Cost, f.Cost)
 }
 
@@ -548,10 +606,11 @@ var DefaultCaps = Caps{
 		Locals:    50_000,
 		Instrs:    512 << 10,
 		Branches:  28_000,
-		BrTargets: 16_384,
+		BrTargets: 48 << 10,
 		Depth:     12_288,
 		Calls:     16_384,
 		MemOps:    128 << 10,
+		Phis:      600_000,
 		Cost:      512 << 20,
 	},
 	CustomBytes: 32 << 20,

@@ -3,6 +3,7 @@ package wasmbin
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -151,6 +152,13 @@ func TestToolModulesWithinCaps(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no tool modules: %v", err)
 	}
+	// CPython and sqlite3 (C, through clang) have other shapes than Go's
+	// modules: many more locals and br_table targets.
+	more, err := filepath.Glob("../../wasm/python/*.wasm")
+	if err != nil || len(more) < 2 {
+		t.Fatalf("no python and sqlite3 modules: %v", err)
+	}
+	files = append(files, more...)
 	const margin = 3
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -184,7 +192,7 @@ func scaleShape(s Shape, k uint64) scaled {
 		&s.MaxTableMin, &s.Memories, &s.Globals, &s.Exports, &s.ElemSegments, &s.ElemEntries,
 		&s.DataSegments, &s.DataBytes, &s.CodeBytes, &s.CustomBytes,
 		&s.MaxFunc.Bytes, &s.MaxFunc.Locals, &s.MaxFunc.Instrs, &s.MaxFunc.Branches, &s.MaxFunc.BrTargets,
-		&s.MaxFunc.Depth, &s.MaxFunc.Calls, &s.MaxFunc.MemOps} {
+		&s.MaxFunc.Depth, &s.MaxFunc.Calls, &s.MaxFunc.MemOps, &s.MaxFunc.Vars, &s.MaxFunc.Phis} {
 		*p *= k
 	}
 	// The compile cost cap is what bounds the host's memory: it sits 2
@@ -218,5 +226,34 @@ func BenchmarkInstrumentLoopsShell(b *testing.B) {
 	b.SetBytes(int64(len(bin)))
 	for b.Loop() {
 		InstrumentLoops(bin)
+	}
+}
+
+// TestPhis: FuncShape.Phis is (branches + br_table targets) × (params +
+// locals), the params read from the function's type, and the cap on it
+// refuses with one line.
+func TestPhis(t *testing.T) {
+	// (i64, i64) -> (); one i32 local; loop { i32.const 0; br_table 0 0 0 0 }
+	body := []byte{1, 1, tI32, 0x03, 0x40, opI32Const, 0, 0x0e, 3, 0, 0, 0, 0, opEnd, opEnd}
+	bin := Encode([]Section{
+		sec(SecType, vec([]byte{0x60, 2, tI64, tI64, 0})),
+		sec(SecFunction, vec([]byte{0})),
+		sec(SecCode, vec(cat(AppendUleb(nil, uint32(len(body))), body))),
+	})
+	s, err := ModuleShape(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Branches: loop and br_table; targets: 3.
+	if f := s.MaxFunc; f.Vars != 3 || f.Branches != 2 || f.BrTargets != 3 || f.Phis != 15 {
+		t.Fatalf("shape %+v: want Vars 3, Branches 2, BrTargets 3, Phis 15", f)
+	}
+	_, err = ApplyCaps(bin, Caps{Func: FuncShape{Phis: 14}})
+	want := "module refused: function 0 would make 15 SSA block parameters (branches × locals) (cap 14)"
+	if err == nil || err.Error() != want {
+		t.Fatalf("ApplyCaps: %v, want %q", err, want)
+	}
+	if mulSat(1<<40, 1<<40) != math.MaxUint64 {
+		t.Fatal("mulSat wraps")
 	}
 }

@@ -119,3 +119,111 @@ func ManyFunctions(n int) []byte {
 	fs[0] = Func{Type: start, Export: "_start"}
 	return Module{HasMemory: true, MemoryMin: 1, Funcs: fs}.Encode()
 }
+
+// NestedLoops returns a module whose _start nests depth loops around a
+// body that reads each of its locals i64 locals (local.get; drop), then
+// exits 0. Small to write (depth 3000 and 10,000 locals is 49 KB) and
+// under every per-count cap, it makes wazero's SSA builder give every
+// enclosing loop header a block parameter per local read inside it: depth
+// × locals values, gigabytes of compiler heap. With phis, the body adds 1
+// to each local instead and every loop ends with a branch back to its
+// header that is never taken (br_if on 0), so that those parameters are
+// real phis that survive to register allocation.
+func NestedLoops(depth, locals int, phis bool) []byte {
+	var body []byte
+	for range depth {
+		body = append(body, OpLoop, OpBlockVoid)
+	}
+	for i := range locals {
+		body = ULEB(append(body, OpLocalGet), uint64(i))
+		if phis {
+			body = append(body, opI64Const, 1, opI64Add)
+			body = ULEB(append(body, opLocalSet), uint64(i))
+		} else {
+			body = append(body, OpDrop)
+		}
+	}
+	for range depth {
+		if phis {
+			body = append(body, I32Const(0)...)
+			body = append(body, OpBrIf, 0)
+		}
+		body = append(body, OpEnd)
+	}
+	return exitingModule(nil, nil, localDecl(locals), readLocalsAndExit(body, 0))
+}
+
+const (
+	opI64Const byte = 0x42
+	opI64Add   byte = 0x7c
+	opLocalSet byte = 0x21
+)
+
+// IfChain returns a module whose _start runs n ifs in sequence, the k-th
+// adding 1 to local k%locals (i64), and then reads every local: each of
+// the n merges is a place where SSA construction looks for each local.
+func IfChain(n, locals int) []byte {
+	var body []byte
+	for k := range n {
+		body = append(body, I32Const(int32(k&1))...)
+		body = append(body, opIf, OpBlockVoid)
+		body = ULEB(append(body, OpLocalGet), uint64(k%locals))
+		body = append(body, opI64Const, 1, opI64Add)
+		body = ULEB(append(body, opLocalSet), uint64(k%locals))
+		body = append(body, OpEnd)
+	}
+	return exitingModule(nil, nil, localDecl(locals), readLocalsAndExit(body, locals))
+}
+
+// BrTable returns a module whose _start changes each of its locals (i64)
+// inside blocks nested depth deep, then leaves them with a br_table of
+// targets labels (cycling over the blocks) and reads every local after
+// each block: every target is a trampoline block carrying every local.
+func BrTable(targets, depth, locals int) []byte {
+	var body []byte
+	for range depth {
+		body = append(body, opBlock, OpBlockVoid)
+	}
+	for i := range locals {
+		body = ULEB(append(body, OpLocalGet), uint64(i))
+		body = append(body, opI64Const, 1, opI64Add)
+		body = ULEB(append(body, opLocalSet), uint64(i))
+	}
+	body = append(body, I32Const(0)...)
+	body = ULEB(append(body, opBrTable), uint64(targets))
+	for k := range targets {
+		body = ULEB(body, uint64(k%depth))
+	}
+	body = append(body, 0) // default
+	for range depth {
+		body = append(body, OpEnd)
+		for i := range locals {
+			body = ULEB(append(body, OpLocalGet), uint64(i))
+			body = append(body, OpDrop)
+		}
+	}
+	return exitingModule(nil, nil, localDecl(locals), readLocalsAndExit(body, 0))
+}
+
+func localDecl(locals int) []byte {
+	if locals == 0 {
+		return nil
+	}
+	return append(ULEB([]byte{1}, uint64(locals)), I64)
+}
+
+// readLocalsAndExit appends reading locals locals, and exit(0).
+func readLocalsAndExit(body []byte, locals int) []byte {
+	for i := range locals {
+		body = ULEB(append(body, OpLocalGet), uint64(i))
+		body = append(body, OpDrop)
+	}
+	body = append(body, I32Const(0)...)
+	return append(body, Call(0)...)
+}
+
+const (
+	opBlock   byte = 0x02
+	opIf      byte = 0x04
+	opBrTable byte = 0x0e
+)

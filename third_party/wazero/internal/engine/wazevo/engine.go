@@ -18,6 +18,7 @@ import (
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/frontend"
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/ssa"
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/wazevoapi"
+	"github.com/wasmbox/wasmbox/third_party/wazero/internal/expctxkeys"
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/filecache"
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/platform"
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/version"
@@ -171,6 +172,17 @@ func (e *engine) CompileModule(ctx context.Context, module *wasm.Module, listene
 		return err
 	}
 
+	// wasmbox: a compile (a miss of every cache) is admitted by the
+	// context's gate first, and holds what it admitted until it ends.
+	if gate, ok := ctx.Value(expctxkeys.CompileGate{}).(func(context.Context) (context.Context, func(), error)); ok && gate != nil && !module.IsHostModule {
+		gctx, release, err := gate(ctx)
+		if err != nil {
+			return err
+		}
+		defer release()
+		ctx = gctx
+	}
+
 	if wazevoapi.DeterministicCompilationVerifierEnabled {
 		ctx = wazevoapi.NewDeterministicCompilationVerifierContext(ctx, len(module.CodeSection))
 	}
@@ -282,6 +294,10 @@ func (e *engine) compileModule(ctx context.Context, module *wasm.Module, listene
 		fe := frontend.NewFrontendCompiler(module, ssaBuilder, &cm.offsets, ensureTermination, withListener, needSourceInfo)
 
 		for i := range module.CodeSection {
+			if err := context.Cause(ctx); err != nil {
+				// wasmbox: canceled between functions, as the workers are.
+				return nil, err
+			}
 			if wazevoapi.DeterministicCompilationVerifierEnabled {
 				i = indexes[i]
 			}
@@ -292,6 +308,9 @@ func (e *engine) compileModule(ctx context.Context, module *wasm.Module, listene
 			needListener := len(listeners) > i && listeners[i] != nil
 			body, relsPerFunc, err := e.compileLocalWasmFunction(fctx, module, wasm.Index(i), fe, ssaBuilder, be, needListener)
 			if err != nil {
+				if cerr := context.Cause(ctx); cerr != nil {
+					return nil, cerr
+				}
 				return nil, fmt.Errorf("compile function %d/%d: %v", i, len(module.CodeSection)-1, err)
 			}
 
@@ -526,7 +545,12 @@ func (e *engine) compileLocalWasmFunction(
 	be.Init()
 
 	// Lower Wasm to SSA.
+	fe.SetStop(backend.StopFunc(ctx))
 	fe.LowerToSSA()
+	// wasmbox: a canceled compile stops between the phases of a function.
+	if err := context.Cause(ctx); err != nil {
+		return nil, nil, err
+	}
 	if wazevoapi.PrintSSA && wazevoapi.PrintEnabledIndex(ctx) {
 		fmt.Printf("[[[SSA for %s]]]%s\n", wazevoapi.GetCurrentFunctionName(ctx), ssaBuilder.Format())
 	}
@@ -537,6 +561,9 @@ func (e *engine) compileLocalWasmFunction(
 
 	// Run SSA-level optimization passes.
 	ssaBuilder.RunPasses()
+	if err := context.Cause(ctx); err != nil {
+		return nil, nil, err
+	}
 
 	if wazevoapi.PrintOptimizedSSA && wazevoapi.PrintEnabledIndex(ctx) {
 		fmt.Printf("[[[Optimized SSA for %s]]]%s\n", wazevoapi.GetCurrentFunctionName(ctx), ssaBuilder.Format())
@@ -550,6 +577,9 @@ func (e *engine) compileLocalWasmFunction(
 	// machine code.
 	original, rels, err := be.Compile(ctx)
 	if err != nil {
+		if cerr := context.Cause(ctx); cerr != nil {
+			return nil, nil, cerr
+		}
 		return nil, nil, fmt.Errorf("ssa->machine code: %v", err)
 	}
 

@@ -167,7 +167,16 @@ func (c *compiler) Compile(ctx context.Context) ([]byte, []RelocationInfo, error
 	if wazevoapi.DeterministicCompilationVerifierEnabled {
 		wazevoapi.VerifyOrSetDeterministicCompilationContextValue(ctx, "After lowering to ISA specific IR", c.Format())
 	}
+	if err := context.Cause(ctx); err != nil { // wasmbox: a cancelled compile stops between phases
+		return nil, nil, err
+	}
+	if s, ok := c.mach.(interface{ SetRegAllocStop(func() bool) }); ok {
+		s.SetRegAllocStop(StopFunc(ctx)) // and between the blocks of register allocation
+	}
 	c.RegAlloc()
+	if err := context.Cause(ctx); err != nil {
+		return nil, nil, err
+	}
 	if wazevoapi.PrintRegisterAllocated && wazevoapi.PrintEnabledIndex(ctx) {
 		fmt.Printf("[[[after regalloc for %s]]]%s\n", wazevoapi.GetCurrentFunctionName(ctx), c.Format())
 	}
@@ -399,4 +408,17 @@ func (c *compiler) GetFunctionABI(sig *ssa.Signature) *FunctionABI {
 
 	abi.Init(sig, c.argResultInts, c.argResultFloats)
 	return abi
+}
+
+// StopFunc (wasmbox) returns a cheap poll of whether ctx is done.
+func StopFunc(ctx context.Context) func() bool {
+	done := ctx.Done()
+	return func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
 }

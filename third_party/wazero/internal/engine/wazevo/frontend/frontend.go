@@ -14,6 +14,10 @@ import (
 // Compiler is in charge of lowering Wasm to SSA IR, and does the optimization
 // on top of it in architecture-independent way.
 type Compiler struct {
+	// stop (wasmbox), when set, is polled every few hundred opcodes:
+	// true ends the lowering early (the compile is abandoned).
+	stop func() bool
+
 	// Per-module data that is used across all functions.
 
 	m      *wasm.Module
@@ -667,3 +671,7 @@ func (c *Compiler) getKnownSafeBoundsAtTheEndOfBlocks(id ssa.BasicBlockID) known
 	}
 	return c.knownSafeBoundsAtTheEndOfBlocks[id]
 }
+
+// SetStop sets what the lowering polls to end early (wasmbox: a compile
+// whose context is done).
+func (c *Compiler) SetStop(stop func() bool) { c.stop = stop }

@@ -161,7 +161,10 @@ func (c *Compiler) lowerBody(entryBlk ssa.BasicBlock) {
 		followingBlock: c.ssaBuilder.ReturnBlock(),
 	})
 
-	for c.loweringState.pc < len(c.wasmFunctionBody) {
+	for n := 0; c.loweringState.pc < len(c.wasmFunctionBody); n++ {
+		if n&255 == 255 && c.stop != nil && c.stop() { // wasmbox
+			return
+		}
 		blkBeforeLowering := c.ssaBuilder.CurrentBlock()
 		c.lowerCurrentOpcode()
 		blkAfterLowering := c.ssaBuilder.CurrentBlock()

@@ -130,6 +130,17 @@ func passRedundantPhiEliminationOpt(b *builder) {
 		for blk := b.blockIteratorReversePostOrderNext(); blk != nil; blk = b.blockIteratorReversePostOrderNext() {
 			params := blk.params.View()
 			paramNum := len(params)
+			if paramNum > 0 {
+				// Resolve the aliases in the arguments once per
+				// predecessor so that we could use the previous
+				// iteration's result (wasmbox: upstream resolved every
+				// argument of the branch again for each parameter,
+				// params^2 work per block; no alias is added before
+				// the loop below ends, so once is the same).
+				for predIndex := range blk.preds {
+					b.resolveArgumentAlias(blk.preds[predIndex].branch)
+				}
+			}
 
 			for paramIndex := 0; paramIndex < paramNum; paramIndex++ {
 				phiValue := params[paramIndex]
@@ -138,8 +149,6 @@ func passRedundantPhiEliminationOpt(b *builder) {
 				nonSelfReferencingValue := ValueInvalid
 				for predIndex := range blk.preds {
 					br := blk.preds[predIndex].branch
-					// Resolve the alias in the arguments so that we could use the previous iteration's result.
-					b.resolveArgumentAlias(br)
 					pred := br.vs.View()[paramIndex]
 					if pred == phiValue {
 						// This is self-referencing: PHI from the same PHI.

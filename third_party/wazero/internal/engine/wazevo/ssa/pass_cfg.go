@@ -159,6 +159,14 @@ func subPassLoopDetection(b *builder) {
 			if pred.invalid {
 				continue
 			}
+			// wasmbox: a block precedes in reverse postorder every
+			// block it dominates, so a forward edge is never a back
+			// edge, and only the others walk the dominator chain
+			// (upstream walked it for every edge: blocks x dominator
+			// depth, quadratic for a chain of ifs).
+			if pred.reversePostOrder < blk.reversePostOrder {
+				continue
+			}
 			if b.isDominatedBy(pred, blk) {
 				blk.loopHeader = true
 			}
@@ -171,11 +179,18 @@ func subPassLoopDetection(b *builder) {
 func passBuildLoopNestingForest(b *builder) {
 	ent := b.entryBlk()
 	doms := b.dominators
+	// wasmbox: nearest[id] is the block's nearest strict dominator that
+	// is a loop header, or the entry. Upstream walked the dominator chain
+	// up from every block (blocks x dominator depth: minutes for 28,000
+	// ifs in a row); a block's immediate dominator comes before it in
+	// reverse postorder, so its answer is already known.
+	nearest := make([]*basicBlock, b.basicBlocksPool.Allocated())
 	for _, blk := range b.reversePostOrderedBasicBlocks {
 		n := doms[blk.id]
-		for !n.loopHeader && n != ent {
-			n = doms[n.id]
+		if !n.loopHeader && n != ent {
+			n = nearest[n.id]
 		}
+		nearest[blk.id] = n
 
 		if n == ent && blk.loopHeader {
 			b.loopNestingForestRoots = append(b.loopNestingForestRoots, blk)

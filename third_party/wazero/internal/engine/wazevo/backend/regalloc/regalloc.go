@@ -50,6 +50,9 @@ type (
 
 	// Allocator is a register allocator.
 	Allocator[I Instr, B Block[I], F Function[I, B]] struct {
+		// Stop (wasmbox), when set, is polled between blocks: true ends the
+		// allocation early and leaves it unusable (the compile is abandoned).
+		Stop func() bool
 		// regInfo is static per ABI/ISA, and is initialized by the machine during Machine.PrepareRegisterAllocator.
 		regInfo *RegisterInfo
 		// allocatableSet is a set of allocatable RealReg derived from regInfo. Static per ABI/ISA.
@@ -357,9 +360,18 @@ func (b *blockState[I, B, F]) dump(a *RegisterInfo) {
 // DoAllocation performs register allocation on the given Function.
 func (a *Allocator[I, B, F]) DoAllocation(f F) {
 	a.livenessAnalysis(f)
+	if a.stopped() {
+		return
+	}
 	a.alloc(f)
+	if a.stopped() {
+		return
+	}
 	a.determineCalleeSavedRealRegs(f)
 }
+
+// stopped reports whether Stop asks the allocation to end (wasmbox).
+func (a *Allocator[I, B, F]) stopped() bool { return a.Stop != nil && a.Stop() }
 
 func (a *Allocator[I, B, F]) determineCalleeSavedRealRegs(f F) {
 	a.allocatedCalleeSavedRegs = a.allocatedCalleeSavedRegs[:0]
@@ -401,6 +413,9 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 	var nilBlk B
 	var nilInstr I
 	for blk := f.PostOrderBlockIteratorBegin(); blk != nilBlk; blk = f.PostOrderBlockIteratorNext() {
+		if a.stopped() {
+			return
+		}
 		// We should gather phi value data.
 		for _, p := range f.BlockParams(blk, &a.vs) {
 			vs := s.getOrAllocateVRegState(p)
@@ -561,6 +576,9 @@ func (a *Allocator[I, B, F]) alloc(f F) {
 	// First we allocate each block in the reverse postorder (at least one predecessor should be allocated for each block).
 	var nilBlk B
 	for blk := f.ReversePostOrderBlockIteratorBegin(); blk != nilBlk; blk = f.ReversePostOrderBlockIteratorNext() {
+		if a.stopped() {
+			return
+		}
 		if wazevoapi.RegAllocLoggingEnabled {
 			fmt.Printf("========== allocating blk%d ========\n", blk.ID())
 		}

@@ -3780,3 +3780,7 @@ func (m *machine) lowerVFabs(instr *ssa.Instruction) {
 
 	m.copyTo(tmp, rd)
 }
+
+// SetRegAllocStop sets what the register allocator polls between blocks
+// to end early (wasmbox: a compile whose context is done).
+func (m *machine) SetRegAllocStop(stop func() bool) { m.regAlloc.Stop = stop }

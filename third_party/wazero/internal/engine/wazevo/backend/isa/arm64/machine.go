@@ -629,3 +629,7 @@ func (m *machine) addJmpTableTarget(targets ssa.Values) (index int) {
 	}
 	return
 }
+
+// SetRegAllocStop sets what the register allocator polls between blocks
+// to end early (wasmbox: a compile whose context is done).
+func (m *machine) SetRegAllocStop(stop func() bool) { m.regAlloc.Stop = stop }
