@@ -487,7 +487,9 @@ func (cfg *Config) varInd(vr Variable, idx syntax.ArithmExpr) (string, bool, err
 		if i < 0 {
 			// Negative indices count from one past the maximum index.
 			if i += internal.IndexedMax(vr.List, vr.Indexes) + 1; i < 0 {
-				return "", false, fmt.Errorf("negative array index")
+				// bash warns "bad array subscript" and reads nothing;
+				// the command still runs.
+				return "", false, nil
 			}
 		}
 		if str, ok := vr.indexedVal(i); ok {
@@ -502,7 +504,7 @@ func (cfg *Config) varInd(vr Variable, idx syntax.ArithmExpr) (string, bool, err
 			}
 			return strings.Join(strs, " "), vr.IsSet(), nil
 		}
-		val, err := Literal(cfg, idx.(*syntax.Word))
+		val, err := AssocKey(cfg, idx)
 		if err != nil {
 			return "", false, err
 		}
@@ -536,7 +538,7 @@ func (cfg *Config) assignElem(name string, vr Variable, idx syntax.ArithmExpr, v
 		key := "0"
 		if idx != nil {
 			var err error
-			if key, err = Literal(cfg, idx.(*syntax.Word)); err != nil {
+			if key, err = AssocKey(cfg, idx); err != nil {
 				return err
 			}
 		}
@@ -579,4 +581,50 @@ func (cfg *Config) namesByPrefix(prefix string) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// AssocKey expands the subscript of an associative array element. The
+// parser reads a subscript as arithmetic, as it cannot know the array's
+// kind: bash's key for A[i+1] is the text "i+1", with its expansions
+// done (A[$k+1] with k=x is "x+1"). The spacing inside an expression is
+// not kept (A[i + 1] is "i+1").
+func AssocKey(cfg *Config, idx syntax.ArithmExpr) (string, error) {
+	var b strings.Builder
+	var walk func(x syntax.ArithmExpr) error
+	walk = func(x syntax.ArithmExpr) error {
+		switch x := x.(type) {
+		case *syntax.Word:
+			s, err := Literal(cfg, x)
+			b.WriteString(s)
+			return err
+		case *syntax.BinaryArithm:
+			if err := walk(x.X); err != nil {
+				return err
+			}
+			b.WriteString(x.Op.String())
+			return walk(x.Y)
+		case *syntax.UnaryArithm:
+			if x.Post {
+				if err := walk(x.X); err != nil {
+					return err
+				}
+				b.WriteString(x.Op.String())
+				return nil
+			}
+			b.WriteString(x.Op.String())
+			return walk(x.X)
+		case *syntax.ParenArithm:
+			b.WriteByte('(')
+			if err := walk(x.X); err != nil {
+				return err
+			}
+			b.WriteByte(')')
+			return nil
+		case nil:
+			return nil
+		}
+		return fmt.Errorf("unsupported subscript")
+	}
+	err := walk(idx)
+	return b.String(), err
 }

@@ -150,7 +150,10 @@ type Runner struct {
 	// >0 to break or continue out of N enclosing loops
 	breakEnclosing, contnEnclosing int
 
-	inLoop       bool
+	// loopDepth is the number of loops that break and continue can
+	// leave: the enclosing loops of the current function (or of the
+	// script outside functions), as bash's loop_level.
+	loopDepth    int
 	inFunc       bool
 	inSource     bool
 	handlingTrap bool // whether we're currently in a trap callback

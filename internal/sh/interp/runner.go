@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"maps"
 	"math"
 	mathrand "math/rand/v2"
 	"os"
@@ -218,6 +219,12 @@ func (r *Runner) arithm(expr syntax.ArithmExpr) int {
 	return n
 }
 
+func (r *Runner) assocKey(idx syntax.ArithmExpr) string {
+	k, err := expand.AssocKey(r.ecfg, idx)
+	r.expandErr(err)
+	return k
+}
+
 func (r *Runner) fields(words ...*syntax.Word) []string {
 	strs, err := expand.Fields(r.ecfg, words...)
 	r.expandErr(err)
@@ -295,6 +302,11 @@ func (r *Runner) errf(format string, a ...any) {
 func (r *Runner) stop(ctx context.Context) bool {
 	// Some traps trigger on exit, so we do want those to run.
 	if !r.handlingTrap && (r.exit.returning || r.exit.exiting) {
+		return true
+	}
+	// A break or continue skips the rest of the loop's body, up to the
+	// loop that consumes it (loopControl).
+	if r.breakEnclosing > 0 || r.contnEnclosing > 0 {
 		return true
 	}
 	if err := ctx.Err(); err != nil {
@@ -464,6 +476,10 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				// TODO: there is likely a better way to do this.
 				prev.Local = false
 
+				if as.Append && as.Index != nil && as.Value != nil {
+					r.appendElem(prev, name, as)
+					continue
+				}
 				name, vr := r.assignVal(name, prev, as, "")
 				r.setVarWithIndex(prev, name, as.Index, vr)
 
@@ -594,12 +610,27 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		for !r.stop(ctx) && r.loopHookOK(ctx, cm.Pos()) {
 			oldNoErrExit := r.noErrExit
 			r.noErrExit = true
+			// break and continue work in the condition too, as in bash's
+			// execute_while_or_until: when the condition ends the loop,
+			// it consumes one; otherwise the body is skipped and consumes
+			// it (while break ends the loop, while continue loops on).
+			r.loopDepth++
 			r.stmts(ctx, cm.Cond)
+			r.loopDepth--
 			r.noErrExit = oldNoErrExit
 
 			stop := r.exit.ok() == cm.Until
 			r.exit.clear()
-			if stop || r.loopStmtsBroken(ctx, cm.Do) {
+			if stop {
+				if r.breakEnclosing > 0 {
+					r.breakEnclosing--
+				}
+				if r.contnEnclosing > 0 {
+					r.contnEnclosing--
+				}
+				break
+			}
+			if r.loopStmtsBroken(ctx, cm.Do) {
 				break
 			}
 		}
@@ -607,6 +638,11 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		switch y := cm.Loop.(type) {
 		case *syntax.WordIter:
 			name := y.Name.Value
+			if !syntax.ValidName(name) {
+				r.errf("`%s': not a valid identifier\n", name)
+				r.exit.code = 1
+				break
+			}
 			items := r.Params // for i; do ...
 
 			inToken := y.InPos.IsValid()
@@ -837,22 +873,22 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 						if vr.Indexes != nil {
 							idx = vr.Indexes[i]
 						}
-						r.outf("[%d]=%q", idx, v)
+						r.outf("[%d]=%s", idx, declQuote(v))
 					}
 					r.out(")\n")
 				case expand.Associative:
+					// bash ends every element with a space; its order is
+					// its hash table's, here the keys' sorted order.
 					r.outf("declare -%s %s=(", flags, name)
-					first := true
-					for k, v := range vr.Map {
-						if !first {
-							r.out(" ")
+					for _, k := range slices.Sorted(maps.Keys(vr.Map)) {
+						if strings.ContainsAny(k, " \t\n\"'\\$`[]|&;<>()*?~#=") || k == "" {
+							k = declQuote(k)
 						}
-						r.outf("[%s]=%q", k, v)
-						first = false
+						r.outf("[%s]=%s ", k, declQuote(vr.Map[k]))
 					}
 					r.out(")\n")
 				default:
-					r.outf("declare -%s %s=%q\n", flags, name, vr.Str)
+					r.outf("declare -%s %s=%s\n", flags, name, declQuote(vr.Str))
 				}
 				continue
 			}
@@ -1233,21 +1269,30 @@ func (r *Runner) loopHookOK(ctx context.Context, pos syntax.Pos) bool {
 }
 
 func (r *Runner) loopStmtsBroken(ctx context.Context, stmts []*syntax.Stmt) bool {
-	oldInLoop := r.inLoop
-	r.inLoop = true
-	defer func() { r.inLoop = oldInLoop }()
+	r.loopDepth++
+	defer func() { r.loopDepth-- }()
 	for _, stmt := range stmts {
 		r.stmt(ctx, stmt)
-		if r.contnEnclosing > 0 {
-			r.contnEnclosing--
-			return r.contnEnclosing > 0
-		}
-		if r.breakEnclosing > 0 {
-			r.breakEnclosing--
-			return true
+		if pending, stop := r.loopControl(); pending {
+			return stop
 		}
 	}
 	return false
+}
+
+// loopControl consumes, for one loop, a pending break or continue: pending
+// reports whether there was one, stop whether the loop must end (a break,
+// or a continue of an enclosing loop).
+func (r *Runner) loopControl() (pending, stop bool) {
+	if r.contnEnclosing > 0 {
+		r.contnEnclosing--
+		return true, r.contnEnclosing > 0
+	}
+	if r.breakEnclosing > 0 {
+		r.breakEnclosing--
+		return true, true
+	}
+	return false, false
 }
 
 func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
@@ -1270,6 +1315,10 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 		r.Params = args[1:]
 		oldInFunc := r.inFunc
 		r.inFunc = true
+		// A function's body is outside the caller's loops, as in bash:
+		// f() { break; }; for i in 1; do f; done breaks nothing.
+		oldLoopDepth := r.loopDepth
+		r.loopDepth = 0
 
 		// Functions run in a nested scope.
 		// Note that [Runner.exec] below does something similar.
@@ -1282,6 +1331,7 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 
 		r.Params = oldParams
 		r.inFunc = oldInFunc
+		r.loopDepth = oldLoopDepth
 		r.exit.returning = false
 		return
 	}
@@ -1344,4 +1394,63 @@ func (r *Runner) lstat(ctx context.Context, name string) (fs.FileInfo, error) {
 func (r *Runner) access(ctx context.Context, name string, mode AccessMode) error {
 	path := absPath(r.Dir, name)
 	return r.accessHandler(r.handlerCtx(ctx, handlerKindAccess, todoPos), path, mode)
+}
+
+// declQuote quotes a value as declare -p does: in double quotes, or as
+// $'...' when it holds a control character.
+func declQuote(s string) string {
+	ansi := false
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			ansi = true
+			break
+		}
+	}
+	var b strings.Builder
+	if !ansi {
+		b.WriteByte('"')
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; c {
+			case '"', '\\', '$', '`':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		b.WriteByte('"')
+		return b.String()
+	}
+	b.WriteString("$'")
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\n':
+			b.WriteString("\\n")
+		case '\t':
+			b.WriteString("\\t")
+		case '\r':
+			b.WriteString("\\r")
+		case '\a':
+			b.WriteString("\\a")
+		case '\b':
+			b.WriteString("\\b")
+		case '\f':
+			b.WriteString("\\f")
+		case '\v':
+			b.WriteString("\\v")
+		case 0x1b:
+			b.WriteString("\\E")
+		case '\'', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			if c < 0x20 || c == 0x7f {
+				fmt.Fprintf(&b, "\\%03o", c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
 }

@@ -1,0 +1,110 @@
+package shell
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// fidelityCases are scripts on which the interpreter crashed, hung or
+// differed from bash (issue 22). Their expected stdout and status are
+// GNU bash 5.2's: WASMBOX_BASH=/bin/bash go test ./shell -run
+// TestFidelityCasesAgainstBash checks them against a real bash.
+var fidelityCases = []scriptCase{
+	// Arithmetic on array elements: the operand of ++, -- and the
+	// assignment operators may be name[subscript] (it panicked).
+	{"arith assoc count", `declare -A c; for w in a b a; do ((c[$w]++)); done; echo ${c[a]} ${c[b]}`, "2 1\n", 0, ""},
+	{"arith elem assign ops", `a=(1 2 3); i=1; (( a[i] += 5 )); echo ${a[@]}; (( a[i++]++ )); echo ${a[@]} $i; (( ++a[0], a[5] = 7, a[2] *= 2 )); echo ${a[@]}; (( a[-1]-- )); echo ${a[5]}`,
+		"1 7 3\n1 8 3 2\n2 8 6 7\n6\n", 0, ""},
+	{"arith elem keeps attributes", `x=5; export x; (( x++ )); declare -p x; declare -A m; (( m[k] = 3 )); (( m[k] <<= 2 )); declare -p m`, "declare -x x=\"6\"\ndeclare -A m=([k]=\"12\" )\n", 0, ""},
+	{"arith elem of unset array", `(( b[3] = 7 )); declare -p b; (( n++ )); echo $n`, "declare -a b=([3]=\"7\")\n1\n", 0, ""},
+	// declare -A m=(k v ...): keys and values alternate (it panicked).
+	{"assoc key value pairs", `declare -A A=(k v); declare -p A; declare -A B=(k v x); echo "${B[k]}|${B[x]}|${#B[@]}"; declare -A C=([a]=1 b); echo "${C[a]} ${#C[@]} s=$?"`,
+		"declare -A A=([k]=\"v\" )\nv||2\n1 1 s=0\n", 0, "must use subscript"},
+	// break and continue (two of them hung).
+	{"break bad count", "x=oops\nwhile true; do echo hi; break $x; echo no; done\necho never", "hi\n", 128, "numeric argument required"},
+	{"break in loop condition", `while break; do echo x; done; echo done; for i in 1 2 3; do echo i=$i; while break; do echo x; done; done; i=0; while ((i++ < 2)); do echo $i; until continue; do echo no; done; done`,
+		"done\ni=1\ni=2\ni=3\n1\n2\n", 0, ""},
+	{"break skips the rest of the body", `for i in 1 2; do { break; echo no; }; done; echo a; for i in 1 2; do if break; then echo no; fi; echo no2; done; echo b; for i in 1 2; do echo $i; { continue; echo no; }; done; for i in 1 2; do case x in x) break; echo no;; esac; done; for i in 1 2; do true && break; echo no; done; echo c`,
+		"a\nb\n1\n2\nc\n", 0, ""},
+	{"break counts", `for i in 1 2; do for j in a b; do echo $i$j; continue 2; done; done; for i in 1 2; do for j in a b; do echo $i$j; break 5; done; done; for i in 1 2; do break 0; echo $i; done; echo s=$?;`,
+		"1a\n2a\n1a\ns=1\n", 0, "loop count out of range"},
+	{"break outside a function's loops", `f() { break; }; for i in 1 2; do f; echo in$i; done; g() { for i in 1 2 3; do echo g$i; return 4; done; }; g; echo r=$?; for i in 1 2 3; do echo $i; eval break; done`,
+		"in1\nin2\ng1\nr=4\n1\n", 0, "only meaningful in a `for', `while', or `until' loop"},
+	// Variables whose name is not valid are refused (they reached the
+	// session's state and broke its wire format).
+	{"for with an invalid name", "for - in a b; do echo hi; done; echo s=$?", "s=1\n", 0, "`-': not a valid identifier"},
+	{"nameref to a[@] written", `declare -n r='a[@]'; a=(1 2); r=(X Y)`, "", 1, "`a[@]': not a valid identifier"},
+	// A subscript the parser read as arithmetic is an associative key's
+	// text (it panicked).
+	{"assoc arithmetic-looking key", `declare -A A; i=1; A[i+1]=x; A["i+1"]+=y; echo ${A[i+1]} ${A["i+1"]} ${!A[@]}; echo ${A[$i+1]-unset}`, "xy xy i+1\nunset\n", 0, ""},
+	// a[i]+=x appends to one element (it appended to element 0).
+	{"append to an element", `b=(x y); b[1]+=z; b[5]+=w; b[0]+=q; declare -p b; i=0; b[i++]+=r; echo $i ${b[0]}; s=str; s[0]+=X; s[2]+=Y; declare -p s; declare -A m=([k]=v); m[k]+=w; m[new]+=n; echo ${m[k]} ${m[new]}; u[3]+=x; declare -p u`,
+		"declare -a b=([0]=\"xq\" [1]=\"yz\" [5]=\"w\")\n1 xqr\ndeclare -a s=([0]=\"strX\" [2]=\"Y\")\nvw n\ndeclare -a u=([3]=\"x\")\n", 0, ""},
+	{"negative subscript out of range", `a=(0 1 2); echo x ${a[-5]} y; echo s=$?; a[-1]+=0; (( a[-1] += 40 )); echo ${a[@]}`, "x y\ns=0\n0 1 60\n", 0, ""},
+}
+
+func TestFidelity(t *testing.T) {
+	for _, c := range fidelityCases {
+		t.Run(c.name, func(t *testing.T) {
+			ts := newTestShell(t, nil)
+			out, errOut, code, err := ts.run(t, c.script)
+			if err != nil {
+				t.Fatalf("Run error: %v (stderr %q)", err, errOut)
+			}
+			if out != c.stdout || code != c.code {
+				t.Errorf("script %q:\n got stdout %q, status %d\nwant stdout %q, status %d\nstderr: %q", c.script, out, code, c.stdout, c.code, errOut)
+			}
+			if c.wantErr != "" && !contains(errOut, c.wantErr) {
+				t.Errorf("stderr %q does not contain %q", errOut, c.wantErr)
+			}
+			// The session's state must stay encodable (shell/wire
+			// refuses a variable whose name is not valid).
+			st, err := ts.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range st.Vars {
+				if !syntax.ValidName(v.Name) {
+					t.Errorf("state holds variable %q", v.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestFidelityCasesAgainstBash checks the expectations of fidelityCases
+// against the bash named by WASMBOX_BASH (skipped when it is not set).
+func TestFidelityCasesAgainstBash(t *testing.T) {
+	bash := os.Getenv("WASMBOX_BASH")
+	if bash == "" {
+		t.Skip("WASMBOX_BASH is not set")
+	}
+	for _, c := range fidelityCases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(bash, "-c", c.script)
+			cmd.Dir = t.TempDir()
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/home/user", "USER=user", "LANG=C.UTF-8"}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			code := 0
+			if err := cmd.Run(); err != nil {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) {
+					t.Fatal(err)
+				}
+				code = ee.ExitCode()
+			}
+			if stdout.String() != c.stdout || code != c.code {
+				t.Errorf("bash gives stdout %q, status %d; the case wants %q, %d", stdout.String(), code, c.stdout, c.code)
+			}
+			if c.wantErr != "" && !contains(stderr.String(), c.wantErr) {
+				t.Errorf("bash's stderr %q does not contain %q", stderr.String(), c.wantErr)
+			}
+		})
+	}
+}
