@@ -46,6 +46,14 @@ var fidelityCases = []scriptCase{
 	{"append to an element", `b=(x y); b[1]+=z; b[5]+=w; b[0]+=q; declare -p b; i=0; b[i++]+=r; echo $i ${b[0]}; s=str; s[0]+=X; s[2]+=Y; declare -p s; declare -A m=([k]=v); m[k]+=w; m[new]+=n; echo ${m[k]} ${m[new]}; u[3]+=x; declare -p u`,
 		"declare -a b=([0]=\"xq\" [1]=\"yz\" [5]=\"w\")\n1 xqr\ndeclare -a s=([0]=\"strX\" [2]=\"Y\")\nvw n\ndeclare -a u=([3]=\"x\")\n", 0, ""},
 	{"negative subscript out of range", `a=(0 1 2); echo x ${a[-5]} y; echo s=$?; a[-1]+=0; (( a[-1] += 40 )); echo ${a[@]}`, "x y\ns=0\n0 1 60\n", 0, ""},
+	// The word of ${x:-word} and the like is expanded only when used.
+	{"unused word not expanded", `x=set; echo ${x:-$(echo ran >&2; touch f1)} ${x-$(touch f2)} ${u:+$(touch f3)} ${u+$(touch f4)} ${x=$(touch f5)} ${x?$(touch f6)} ${x:?$(touch f7)} ${x:=$(touch f8)} "${x:-$(touch f9)}" "${u:+$(touch f10)}"; a=(1); echo "${a[@]:-$(touch f11)}" "${@:+$(touch f12)}"; echo files: f*; echo ${u:-$(echo used)}`,
+		"set set set set set set set \n1\nfiles: f*\nused\n", 0, ""},
+	{"list default and alternate", `a=(); set --; printf '<%s>' "${a[@]:-x y}" "${a[@]-z}" "${a[@]:+alt}" "${@:-p}" "${@:+q}"; echo
+a=(1 2); set -- a b; printf '<%s>' "${a[@]:-x y}" "${a[@]-z}" "${a[@]:+alt}" "${@:-p}" "${@:+q}" "${a[*]:-s}"; echo
+a=(""); set -- ""; printf '<%s>' "${a[@]:-x}" "${a[@]-z}" "${a[@]:+alt}" "${a[@]+alt2}" "${@:-p}" "${@:+q}" "${@+r}"; echo
+unset a; printf '<%s>' "${a[@]-unset}" "${a[@]+no}"; echo`,
+		"<x y><z><p>\n<1><2><1><2><alt><a><b><q><1 2>\n<x><><><alt2><p><><r>\n<unset>\n", 0, ""},
 }
 
 func TestFidelity(t *testing.T) {

@@ -865,6 +865,9 @@ func (cfg *Config) quotedElemFields(pe *syntax.ParamExp) ([]string, error) {
 		return nil, nil
 	}
 	if elems, star, ok := cfg.listElems(pe); ok {
+		if fields, ok, err := cfg.listWordOp(pe, elems, star); ok {
+			return fields, err
+		}
 		// Operators like "${foo[@]#prefix}" apply to each element.
 		elems, err := cfg.perElemOps(pe, elems)
 		if err != nil {
@@ -876,10 +879,45 @@ func (cfg *Config) quotedElemFields(pe *syntax.ParamExp) ([]string, error) {
 		return elems, nil
 	}
 	if nodeLit(pe.Index) == "@" && !cfg.Env.Get(name).IsSet() {
+		if fields, ok, err := cfg.listWordOp(pe, nil, false); ok {
+			return fields, err
+		}
 		// An unset "${name[@]}" produces zero fields, like an empty array.
 		return []string{}, nil
 	}
 	return nil, nil
+}
+
+// listWordOp expands "${a[@]:-word}", "${@+word}" and the like: the list
+// is unset when it has no elements, null when "${a[*]}" is; an unused
+// word leaves the list's own fields. ok is false for other operators.
+func (cfg *Config) listWordOp(pe *syntax.ParamExp, elems []string, star bool) ([]string, bool, error) {
+	if pe.Exp == nil {
+		return nil, false, nil
+	}
+	use, ok := useWord(pe.Exp.Op, len(elems) > 0, cfg.ifsJoin(elems) == "")
+	if !ok {
+		return nil, false, nil
+	}
+	switch pe.Exp.Op {
+	case syntax.AssignUnset, syntax.AssignUnsetOrNull,
+		syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+		return nil, false, nil // as a single string, by paramExp
+	}
+	if !use {
+		if star {
+			return []string{cfg.ifsJoin(elems)}, true, nil
+		}
+		if elems == nil {
+			elems = []string{} // zero fields, not "no special case"
+		}
+		return elems, true, nil
+	}
+	arg, err := Literal(cfg, pe.Exp.Word)
+	if err != nil {
+		return nil, true, err
+	}
+	return []string{arg}, true, nil
 }
 
 // sliceElems applies ${var:offset:length} slicing to a list of elements.

@@ -211,53 +211,33 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 		}
 		str = join(elems)
 	case pe.Exp != nil:
+		op := pe.Exp.Op
+		if use, ok := useWord(op, set, str == ""); ok {
+			// ${x:-word} and the like: word is expanded only when it
+			// is used, as in bash (${x:-$(cmd)} runs cmd only then).
+			if !use {
+				break
+			}
+			arg, err := Literal(cfg, pe.Exp.Word)
+			if err != nil {
+				return "", err
+			}
+			switch op {
+			case syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+				return "", UnsetParameterError{Node: pe, Message: arg}
+			case syntax.AssignUnset, syntax.AssignUnsetOrNull:
+				if err := cfg.assignElem(name, vr, index, arg); err != nil {
+					return "", err
+				}
+			}
+			str = arg
+			break
+		}
 		arg, err := Literal(cfg, pe.Exp.Word)
 		if err != nil {
 			return "", err
 		}
-		switch op := pe.Exp.Op; op {
-		case syntax.AlternateUnsetOrNull:
-			if str == "" {
-				break
-			}
-			fallthrough
-		case syntax.AlternateUnset:
-			if set {
-				str = arg
-			}
-		case syntax.DefaultUnset:
-			if set {
-				break
-			}
-			fallthrough
-		case syntax.DefaultUnsetOrNull:
-			if str == "" {
-				str = arg
-			}
-		case syntax.ErrorUnset:
-			if set {
-				break
-			}
-			fallthrough
-		case syntax.ErrorUnsetOrNull:
-			if str == "" {
-				return "", UnsetParameterError{
-					Node:    pe,
-					Message: arg,
-				}
-			}
-		case syntax.AssignUnset:
-			if set {
-				break
-			}
-			fallthrough
-		case syntax.AssignUnsetOrNull:
-			if str == "" {
-				if err := cfg.assignElem(name, vr, index, arg); err != nil {
-					return "", err
-				}
-				str = arg
-			}
+		switch op {
 		case syntax.RemSmallPrefix, syntax.RemLargePrefix,
 			syntax.RemSmallSuffix, syntax.RemLargeSuffix:
 			str = join(cfg.removePatternElems(op, arg, elems))
@@ -320,6 +300,24 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 	return str, nil
 }
 
+// useWord tells, for the operators that use their word only sometimes
+// (ok), whether the word is used: ${x-w} ${x:-w} ${x=w} ${x:=w} ${x?w}
+// ${x:?w} when x is unset (or, with the colon, null), ${x+w} ${x:+w}
+// otherwise.
+func useWord(op syntax.ParExpOperator, set, null bool) (use, ok bool) {
+	switch op {
+	case syntax.DefaultUnset, syntax.AssignUnset, syntax.ErrorUnset:
+		return !set, true
+	case syntax.DefaultUnsetOrNull, syntax.AssignUnsetOrNull, syntax.ErrorUnsetOrNull:
+		return !set || null, true
+	case syntax.AlternateUnset:
+		return set, true
+	case syntax.AlternateUnsetOrNull:
+		return set && !null, true
+	}
+	return false, false
+}
+
 func removePattern(str, pat string, fromEnd, shortest bool) string {
 	var mode pattern.Mode
 	if shortest {
@@ -359,6 +357,9 @@ func (cfg *Config) perElemOps(pe *syntax.ParamExp, elems []string) ([]string, er
 	case pe.Repl != nil:
 		return cfg.replaceElems(pe.Repl, elems)
 	case pe.Exp != nil:
+		if _, ok := useWord(pe.Exp.Op, false, false); ok {
+			return elems, nil // not per element; see quotedElemFields
+		}
 		arg, err := Literal(cfg, pe.Exp.Word)
 		if err != nil {
 			return nil, err
