@@ -54,6 +54,34 @@ a=(1 2); set -- a b; printf '<%s>' "${a[@]:-x y}" "${a[@]-z}" "${a[@]:+alt}" "${
 a=(""); set -- ""; printf '<%s>' "${a[@]:-x}" "${a[@]-z}" "${a[@]:+alt}" "${a[@]+alt2}" "${@:-p}" "${@:+q}" "${@+r}"; echo
 unset a; printf '<%s>' "${a[@]-unset}" "${a[@]+no}"; echo`,
 		"<x y><z><p>\n<1><2><1><2><alt><a><b><q><1 2>\n<x><><><alt2><p><><r>\n<unset>\n", 0, ""},
+	// $_ is the last argument of the last simple command.
+	{"$_", "echo a b >/dev/null; echo \"[$_]\"; true x; echo \"[$_]\"; (( 1 )); [[ 1 ]]; echo \"[$_]\"; f() { echo \"in[$_]\"; }; f arg1 arg2; echo \"[$_]\"; echo e >/dev/null; true | echo \"p[$_]\"; echo $(echo zz) >/dev/null; echo \"[$_]\"; x=1; echo \"[$_]\"\necho l1 >/dev/null\necho \"[$_]\"",
+		"[b]\n[x]\n[[x]]\nin[[[x]]]\n[arg2]\np[e]\n[zz]\n[]\n[l1]\n", 0, ""},
+	// $$ is the shell's pid in pipeline stages too (it was empty there).
+	{"$$ in a pipeline", `echo $$ | { read p; [ "$p" = "$$" ] && echo same; }; { echo "$$"; } | { read q; [ "$q" = $$ ] && echo same2; }; x=$(echo $$ | cat); [ "$x" = "$$" ] && echo same3; [ -n "$$" ] && echo set`,
+		"same\nsame2\nsame3\nset\n", 0, ""},
+	// ${s/#p/r} and ${s/%p/r} anchor the pattern.
+	{"anchored substitution", `s=aXbXc; echo ${s/#a/Z} ${s/#X/Z} ${s/%c/Z} ${s/%X/Z} ${s/#/P} ${s/%/S}
+s=aaXaa; echo ${s/#a*/1} ${s/%a*/2} ${s/#*a/3} ${s/%*a/4} ${s//#a/5}; t='#a'; echo ${t/\#a/Q} ${t/"#a"/Q}; p='#a'; echo ${t/$p/R}; q='%a'; echo ${s/$q/W}
+a=(ab ba); echo "${a[@]/#b/X}" "${a[@]/%b/Y}"; set -- x1 1x; echo "${@/#1/-}" "${@/%1/+}"`,
+		"ZXbXc aXbXc aXbXZ aXbXc PaXbXc aXbXcS\n1 2 3 4 aaXaa\nQ Q\n#a\naaXaW\nab Xa aY ba\nx1 -x x+ 1x\n", 0, ""},
+	// "x$@y" is one word per argument.
+	{"$@ inside a string", `set -- 1 2; printf '<%s>' "x$@y"; echo; printf '<%s>' "x${@}y" "$@" "a$*b" "-$@-$@-"; echo
+set --; printf '<%s>' "x$@y" "$@" "${x}$@" "$@$@"; echo
+a=(p "q r"); printf '<%s>' "<${a[@]}>" "${a[@]/#/+}x" "${a[*]}"; echo
+set -- "a b"; printf '<%s>' "[$@]"; echo; set -- 1 2; v="x$@y"; echo "$v"`,
+		"<x1><2y>\n<x1><2y><1><2><a1 2b><-1><2-1><2->\n<xy>\n<<p><q r>><+p><+q rx><p q r>\n<[a b]>\nx1 2y\n", 0, ""},
+	// A non-whitespace IFS character ends a field, an empty one too.
+	{"IFS empty fields", `IFS=:; v='a::b:'; printf '<%s>' $v; echo; v=':a'; printf '<%s>' $v x$v; echo; v='a::'; printf '<%s>' $v; echo
+IFS=' :'; v=' a : b  c :: d '; printf '<%s>' $v; echo; v=' : a'; printf '<%s>' $v; echo
+IFS=:; set -- "a:" b ":c"; printf '<%s>' $@; echo; printf '<%s>' $*; echo
+IFS=,; v='1,,2'; for f in $v; do echo "[$f]"; done
+unset IFS; v='  a   b  '; printf '<%s>' $v; echo; e=; printf '<%s>' $e ""$e; echo
+IFS=:; v=':'; printf '<%s>' $v; echo; v='::'; printf '<%s>' $v; echo; printf '<%s>' $(echo 'x::y'); echo`,
+		"<a><><b>\n<><a><x><a>\n<a><>\n<a><b><c><><d>\n<><a>\n<a><><b><><c>\n<a><><b><><c>\n[1]\n[]\n[2]\n<a><b>\n<>\n<>\n<><>\n<x><><y>\n", 0, ""},
+	// A bare return keeps $?.
+	{"bare return", `f() { false; return; }; f; echo r=$?; g() { (exit 3); return; }; g; echo r=$?; h() { true; return; }; h; echo r=$?; k() { if false; then :; else return; fi; }; k; echo r=$?`,
+		"r=1\nr=3\nr=0\nr=1\n", 0, ""},
 }
 
 func TestFidelity(t *testing.T) {

@@ -382,7 +382,29 @@ func (cfg *Config) replaceElems(repl *syntax.Replace, elems []string) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	if orig == "" {
+	// ${s/#p/r} and ${s/%p/r} anchor p at the start or the end; the # or
+	// % may come from an unquoted expansion, but not be quoted or escaped.
+	var anchored *regexp.Regexp
+	quoted := false
+	if repl.Orig != nil && len(repl.Orig.Parts) > 0 {
+		switch repl.Orig.Parts[0].(type) {
+		case *syntax.DblQuoted, *syntax.SglQuoted:
+			quoted = true
+		}
+	}
+	if !repl.All && !quoted && (strings.HasPrefix(orig, "#") || strings.HasPrefix(orig, "%")) {
+		expr, err := pattern.Regexp(orig[1:], 0)
+		if err != nil {
+			return elems, nil
+		}
+		if orig[0] == '#' {
+			expr = "^(?:" + expr + ")"
+		} else {
+			expr = "(?:" + expr + ")$"
+		}
+		anchored = regexp.MustCompile(expr)
+		anchored.Longest() // bash replaces the longest match
+	} else if orig == "" {
 		return elems, nil // nothing to replace
 	}
 	with, err := Literal(cfg, repl.With)
@@ -395,7 +417,14 @@ func (cfg *Config) replaceElems(repl *syntax.Replace, elems []string) ([]string,
 	}
 	out := make([]string, len(elems))
 	for i, elem := range elems {
-		locs := findAllIndex(orig, elem, n)
+		var locs [][]int
+		if anchored != nil {
+			if loc := anchored.FindStringIndex(elem); loc != nil {
+				locs = [][]int{loc}
+			}
+		} else {
+			locs = findAllIndex(orig, elem, n)
+		}
 		sb := cfg.strBuilder()
 		last := 0
 		for _, loc := range locs {

@@ -154,6 +154,9 @@ type Runner struct {
 	// leave: the enclosing loops of the current function (or of the
 	// script outside functions), as bash's loop_level.
 	loopDepth    int
+
+	// lastArg is $_, the last argument of the last simple command.
+	lastArg string
 	inFunc       bool
 	inSource     bool
 	handlingTrap bool // whether we're currently in a trap callback
@@ -1192,6 +1195,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		exit:           r.exit,
 		lastExit:       r.lastExit,
 		pipeStatus:     r.pipeStatus,
+		lastArg:        r.lastArg,
 		fds:            r.borrowedFDs(),
 		lastPID:        r.lastPID,
 		bashPID:        int(r.lastPID.Add(1)),

@@ -504,6 +504,7 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 			if r.exit.ok() {
 				r.exit = r.lastExpandExit
 			}
+			r.lastArg = ""
 			break
 		}
 
@@ -537,6 +538,8 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		for _, restore := range restores {
 			r.setVar(restore.name, restore.vr)
 		}
+		// $_ is the last argument of the last simple command.
+		r.lastArg = fields[len(fields)-1]
 	case *syntax.BinaryCmd:
 		switch cm.Op {
 		case syntax.AndStmt, syntax.OrStmt:

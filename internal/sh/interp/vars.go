@@ -208,6 +208,8 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 		cryptorand.Read(p[:])
 		n := binary.NativeEndian.Uint32(p[:])
 		vr.Kind, vr.Str = expand.String, strconv.FormatUint(uint64(n), 10)
+	case "_":
+		vr.Kind, vr.Str = expand.String, r.lastArg
 	case "PIPESTATUS":
 		vr.Kind, vr.List = expand.Indexed, r.pipeStatus
 		if vr.List == nil {
