@@ -299,7 +299,7 @@ func filterSetArgs(args []string) []string {
 func filterShoptArgs(args []string) []string {
 	defaultOn := map[string]bool{
 		"checkwinsize": true, "cmdhist": true, "complete_fullquote": true, "extquote": true,
-		"force_fignore": true, "hostcomplete": true, "inherit_errexit": true,
+		"force_fignore": true, "hostcomplete": true,
 		"interactive_comments": true, "progcomp": true, "promptvars": true, "sourcepath": true,
 	}
 	defaultOff := map[string]bool{

@@ -82,6 +82,15 @@ IFS=:; v=':'; printf '<%s>' $v; echo; v='::'; printf '<%s>' $v; echo; printf '<%
 	// A bare return keeps $?.
 	{"bare return", `f() { false; return; }; f; echo r=$?; g() { (exit 3); return; }; g; echo r=$?; h() { true; return; }; h; echo r=$?; k() { if false; then :; else return; fi; }; k; echo r=$?`,
 		"r=1\nr=3\nr=0\nr=1\n", 0, ""},
+	// errexit: a compound command's status does not trigger it by
+	// itself, and a command substitution does not inherit it.
+	{"errexit and a failing && list at the end of a body", `set -e; if true; then false && true; fi; echo if $?; for i in 1; do false && true; done; { false && true; }; case a in a) false && true;; esac; echo case $?; while true; do false && true; break; done; echo ok; f() { false && true; }; f; echo not-reached`,
+		"if 1\ncase 1\nok\n", 1, ""},
+	{"errexit not inherited by $(...)", `set -e; x=$(false; echo hi); echo "x=$x"; echo $(false) a; shopt -s inherit_errexit; echo "[$(false; echo no2)]"; shopt -u inherit_errexit; y=$(set -e; false; echo no); echo not-reached`,
+		"x=hi\na\n[]\n", 1, ""},
+	{"errexit and ERR trap skip compound commands", `set -e; trap 'echo ERR' ERR; if true; then false && true; fi; { false && true; }; echo alive; ( false && true ); echo not-reached`,
+		"alive\nERR\n", 1, ""},
+	{"time reports on stderr", `time true; time { echo in; }`, "in\n", 0, "real"},
 }
 
 func TestFidelity(t *testing.T) {

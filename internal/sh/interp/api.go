@@ -810,6 +810,11 @@ var bashOptsTable = [...]bashOpt{
 		supported:    true,
 	},
 	{
+		name:         "inherit_errexit", // wasmbox: as bash, off by default
+		defaultState: false,
+		supported:    true,
+	},
+	{
 		name:         "lastpipe",
 		defaultState: false,
 		supported:    true,
@@ -874,10 +879,6 @@ var bashOptsTable = [...]bashOpt{
 	},
 	{name: "huponexit"},
 	{
-		name:         "inherit_errexit",
-		defaultState: true,
-	},
-	{
 		name:         "interactive_comments",
 		defaultState: true,
 	},
@@ -926,6 +927,7 @@ const (
 	optExpandAliases
 	optExtGlob
 	optGlobStar
+	optInheritErrExit
 	optLastPipe
 	optNoCaseGlob
 	optNullGlob

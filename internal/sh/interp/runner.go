@@ -68,6 +68,11 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 			}
 			r2 := r.subshell(false)
 			r2.stdout = w
+			if !r.opts[optInheritErrExit] {
+				// As bash outside POSIX mode: a command substitution
+				// does not inherit errexit (set -e inside it sets it).
+				r2.opts[optErrExit] = false
+			}
 			r2.stmts(ctx, cs.Stmts)
 			r2.exit.exiting = false // subshells don't exit the parent shell
 			r.lastExpandExit = r2.exit
@@ -380,7 +385,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			r.exit.clear()
 		}
 	} else if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.AndStmt || b.Op == syntax.OrStmt) {
-	} else if !r.exit.ok() && !r.noErrExit {
+	} else if !r.exit.ok() && !r.noErrExit && !compoundCmd(st.Cmd) {
 		r.trapCallback(ctx, r.callbackErr, "error")
 		// If the "errexit" option is set and a command failed, exit the shell. Exceptions:
 		//
@@ -404,6 +409,19 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			cls.Close()
 		}
 	}
+}
+
+// compoundCmd reports whether cm is a compound command whose status does
+// not trigger errexit (nor the ERR trap) by itself, as in bash: the
+// commands in it did when they failed, and if true; then false && x; fi
+// ends with a failing && list, which does not.
+func compoundCmd(cm syntax.Command) bool {
+	switch cm.(type) {
+	case *syntax.Block, *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause,
+		*syntax.CaseClause, *syntax.TimeClause:
+		return true
+	}
+	return false
 }
 
 // setsPipeStatus reports whether a statement running cm sets PIPESTATUS to
@@ -925,17 +943,18 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		if cm.Stmt != nil {
 			r.stmt(ctx, cm.Stmt)
 		}
+		// The report goes to standard error, as bash's.
 		format := "%s\t%s\n"
 		if cm.PosixFormat {
 			format = "%s %s\n"
 		} else {
-			r.outf("\n")
+			r.errf("\n")
 		}
 		real := time.Since(start)
-		r.outf(format, "real", elapsedString(real, cm.PosixFormat))
+		r.errf(format, "real", elapsedString(real, cm.PosixFormat))
 		// TODO: can we do these?
-		r.outf(format, "user", elapsedString(0, cm.PosixFormat))
-		r.outf(format, "sys", elapsedString(0, cm.PosixFormat))
+		r.errf(format, "user", elapsedString(0, cm.PosixFormat))
+		r.errf(format, "sys", elapsedString(0, cm.PosixFormat))
 	case *syntax.CoprocClause:
 		r.coproc(ctx, cm)
 	default:
