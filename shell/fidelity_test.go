@@ -91,6 +91,11 @@ IFS=:; v=':'; printf '<%s>' $v; echo; v='::'; printf '<%s>' $v; echo; printf '<%
 	{"errexit and ERR trap skip compound commands", `set -e; trap 'echo ERR' ERR; if true; then false && true; fi; { false && true; }; echo alive; ( false && true ); echo not-reached`,
 		"alive\nERR\n", 1, ""},
 	{"time reports on stderr", `time true; time { echo in; }`, "in\n", 0, "real"},
+	// An alias whose text is not a list of words (it failed to define);
+	// within its own text it is not expanded again.
+	{"alias not expanded in its own text", "shopt -s expand_aliases\nalias p='p | cat'\np\necho s=$?\nalias q='echo a; q'\nq\necho s=$?", "s=0\na\ns=127\n", 0, "q: command not found"},
+	{"alias with operators", "shopt -s expand_aliases\nalias p='echo 1 | cat'\nalias l='echo a && echo b || echo c; echo d'\nalias half='echo x |'\np\nl\nhalf cat\nalias p l half\nx() { p; }; x\nalias pp='echo \"$1\" | cat'\nset -- arg; pp more",
+		"1\na\nb\nd\nx\nalias p='echo 1 | cat'\nalias l='echo a && echo b || echo c; echo d'\nalias half='echo x |'\n1\n", 1, "more"},
 }
 
 func TestFidelity(t *testing.T) {

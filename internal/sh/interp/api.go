@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -153,10 +154,13 @@ type Runner struct {
 	// loopDepth is the number of loops that break and continue can
 	// leave: the enclosing loops of the current function (or of the
 	// script outside functions), as bash's loop_level.
-	loopDepth    int
+	loopDepth int
+
+	// aliasBusy holds the aliases whose text is being run (see alias.src).
+	aliasBusy map[string]bool
 
 	// lastArg is $_, the last argument of the last simple command.
-	lastArg string
+	lastArg      string
 	inFunc       bool
 	inSource     bool
 	handlingTrap bool // whether we're currently in a trap callback
@@ -301,6 +305,22 @@ type bgProc struct {
 type alias struct {
 	args  []*syntax.Word
 	blank bool
+	// src is the text of an alias that is not a list of words, such as
+	// 'ls | wc' or 'a && b': it runs through eval with the rest of the
+	// command appended, as bash would have parsed it.
+	src string
+}
+
+// newAlias makes the alias for text.
+func newAlias(text string) alias {
+	als := alias{blank: strings.TrimRight(text, " \t") != text}
+	for w, err := range syntax.NewParser().WordsSeq(strings.NewReader(text)) {
+		if err != nil {
+			return alias{src: text}
+		}
+		als.args = append(als.args, w)
+	}
+	return als
 }
 
 // New creates a new Runner, applying a number of options. If applying any of
@@ -1209,6 +1229,7 @@ func (r *Runner) subshell(background bool) *Runner {
 	r2.Funcs = maps.Clone(r.Funcs)
 	r2.Vars = make(map[string]expand.Variable)
 	r2.alias = maps.Clone(r.alias)
+	r2.aliasBusy = maps.Clone(r.aliasBusy)
 
 	r2.dirStack = append(r2.dirBootstrap[:0], r.dirStack...)
 	r2.fillExpandConfig(r.ectx)

@@ -899,6 +899,10 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 
 	case "alias":
 		show := func(name string, als alias) {
+			if als.src != "" {
+				r.outf("alias %s=%s\n", name, quoteAliasText(als.src))
+				return
+			}
 			var buf bytes.Buffer
 			if len(als.args) > 0 {
 				printer := syntax.NewPrinter()
@@ -917,7 +921,6 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 				show(name, r.alias[name])
 			}
 		}
-	argsLoop:
 		for _, arg := range args {
 			name, src, ok := strings.Cut(arg, "=")
 			if !ok {
@@ -931,24 +934,10 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 				continue
 			}
 
-			// TODO: parse any CallExpr perhaps, or even any Stmt
-			parser := syntax.NewParser()
-			var words []*syntax.Word
-			for w, err := range parser.WordsSeq(strings.NewReader(src)) {
-				if err != nil {
-					r.errf("alias: could not parse %q: %v\n", src, err)
-					continue argsLoop
-				}
-				words = append(words, w)
-			}
-
 			if r.alias == nil {
 				r.alias = make(map[string]alias)
 			}
-			r.alias[name] = alias{
-				args:  words,
-				blank: strings.TrimRight(src, " \t") != src,
-			}
+			r.alias[name] = newAlias(src)
 		}
 	case "unalias":
 		if len(args) > 0 && args[0] == "-a" {
@@ -1316,4 +1305,10 @@ func (r *Runner) optStatusText(status bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// quoteAliasText quotes an alias's text as alias prints it: in single
+// quotes, a quote inside written '\”.
+func quoteAliasText(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

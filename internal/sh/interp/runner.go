@@ -471,8 +471,33 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 			if !r.opts[optExpandAliases] {
 				break
 			}
-			als, ok := r.alias[args[i].Lit()]
-			if !ok {
+			name := args[i].Lit()
+			als, ok := r.alias[name]
+			if !ok || r.aliasBusy[name] {
+				break
+			}
+			if als.src != "" {
+				// Within its own text, the alias is not expanded again
+				// (alias p='p | cat' runs the command p).
+				if r.aliasBusy == nil {
+					r.aliasBusy = make(map[string]bool)
+				}
+				r.aliasBusy[name] = true
+				defer delete(r.aliasBusy, name)
+				// eval "TEXT REST": the text with the rest of the
+				// command, read again as bash reads an alias.
+				var rest strings.Builder
+				if len(args) > i+1 {
+					syntax.NewPrinter().Print(&rest, &syntax.CallExpr{Args: args[i+1:]})
+				}
+				text := als.src
+				if rest.Len() > 0 {
+					text += " " + rest.String()
+				}
+				args = slices.Concat(args[:i], []*syntax.Word{
+					{Parts: []syntax.WordPart{&syntax.Lit{Value: "eval"}}},
+					{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: text}}},
+				})
 				break
 			}
 			args = slices.Concat(args[:i], als.args, args[i+1:])
