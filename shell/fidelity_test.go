@@ -96,6 +96,7 @@ IFS=:; v=':'; printf '<%s>' $v; echo; v='::'; printf '<%s>' $v; echo; printf '<%
 	{"alias not expanded in its own text", "shopt -s expand_aliases\nalias p='p | cat'\np\necho s=$?\nalias q='echo a; q'\nq\necho s=$?", "s=0\na\ns=127\n", 0, "q: command not found"},
 	{"alias with operators", "shopt -s expand_aliases\nalias p='echo 1 | cat'\nalias l='echo a && echo b || echo c; echo d'\nalias half='echo x |'\np\nl\nhalf cat\nalias p l half\nx() { p; }; x\nalias pp='echo \"$1\" | cat'\nset -- arg; pp more",
 		"1\na\nb\nd\nx\nalias p='echo 1 | cat'\nalias l='echo a && echo b || echo c; echo d'\nalias half='echo x |'\n1\n", 1, "more"},
+	{"SECONDS", `[[ $SECONDS =~ ^[0-9]+$ ]] && echo num; x=$(echo $SECONDS); echo ${x:+set}`, "num\nset\n", 0, ""},
 }
 
 func TestFidelity(t *testing.T) {

@@ -156,6 +156,9 @@ type Runner struct {
 	// script outside functions), as bash's loop_level.
 	loopDepth int
 
+	// startTime is when the shell started, for $SECONDS.
+	startTime time.Time
+
 	// aliasBusy holds the aliases whose text is being run (see alias.src).
 	aliasBusy map[string]bool
 
@@ -965,6 +968,7 @@ func (r *Runner) Reset() {
 		panic("use interp.New to construct a Runner")
 	}
 	if !r.didReset {
+		r.startTime = time.Now()
 		r.origDir = r.Dir
 		r.origParams = r.Params
 		r.origOpts = r.opts
@@ -1218,6 +1222,7 @@ func (r *Runner) subshell(background bool) *Runner {
 		lastExit:       r.lastExit,
 		pipeStatus:     r.pipeStatus,
 		lastArg:        r.lastArg,
+		startTime:      r.startTime,
 		fds:            r.borrowedFDs(),
 		lastPID:        r.lastPID,
 		bashPID:        int(r.lastPID.Add(1)),

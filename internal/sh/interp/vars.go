@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"github.com/wasmbox/wasmbox/internal/sh/shinternal"
@@ -210,6 +211,12 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 		vr.Kind, vr.Str = expand.String, strconv.FormatUint(uint64(n), 10)
 	case "_":
 		vr.Kind, vr.Str = expand.String, r.lastArg
+	case "SECONDS":
+		n := 0
+		if !r.startTime.IsZero() {
+			n = int(time.Since(r.startTime) / time.Second)
+		}
+		vr.Kind, vr.Str = expand.String, strconv.Itoa(n)
 	case "PIPESTATUS":
 		vr.Kind, vr.List = expand.Indexed, r.pipeStatus
 		if vr.List == nil {
