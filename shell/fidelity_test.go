@@ -97,6 +97,12 @@ IFS=:; v=':'; printf '<%s>' $v; echo; v='::'; printf '<%s>' $v; echo; printf '<%
 	{"alias with operators", "shopt -s expand_aliases\nalias p='echo 1 | cat'\nalias l='echo a && echo b || echo c; echo d'\nalias half='echo x |'\np\nl\nhalf cat\nalias p l half\nx() { p; }; x\nalias pp='echo \"$1\" | cat'\nset -- arg; pp more",
 		"1\na\nb\nd\nx\nalias p='echo 1 | cat'\nalias l='echo a && echo b || echo c; echo d'\nalias half='echo x |'\n1\n", 1, "more"},
 	{"SECONDS", `[[ $SECONDS =~ ^[0-9]+$ ]] && echo num; x=$(echo $SECONDS); echo ${x:+set}`, "num\nset\n", 0, ""},
+	// bash runs the command lines before the one with a syntax error.
+	{"syntax error after runnable lines", "echo a; echo b\necho c\nif then\necho d", "a\nb\nc\n", 2, "syntax error"},
+	{"syntax error on a line with commands", "echo a\necho b; if then\necho c", "a\n", 2, "syntax error"},
+	{"syntax error at the end of file", "f() {\n echo in f\n}\nf\ncat <<EOF\nhd\nEOF\n# comment\necho \"unterminated\n", "in f\nhd\n", 2, ""},
+	{"syntax error after a multi-line command", "for x in 1; do\necho $x\ndone; echo same-line; (\necho z", "", 2, ""},
+	{"exit before a syntax error", "echo a\nexit 3\nif then", "a\n", 3, ""},
 }
 
 func TestFidelity(t *testing.T) {
