@@ -47,7 +47,7 @@ var fidelityCases = []scriptCase{
 		"declare -a b=([0]=\"xq\" [1]=\"yz\" [5]=\"w\")\n1 xqr\ndeclare -a s=([0]=\"strX\" [2]=\"Y\")\nvw n\ndeclare -a u=([3]=\"x\")\n", 0, ""},
 	{"negative subscript out of range", `a=(0 1 2); echo x ${a[-5]} y; echo s=$?; a[-1]+=0; (( a[-1] += 40 )); echo ${a[@]}`, "x y\ns=0\n0 1 60\n", 0, ""},
 	// The word of ${x:-word} and the like is expanded only when used.
-	{"unused word not expanded", `x=set; echo ${x:-$(echo ran >&2; touch f1)} ${x-$(touch f2)} ${u:+$(touch f3)} ${u+$(touch f4)} ${x=$(touch f5)} ${x?$(touch f6)} ${x:?$(touch f7)} ${x:=$(touch f8)} "${x:-$(touch f9)}" "${u:+$(touch f10)}"; a=(1); echo "${a[@]:-$(touch f11)}" "${@:+$(touch f12)}"; echo files: f*; echo ${u:-$(echo used)}`,
+	{"unused word not expanded", `x=set; echo ${x:-$(echo ran >&2; : > f1)} ${x-$(: > f2)} ${u:+$(: > f3)} ${u+$(: > f4)} ${x=$(: > f5)} ${x?$(: > f6)} ${x:?$(: > f7)} ${x:=$(: > f8)} "${x:-$(: > f9)}" "${u:+$(: > f10)}"; a=(1); echo "${a[@]:-$(: > f11)}" "${@:+$(: > f12)}"; echo files: f*; echo ${u:-$(echo used)}`,
 		"set set set set set set set \n1\nfiles: f*\nused\n", 0, ""},
 	{"list default and alternate", `a=(); set --; printf '<%s>' "${a[@]:-x y}" "${a[@]-z}" "${a[@]:+alt}" "${@:-p}" "${@:+q}"; echo
 a=(1 2); set -- a b; printf '<%s>' "${a[@]:-x y}" "${a[@]-z}" "${a[@]:+alt}" "${@:-p}" "${@:+q}" "${a[*]:-s}"; echo
