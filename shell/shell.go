@@ -373,7 +373,8 @@ func (s *Shell) Dir() string {
 
 // Run parses and runs script, and returns its exit status.
 //
-// A syntax error prints a bash-like message to stderr and returns (2, nil).
+// A syntax error prints a bash-like message to stderr and returns (2, nil),
+// after running the command lines before it, as bash does.
 // The error is non-nil only when the Run was stopped from outside the
 // script: a *LimitError, the context's error (exit status 124 for a
 // deadline, 125 for a cancel), or a *PanicError. Background jobs that are
