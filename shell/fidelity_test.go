@@ -90,6 +90,7 @@ IFS=:; v=':'; printf '<%s>' $v; echo; v='::'; printf '<%s>' $v; echo; printf '<%
 		"x=hi\na\n[]\n", 1, ""},
 	{"errexit and ERR trap skip compound commands", `set -e; trap 'echo ERR' ERR; if true; then false && true; fi; { false && true; }; echo alive; ( false && true ); echo not-reached`,
 		"alive\nERR\n", 1, ""},
+	{"errexit on a compound command's failed redirection", "set -e\n{ echo in; } > /no/such/dir/f\necho not-reached", "", 1, "No such file"},
 	{"time reports on stderr", `time true; time { echo in; }`, "in\n", 0, "real"},
 	// An alias whose text is not a list of words (it failed to define);
 	// within its own text it is not expanded again.

@@ -358,6 +358,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 		oldFDs = r.cloneFDs()
 	}
 	var closers []io.Closer
+	redirFailed := false
 	for _, rd := range st.Redirs {
 		cls, err := r.redir(ctx, rd)
 		if err != nil {
@@ -366,6 +367,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 				r.errf("%v\n", err)
 			}
 			r.exit.code = 1
+			redirFailed = true
 			break
 		}
 		if cls != nil {
@@ -385,7 +387,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			r.exit.clear()
 		}
 	} else if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.AndStmt || b.Op == syntax.OrStmt) {
-	} else if !r.exit.ok() && !r.noErrExit && !compoundCmd(st.Cmd) {
+	} else if !r.exit.ok() && !r.noErrExit && (redirFailed || !compoundCmd(st.Cmd)) {
 		r.trapCallback(ctx, r.callbackErr, "error")
 		// If the "errexit" option is set and a command failed, exit the shell. Exceptions:
 		//
@@ -414,7 +416,8 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 // compoundCmd reports whether cm is a compound command whose status does
 // not trigger errexit (nor the ERR trap) by itself, as in bash: the
 // commands in it did when they failed, and if true; then false && x; fi
-// ends with a failing && list, which does not.
+// ends with a failing && list, which does not. A failed redirection of
+// the compound command does trigger it.
 func compoundCmd(cm syntax.Command) bool {
 	switch cm.(type) {
 	case *syntax.Block, *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause,
