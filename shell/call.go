@@ -145,7 +145,7 @@ func (s *Shell) rewrite(hc interp.HandlerContext, wrapper, args []string) []stri
 		for _, a := range args[1:] {
 			_, val, ok := strings.Cut(a, "=")
 			if ok && unsafeAlias(val) {
-				return fail("1", "alias: "+a+": process substitution and $$ are not allowed in aliases")
+				return fail("1", "alias: "+a+": process substitution is not allowed in aliases")
 			}
 		}
 		return keep(args...)
@@ -162,16 +162,11 @@ func unsafeAlias(val string) bool {
 	bad := false
 	for w, err := range syntax.NewParser().WordsSeq(strings.NewReader(val)) {
 		if err != nil {
-			return strings.Contains(val, "<(") || strings.Contains(val, ">(") || strings.Contains(val, "$$") || strings.Contains(val, "PPID")
+			return strings.Contains(val, "<(") || strings.Contains(val, ">(")
 		}
 		syntax.Walk(w, func(n syntax.Node) bool {
-			switch n := n.(type) {
-			case *syntax.ProcSubst:
+			if _, ok := n.(*syntax.ProcSubst); ok {
 				bad = true
-			case *syntax.ParamExp:
-				if n.Param != nil && (n.Param.Value == "$" || n.Param.Value == "PPID") {
-					bad = true
-				}
 			}
 			return !bad
 		})
@@ -304,7 +299,7 @@ func filterSetArgs(args []string) []string {
 func filterShoptArgs(args []string) []string {
 	defaultOn := map[string]bool{
 		"checkwinsize": true, "cmdhist": true, "complete_fullquote": true, "extquote": true,
-		"force_fignore": true, "hostcomplete": true, "inherit_errexit": true,
+		"force_fignore": true, "hostcomplete": true,
 		"interactive_comments": true, "progcomp": true, "promptvars": true, "sourcepath": true,
 	}
 	defaultOff := map[string]bool{

@@ -66,10 +66,6 @@ func (b *baseEnv) Get(name string) expand.Variable {
 		if b.bootstrap.Load() {
 			return expand.Variable{Set: true, Kind: expand.String, Str: b.s.tempDir}
 		}
-	case pidName:
-		return expand.Variable{Set: true, ReadOnly: true, Kind: expand.String, Str: strconv.Itoa(b.s.pid)}
-	case ppidName:
-		return expand.Variable{Set: true, ReadOnly: true, Kind: expand.String, Str: strconv.Itoa(b.s.ppid)}
 	}
 	if user, ok := strings.CutPrefix(name, "HOME "); ok {
 		// "~user": the expand package asks "HOME user" and falls back to

@@ -31,7 +31,7 @@ type testExecutor struct {
 
 func (e *testExecutor) Resolve(name string) (string, bool) {
 	switch name {
-	case "cat", "seq", "sleep", "yes", "wc", "sort", "head", "env", "argv", "spin":
+	case "cat", "seq", "sleep", "yes", "wc", "sort", "head", "env", "argv", "spin", "panic":
 		return "/usr/bin/" + name, true
 	}
 	return "", false
@@ -81,6 +81,8 @@ func (e *testExecutor) Exec(ctx context.Context, c Command) (int, error) {
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
+	case "panic": // stands for a bug: a panic on an interpreter goroutine
+		panic("testExecutor: deliberate panic")
 	case "spin": // a command that never ends until cancelled
 		<-ctx.Done()
 		return 0, ctx.Err()

@@ -27,9 +27,6 @@ const (
 	// the host process. Wrapped so, the panic unwinds through the shell's
 	// handler and is recovered.
 	guardCmd = "__wasmbox_guard"
-	// The hidden variables $$ and $PPID are renamed to; baseEnv answers them.
-	pidName  = "__wasmbox_pid"
-	ppidName = "__wasmbox_ppid"
 )
 
 // sanitize rewrites a parsed script before the interpreter sees it, to
@@ -76,17 +73,10 @@ func (s *Shell) sanitize(node syntax.Node) error {
 				}
 			}
 		case *syntax.ParamExp:
+			// $$ and $PPID are the interpreter's (interp.ProcessIDs), in
+			// every subshell and pipeline stage too.
 			if n.Param != nil {
-				switch n.Param.Value {
-				case "$":
-					n.Param = &syntax.Lit{ValuePos: n.Param.ValuePos, ValueEnd: n.Param.ValueEnd, Value: pidName}
-					n.Short = false
-				case "PPID":
-					n.Param = &syntax.Lit{ValuePos: n.Param.ValuePos, ValueEnd: n.Param.ValueEnd, Value: ppidName}
-					n.Short = false
-				default:
-					positionalAbove9(n)
-				}
+				positionalAbove9(n)
 			}
 		case *syntax.FuncDecl:
 			if n.Body != nil && !hasFrame(n.Body, framePath) {

@@ -373,7 +373,8 @@ func (s *Shell) Dir() string {
 
 // Run parses and runs script, and returns its exit status.
 //
-// A syntax error prints a bash-like message to stderr and returns (2, nil).
+// A syntax error prints a bash-like message to stderr and returns (2, nil),
+// after running the command lines before it, as bash does.
 // The error is non-nil only when the Run was stopped from outside the
 // script: a *LimitError, the context's error (exit status 124 for a
 // deadline, 125 for a cancel), or a *PanicError. Background jobs that are
@@ -416,9 +417,22 @@ func (s *Shell) runTop(rs *runState, script string) (int, error) {
 	}
 	file, err := parse(script, "")
 	if err != nil {
+		// bash reads and runs one complete command line at a time, so the
+		// lines before the one with the syntax error run first.
+		if before := linesBefore(script, err); before != nil {
+			code, rerr := s.runFile(rs, before)
+			if rerr != nil || rs.exited {
+				return code, rerr
+			}
+		}
 		fmt.Fprintf(rs.stderr, "bash: %s\n", syntaxMessage(err))
 		return 2, nil
 	}
+	return s.runFile(rs, file)
+}
+
+// runFile sanitizes and runs a parsed script as runTop does.
+func (s *Shell) runFile(rs *runState, file *syntax.File) (int, error) {
 	if err := s.sanitize(file); err != nil {
 		if le, ok := errors.AsType[*LimitError](err); ok {
 			fmt.Fprintf(rs.stderr, "wasmbox: %v\n", le)
@@ -430,7 +444,7 @@ func (s *Shell) runTop(rs *runState, script string) (int, error) {
 	stdin, closeStdin := rs.stdinFile(s.stdin, s.pipe)
 	defer closeStdin()
 	interp.StdIO(stdin, rs.stdout, rs.stderr)(s.runner)
-	err = s.runNode(rs.ctx, s.runner, file)
+	err := s.runNode(rs.ctx, s.runner, file)
 	rs.exited = s.runner.Exited()
 	// Descriptors that exec opened end with the Run, like its streams.
 	s.runner.CloseFDs()
@@ -608,6 +622,54 @@ func parse(src, name string) (*syntax.File, error) {
 		err = err2
 	}
 	return nil, orig
+}
+
+// linesBefore returns the statements of src that bash runs before it
+// meets the syntax error err: the complete command lines that end before
+// the line where the failing command starts (nil when there are none).
+func linesBefore(src string, err error) *syntax.File {
+	var pe syntax.ParseError
+	if !errors.As(err, &pe) || strings.IndexByte(src, 0) >= 0 {
+		return nil
+	}
+	var stmts []*syntax.Stmt
+	for st, err := range syntax.NewParser(syntax.Variant(syntax.LangBash)).StmtsSeq(strings.NewReader(src)) {
+		if err != nil {
+			break
+		}
+		stmts = append(stmts, st)
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	// The failing command starts at the first token after the last
+	// statement that parsed (past blanks, separators and comments).
+	end := stmts[len(stmts)-1].End()
+	off, line := int(end.Offset()), int(end.Line())
+	for off < len(src) {
+		c := src[off]
+		if c == '#' {
+			for off < len(src) && src[off] != '\n' {
+				off++
+			}
+			continue
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != ';' && c != '&' {
+			break
+		}
+		if c == '\n' {
+			line++
+		}
+		off++
+	}
+	n := 0
+	for n < len(stmts) && int(stmts[n].End().Line()) < line {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	return &syntax.File{Stmts: stmts[:n]}
 }
 
 func mustParse(src string) *syntax.File {

@@ -24,7 +24,7 @@ type Var = wire.Var
 // Variables the shell owns; Snapshot leaves them out.
 var stateSkip = map[string]bool{
 	"UID": true, "EUID": true, "GID": true, "PWD": true, "OPTIND": true,
-	pidName: true, ppidName: true, "RANDOM": true, "SRANDOM": true,
+	"RANDOM": true, "SRANDOM": true,
 }
 
 // Snapshot returns a copy of the shell's persistent state.

@@ -40,15 +40,21 @@ func Arithm(cfg *Config, expr syntax.ArithmExpr) (int, error) {
 	case *syntax.UnaryArithm:
 		switch expr.Op {
 		case syntax.Inc, syntax.Dec:
-			name := expr.X.(*syntax.Word).Lit()
-			old := atoi(cfg.envGet(name))
+			ref, err := cfg.arithRef(expr.X)
+			if err != nil {
+				return 0, err
+			}
+			old, err := ref.get(cfg)
+			if err != nil {
+				return 0, err
+			}
 			val := old
 			if expr.Op == syntax.Inc {
 				val++
 			} else {
 				val--
 			}
-			if err := cfg.envSet(name, strconv.FormatInt(val, 10)); err != nil {
+			if err := ref.set(cfg, val); err != nil {
 				return 0, err
 			}
 			if expr.Post {
@@ -206,9 +212,107 @@ func atoiLargeBase(s string, base int64) int64 {
 	return n
 }
 
+// arithRef is the operand of an arithmetic assignment or of ++ and --: a
+// variable, or an element of an array with its subscript already evaluated
+// (once, as bash does: (( a[i++] += 1 )) increments i once).
+type arithRef struct {
+	name string
+	vr   Variable
+	idx  syntax.ArithmExpr // nil for a plain name
+}
+
+// arithRef resolves x, which the parser only lets be a name or name[sub].
+func (cfg *Config) arithRef(x syntax.ArithmExpr) (arithRef, error) {
+	var ref arithRef
+	var sub syntax.ArithmExpr
+	if w, ok := x.(*syntax.Word); ok && len(w.Parts) == 1 {
+		switch p := w.Parts[0].(type) {
+		case *syntax.Lit:
+			if syntax.ValidName(p.Value) {
+				ref.name = p.Value
+			}
+		case *syntax.ParamExp:
+			if p.Short && p.Param != nil && p.Index != nil && syntax.ValidName(p.Param.Value) {
+				ref.name, sub = p.Param.Value, p.Index
+			}
+		}
+	}
+	if ref.name == "" {
+		return ref, fmt.Errorf("attempted assignment to non-variable")
+	}
+	ref.vr = cfg.Env.Get(ref.name)
+	if n, v := ref.vr.Resolve(cfg.Env); n != "" {
+		ref.name, ref.vr = n, v
+	}
+	if sub == nil {
+		return ref, nil
+	}
+	switch nodeLit(sub) {
+	case "@", "*":
+		if ref.vr.Kind == Associative {
+			break
+		}
+		return ref, fmt.Errorf("%s[%s]: bad array subscript", ref.name, nodeLit(sub))
+	}
+	if ref.vr.Kind == Associative {
+		key, err := AssocKey(cfg, sub)
+		if err != nil {
+			return ref, err
+		}
+		ref.idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: key}}}
+		return ref, nil
+	}
+	i, err := Arithm(cfg, sub)
+	if err != nil {
+		return ref, err
+	}
+	// Re-read the variable: evaluating the subscript may have changed it.
+	ref.vr = cfg.Env.Get(ref.name)
+	if n, v := ref.vr.Resolve(cfg.Env); n != "" {
+		ref.name, ref.vr = n, v
+	}
+	ref.idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: strconv.Itoa(i)}}}
+	return ref, nil
+}
+
+// get returns the operand's value as a number.
+func (ref *arithRef) get(cfg *Config) (int64, error) {
+	str, _, err := cfg.varInd(ref.vr, ref.idx)
+	if err != nil {
+		return 0, err
+	}
+	// A variable that holds an expression is evaluated, as in a plain
+	// reference: x=y; y=3; (( x++ )) reads 3.
+	n, err := Arithm(cfg, &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: str}}})
+	return int64(n), err
+}
+
+// set assigns n to the operand, keeping the variable's attributes.
+func (ref *arithRef) set(cfg *Config, n int64) error {
+	val := strconv.FormatInt(n, 10)
+	vr := cfg.Env.Get(ref.name)
+	if ref.idx == nil && vr.Kind != Indexed && vr.Kind != Associative {
+		wenv, ok := cfg.Env.(WriteEnviron)
+		if !ok {
+			return fmt.Errorf("environment is read-only")
+		}
+		vr.Set, vr.Kind, vr.Str = true, String, val
+		return wenv.Set(ref.name, vr)
+	}
+	return cfg.assignElem(ref.name, vr, ref.idx, val)
+}
+
 func (cfg *Config) assgnArit(b *syntax.BinaryArithm) (int, error) {
-	name := b.X.(*syntax.Word).Lit()
-	val := atoi(cfg.envGet(name))
+	ref, err := cfg.arithRef(b.X)
+	if err != nil {
+		return 0, err
+	}
+	var val int64
+	if b.Op != syntax.Assgn {
+		if val, err = ref.get(cfg); err != nil {
+			return 0, err
+		}
+	}
 	arg_, err := Arithm(cfg, b.Y)
 	if err != nil {
 		return 0, err
@@ -244,7 +348,7 @@ func (cfg *Config) assgnArit(b *syntax.BinaryArithm) (int, error) {
 	case syntax.ShrAssgn:
 		val >>= uint(arg)
 	}
-	if err := cfg.envSet(name, strconv.FormatInt(val, 10)); err != nil {
+	if err := ref.set(cfg, val); err != nil {
 		return 0, err
 	}
 	return int(val), nil

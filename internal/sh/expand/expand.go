@@ -663,20 +663,48 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 		fields = append(fields, curField)
 		curField = nil
 	}
+	// splitAdd splits val by IFS as bash does: a run of IFS whitespace is
+	// one delimiter, and so is one other IFS character with the
+	// whitespace around it, which ends a field even when it is empty
+	// (IFS=: splits a::b into a, "" and b); a trailing delimiter does
+	// not start a field.
 	splitAdd := func(val string) {
 		fieldStart := -1
-		for i, r := range val {
-			if cfg.ifsRune(r) {
-				if fieldStart >= 0 { // ending a field
-					curField = append(curField, fieldPart{val: val[fieldStart:i]})
-					fieldStart = -1
-				}
-				flush()
-			} else {
+		for i := 0; i < len(val); {
+			r, size := utf8.DecodeRuneInString(val[i:])
+			if !cfg.ifsRune(r) {
 				if fieldStart < 0 { // starting a new field
 					fieldStart = i
 				}
+				i += size
+				continue
 			}
+			if fieldStart >= 0 { // ending a field
+				curField = append(curField, fieldPart{val: val[fieldStart:i]})
+				fieldStart = -1
+			}
+			skipWhite := func() {
+				for i < len(val) {
+					r, size := utf8.DecodeRuneInString(val[i:])
+					if !cfg.ifsWhitespace(r) {
+						return
+					}
+					i += size
+				}
+			}
+			skipWhite()
+			hard := false
+			if i < len(val) {
+				if r, size := utf8.DecodeRuneInString(val[i:]); cfg.ifsRune(r) {
+					hard = true
+					i += size
+					skipWhite()
+				}
+			}
+			if hard && len(curField) == 0 {
+				curField = append(curField, fieldPart{}) // an empty field
+			}
+			flush()
 		}
 		if fieldStart >= 0 { // ending a field without IFS
 			curField = append(curField, fieldPart{val: val[fieldStart:]})
@@ -718,39 +746,79 @@ func (cfg *Config) wordFields(wps []syntax.WordPart) ([][]fieldPart, error) {
 			}
 			curField = append(curField, fp)
 		case *syntax.DblQuoted:
-			if len(wp.Parts) == 1 {
-				pe, _ := wp.Parts[0].(*syntax.ParamExp)
+			// A list expansion like "$@" or "${a[@]}" gives one field per
+			// element, also inside a longer string: "x$@y" with 1 2 is
+			// x1 and 2y; the rest of the string is expanded as usual.
+			addQuoted := func(parts []syntax.WordPart) error {
+				allowEmpty = true
+				wfield, err := cfg.wordField(parts, quoteDouble)
+				if err != nil {
+					return err
+				}
+				for _, part := range wfield {
+					part.quote = quoteDouble
+					curField = append(curField, part)
+				}
+				return nil
+			}
+			start, lists, nElems := 0, false, 0
+			n0, allowEmpty0 := len(curField), allowEmpty
+			for j, p := range wp.Parts {
+				pe, ok := p.(*syntax.ParamExp)
+				if !ok {
+					continue
+				}
 				elems, err := cfg.quotedElemFields(pe)
 				if err != nil {
 					return nil, err
 				}
-				if elems != nil {
-					for i, elem := range elems {
-						if i > 0 {
-							flush()
-						}
-						curField = append(curField, fieldPart{
-							quote: quoteDouble,
-							val:   elem,
-						})
-					}
+				if elems == nil {
 					continue
 				}
+				lists = true
+				nElems += len(elems)
+				if j > start {
+					if err := addQuoted(wp.Parts[start:j]); err != nil {
+						return nil, err
+					}
+				}
+				for i, elem := range elems {
+					if i > 0 {
+						flush()
+					}
+					curField = append(curField, fieldPart{
+						quote: quoteDouble,
+						val:   elem,
+					})
+				}
+				start = j + 1
 			}
-			allowEmpty = true
-			wfield, err := cfg.wordField(wp.Parts, quoteDouble)
-			if err != nil {
-				return nil, err
+			if !lists || start < len(wp.Parts) {
+				if err := addQuoted(wp.Parts[start:]); err != nil {
+					return nil, err
+				}
 			}
-			for _, part := range wfield {
-				part.quote = quoteDouble
-				curField = append(curField, part)
+			if lists && nElems == 0 {
+				// As bash: "${x}$@" with no arguments and x empty is
+				// no field at all, not an empty one.
+				empty := true
+				for _, part := range curField[n0:] {
+					empty = empty && part.val == ""
+				}
+				if empty {
+					curField, allowEmpty = curField[:n0], allowEmpty0
+				}
 			}
 		case *syntax.ParamExp:
 			if elems, ok := cfg.unquotedElemFields(wp); ok {
-				// Unquoted "*" or "@" expansions produce one field per
-				// element; joining and re-splitting them would lose
-				// fields when IFS is empty.
+				// Unquoted "*" or "@" expansions are joined with the
+				// first character of IFS and split again, as in bash
+				// (IFS=: and a: b give a, "" and b); with an empty IFS,
+				// which would not split, each element is a field.
+				if cfg.ifs != "" {
+					splitAdd(cfg.ifsJoin(elems))
+					continue
+				}
 				for j, elem := range elems {
 					if j > 0 {
 						flush()
@@ -865,6 +933,9 @@ func (cfg *Config) quotedElemFields(pe *syntax.ParamExp) ([]string, error) {
 		return nil, nil
 	}
 	if elems, star, ok := cfg.listElems(pe); ok {
+		if fields, ok, err := cfg.listWordOp(pe, elems, star); ok {
+			return fields, err
+		}
 		// Operators like "${foo[@]#prefix}" apply to each element.
 		elems, err := cfg.perElemOps(pe, elems)
 		if err != nil {
@@ -876,10 +947,45 @@ func (cfg *Config) quotedElemFields(pe *syntax.ParamExp) ([]string, error) {
 		return elems, nil
 	}
 	if nodeLit(pe.Index) == "@" && !cfg.Env.Get(name).IsSet() {
+		if fields, ok, err := cfg.listWordOp(pe, nil, false); ok {
+			return fields, err
+		}
 		// An unset "${name[@]}" produces zero fields, like an empty array.
 		return []string{}, nil
 	}
 	return nil, nil
+}
+
+// listWordOp expands "${a[@]:-word}", "${@+word}" and the like: the list
+// is unset when it has no elements, null when "${a[*]}" is; an unused
+// word leaves the list's own fields. ok is false for other operators.
+func (cfg *Config) listWordOp(pe *syntax.ParamExp, elems []string, star bool) ([]string, bool, error) {
+	if pe.Exp == nil {
+		return nil, false, nil
+	}
+	use, ok := useWord(pe.Exp.Op, len(elems) > 0, cfg.ifsJoin(elems) == "")
+	if !ok {
+		return nil, false, nil
+	}
+	switch pe.Exp.Op {
+	case syntax.AssignUnset, syntax.AssignUnsetOrNull,
+		syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+		return nil, false, nil // as a single string, by paramExp
+	}
+	if !use {
+		if star {
+			return []string{cfg.ifsJoin(elems)}, true, nil
+		}
+		if elems == nil {
+			elems = []string{} // zero fields, not "no special case"
+		}
+		return elems, true, nil
+	}
+	arg, err := Literal(cfg, pe.Exp.Word)
+	if err != nil {
+		return nil, true, err
+	}
+	return []string{arg}, true, nil
 }
 
 // sliceElems applies ${var:offset:length} slicing to a list of elements.

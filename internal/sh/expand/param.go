@@ -211,53 +211,33 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 		}
 		str = join(elems)
 	case pe.Exp != nil:
+		op := pe.Exp.Op
+		if use, ok := useWord(op, set, str == ""); ok {
+			// ${x:-word} and the like: word is expanded only when it
+			// is used, as in bash (${x:-$(cmd)} runs cmd only then).
+			if !use {
+				break
+			}
+			arg, err := Literal(cfg, pe.Exp.Word)
+			if err != nil {
+				return "", err
+			}
+			switch op {
+			case syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+				return "", UnsetParameterError{Node: pe, Message: arg}
+			case syntax.AssignUnset, syntax.AssignUnsetOrNull:
+				if err := cfg.assignElem(name, vr, index, arg); err != nil {
+					return "", err
+				}
+			}
+			str = arg
+			break
+		}
 		arg, err := Literal(cfg, pe.Exp.Word)
 		if err != nil {
 			return "", err
 		}
-		switch op := pe.Exp.Op; op {
-		case syntax.AlternateUnsetOrNull:
-			if str == "" {
-				break
-			}
-			fallthrough
-		case syntax.AlternateUnset:
-			if set {
-				str = arg
-			}
-		case syntax.DefaultUnset:
-			if set {
-				break
-			}
-			fallthrough
-		case syntax.DefaultUnsetOrNull:
-			if str == "" {
-				str = arg
-			}
-		case syntax.ErrorUnset:
-			if set {
-				break
-			}
-			fallthrough
-		case syntax.ErrorUnsetOrNull:
-			if str == "" {
-				return "", UnsetParameterError{
-					Node:    pe,
-					Message: arg,
-				}
-			}
-		case syntax.AssignUnset:
-			if set {
-				break
-			}
-			fallthrough
-		case syntax.AssignUnsetOrNull:
-			if str == "" {
-				if err := cfg.assignElem(name, vr, index, arg); err != nil {
-					return "", err
-				}
-				str = arg
-			}
+		switch op {
 		case syntax.RemSmallPrefix, syntax.RemLargePrefix,
 			syntax.RemSmallSuffix, syntax.RemLargeSuffix:
 			str = join(cfg.removePatternElems(op, arg, elems))
@@ -320,6 +300,24 @@ func (cfg *Config) paramExp(pe *syntax.ParamExp) (string, error) {
 	return str, nil
 }
 
+// useWord tells, for the operators that use their word only sometimes
+// (ok), whether the word is used: ${x-w} ${x:-w} ${x=w} ${x:=w} ${x?w}
+// ${x:?w} when x is unset (or, with the colon, null), ${x+w} ${x:+w}
+// otherwise.
+func useWord(op syntax.ParExpOperator, set, null bool) (use, ok bool) {
+	switch op {
+	case syntax.DefaultUnset, syntax.AssignUnset, syntax.ErrorUnset:
+		return !set, true
+	case syntax.DefaultUnsetOrNull, syntax.AssignUnsetOrNull, syntax.ErrorUnsetOrNull:
+		return !set || null, true
+	case syntax.AlternateUnset:
+		return set, true
+	case syntax.AlternateUnsetOrNull:
+		return set && !null, true
+	}
+	return false, false
+}
+
 func removePattern(str, pat string, fromEnd, shortest bool) string {
 	var mode pattern.Mode
 	if shortest {
@@ -359,6 +357,9 @@ func (cfg *Config) perElemOps(pe *syntax.ParamExp, elems []string) ([]string, er
 	case pe.Repl != nil:
 		return cfg.replaceElems(pe.Repl, elems)
 	case pe.Exp != nil:
+		if _, ok := useWord(pe.Exp.Op, false, false); ok {
+			return elems, nil // not per element; see quotedElemFields
+		}
 		arg, err := Literal(cfg, pe.Exp.Word)
 		if err != nil {
 			return nil, err
@@ -381,7 +382,29 @@ func (cfg *Config) replaceElems(repl *syntax.Replace, elems []string) ([]string,
 	if err != nil {
 		return nil, err
 	}
-	if orig == "" {
+	// ${s/#p/r} and ${s/%p/r} anchor p at the start or the end; the # or
+	// % may come from an unquoted expansion, but not be quoted or escaped.
+	var anchored *regexp.Regexp
+	quoted := false
+	if repl.Orig != nil && len(repl.Orig.Parts) > 0 {
+		switch repl.Orig.Parts[0].(type) {
+		case *syntax.DblQuoted, *syntax.SglQuoted:
+			quoted = true
+		}
+	}
+	if !repl.All && !quoted && (strings.HasPrefix(orig, "#") || strings.HasPrefix(orig, "%")) {
+		expr, err := pattern.Regexp(orig[1:], 0)
+		if err != nil {
+			return elems, nil
+		}
+		if orig[0] == '#' {
+			expr = "^(?:" + expr + ")"
+		} else {
+			expr = "(?:" + expr + ")$"
+		}
+		anchored = regexp.MustCompile(expr)
+		anchored.Longest() // bash replaces the longest match
+	} else if orig == "" {
 		return elems, nil // nothing to replace
 	}
 	with, err := Literal(cfg, repl.With)
@@ -394,7 +417,14 @@ func (cfg *Config) replaceElems(repl *syntax.Replace, elems []string) ([]string,
 	}
 	out := make([]string, len(elems))
 	for i, elem := range elems {
-		locs := findAllIndex(orig, elem, n)
+		var locs [][]int
+		if anchored != nil {
+			if loc := anchored.FindStringIndex(elem); loc != nil {
+				locs = [][]int{loc}
+			}
+		} else {
+			locs = findAllIndex(orig, elem, n)
+		}
 		sb := cfg.strBuilder()
 		last := 0
 		for _, loc := range locs {
@@ -487,7 +517,9 @@ func (cfg *Config) varInd(vr Variable, idx syntax.ArithmExpr) (string, bool, err
 		if i < 0 {
 			// Negative indices count from one past the maximum index.
 			if i += internal.IndexedMax(vr.List, vr.Indexes) + 1; i < 0 {
-				return "", false, fmt.Errorf("negative array index")
+				// bash warns "bad array subscript" and reads nothing;
+				// the command still runs.
+				return "", false, nil
 			}
 		}
 		if str, ok := vr.indexedVal(i); ok {
@@ -502,7 +534,7 @@ func (cfg *Config) varInd(vr Variable, idx syntax.ArithmExpr) (string, bool, err
 			}
 			return strings.Join(strs, " "), vr.IsSet(), nil
 		}
-		val, err := Literal(cfg, idx.(*syntax.Word))
+		val, err := AssocKey(cfg, idx)
 		if err != nil {
 			return "", false, err
 		}
@@ -536,7 +568,7 @@ func (cfg *Config) assignElem(name string, vr Variable, idx syntax.ArithmExpr, v
 		key := "0"
 		if idx != nil {
 			var err error
-			if key, err = Literal(cfg, idx.(*syntax.Word)); err != nil {
+			if key, err = AssocKey(cfg, idx); err != nil {
 				return err
 			}
 		}
@@ -579,4 +611,50 @@ func (cfg *Config) namesByPrefix(prefix string) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// AssocKey expands the subscript of an associative array element. The
+// parser reads a subscript as arithmetic, as it cannot know the array's
+// kind: bash's key for A[i+1] is the text "i+1", with its expansions
+// done (A[$k+1] with k=x is "x+1"). The spacing inside an expression is
+// not kept (A[i + 1] is "i+1").
+func AssocKey(cfg *Config, idx syntax.ArithmExpr) (string, error) {
+	var b strings.Builder
+	var walk func(x syntax.ArithmExpr) error
+	walk = func(x syntax.ArithmExpr) error {
+		switch x := x.(type) {
+		case *syntax.Word:
+			s, err := Literal(cfg, x)
+			b.WriteString(s)
+			return err
+		case *syntax.BinaryArithm:
+			if err := walk(x.X); err != nil {
+				return err
+			}
+			b.WriteString(x.Op.String())
+			return walk(x.Y)
+		case *syntax.UnaryArithm:
+			if x.Post {
+				if err := walk(x.X); err != nil {
+					return err
+				}
+				b.WriteString(x.Op.String())
+				return nil
+			}
+			b.WriteString(x.Op.String())
+			return walk(x.X)
+		case *syntax.ParenArithm:
+			b.WriteByte('(')
+			if err := walk(x.X); err != nil {
+				return err
+			}
+			b.WriteByte(')')
+			return nil
+		case nil:
+			return nil
+		}
+		return fmt.Errorf("unsupported subscript")
+	}
+	err := walk(idx)
+	return b.String(), err
 }

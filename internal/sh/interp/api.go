@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -150,7 +151,19 @@ type Runner struct {
 	// >0 to break or continue out of N enclosing loops
 	breakEnclosing, contnEnclosing int
 
-	inLoop       bool
+	// loopDepth is the number of loops that break and continue can
+	// leave: the enclosing loops of the current function (or of the
+	// script outside functions), as bash's loop_level.
+	loopDepth int
+
+	// startTime is when the shell started, for $SECONDS.
+	startTime time.Time
+
+	// aliasBusy holds the aliases whose text is being run (see alias.src).
+	aliasBusy map[string]bool
+
+	// lastArg is $_, the last argument of the last simple command.
+	lastArg      string
 	inFunc       bool
 	inSource     bool
 	handlingTrap bool // whether we're currently in a trap callback
@@ -295,6 +308,22 @@ type bgProc struct {
 type alias struct {
 	args  []*syntax.Word
 	blank bool
+	// src is the text of an alias that is not a list of words, such as
+	// 'ls | wc' or 'a && b': it runs through eval with the rest of the
+	// command appended, as bash would have parsed it.
+	src string
+}
+
+// newAlias makes the alias for text.
+func newAlias(text string) alias {
+	als := alias{blank: strings.TrimRight(text, " \t") != text}
+	for w, err := range syntax.NewParser().WordsSeq(strings.NewReader(text)) {
+		if err != nil {
+			return alias{src: text}
+		}
+		als.args = append(als.args, w)
+	}
+	return als
 }
 
 // New creates a new Runner, applying a number of options. If applying any of
@@ -804,6 +833,11 @@ var bashOptsTable = [...]bashOpt{
 		supported:    true,
 	},
 	{
+		name:         "inherit_errexit", // wasmbox: as bash, off by default
+		defaultState: false,
+		supported:    true,
+	},
+	{
 		name:         "lastpipe",
 		defaultState: false,
 		supported:    true,
@@ -868,10 +902,6 @@ var bashOptsTable = [...]bashOpt{
 	},
 	{name: "huponexit"},
 	{
-		name:         "inherit_errexit",
-		defaultState: true,
-	},
-	{
 		name:         "interactive_comments",
 		defaultState: true,
 	},
@@ -920,6 +950,7 @@ const (
 	optExpandAliases
 	optExtGlob
 	optGlobStar
+	optInheritErrExit
 	optLastPipe
 	optNoCaseGlob
 	optNullGlob
@@ -937,6 +968,7 @@ func (r *Runner) Reset() {
 		panic("use interp.New to construct a Runner")
 	}
 	if !r.didReset {
+		r.startTime = time.Now()
 		r.origDir = r.Dir
 		r.origParams = r.Params
 		r.origOpts = r.opts
@@ -1189,6 +1221,8 @@ func (r *Runner) subshell(background bool) *Runner {
 		exit:           r.exit,
 		lastExit:       r.lastExit,
 		pipeStatus:     r.pipeStatus,
+		lastArg:        r.lastArg,
+		startTime:      r.startTime,
 		fds:            r.borrowedFDs(),
 		lastPID:        r.lastPID,
 		bashPID:        int(r.lastPID.Add(1)),
@@ -1200,6 +1234,7 @@ func (r *Runner) subshell(background bool) *Runner {
 	r2.Funcs = maps.Clone(r.Funcs)
 	r2.Vars = make(map[string]expand.Variable)
 	r2.alias = maps.Clone(r.alias)
+	r2.aliasBusy = maps.Clone(r.aliasBusy)
 
 	r2.dirStack = append(r2.dirBootstrap[:0], r.dirStack...)
 	r2.fillExpandConfig(r.ectx)

@@ -128,6 +128,18 @@ func atoi(s string) int64 {
 	return n
 }
 
+// bashNumber parses a decimal number as bash's legal_number does:
+// surrounding blanks and a sign are allowed, anything else is not.
+func bashNumber(s string) (int64, bool) {
+	s = strings.Trim(s, " \t\n")
+	t := strings.TrimLeft(s, "+-")
+	if len(s)-len(t) > 1 || t == "" || strings.TrimLeft(t, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
 type errBuiltinExitStatus exitStatus
 
 func (e errBuiltinExitStatus) Error() string {
@@ -277,25 +289,39 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 			}
 		}
 	case "break", "continue":
-		if !r.inLoop {
-			return failf(0, "%s is only useful in a loop\n", name)
+		// As bash's break.def: the count is capped at the number of
+		// enclosing loops; a bad count ends every loop with status 1; a
+		// count that is not a number ends the shell (bash: status 128).
+		if r.loopDepth == 0 {
+			return failf(0, "%s: only meaningful in a `for', `while', or `until' loop\n", name)
 		}
 		enclosing := &r.breakEnclosing
 		if name == "continue" {
 			enclosing = &r.contnEnclosing
 		}
-		switch len(args) {
-		case 0:
-			*enclosing = 1
-		case 1:
-			if n, err := strconv.Atoi(args[0]); err == nil {
-				*enclosing = n
-				break
-			}
-			fallthrough
-		default:
-			return failf(2, "usage: %s [n]\n", name)
+		if len(args) > 0 && args[0] == "--" {
+			args = args[1:]
 		}
+		n := 1
+		if len(args) > 0 {
+			v, ok := bashNumber(args[0])
+			if !ok {
+				r.errf("%s: %s: numeric argument required\n", name, args[0])
+				exit.code = 128
+				exit.exiting = true
+				return exit
+			}
+			if len(args) > 1 {
+				r.breakEnclosing = r.loopDepth
+				return failf(1, "%s: too many arguments\n", name)
+			}
+			if v <= 0 {
+				r.breakEnclosing = r.loopDepth
+				return failf(1, "%s: %s: loop count out of range\n", name, args[0])
+			}
+			n = int(min(v, int64(r.loopDepth)))
+		}
+		*enclosing = n
 	case "pwd":
 		evalSymlinks := false
 		for len(args) > 0 {
@@ -668,6 +694,8 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 		}
 		switch len(args) {
 		case 0:
+			// A bare return keeps the status of the last command.
+			exit.code = r.lastExit.code
 		case 1:
 			n, err := strconv.Atoi(args[0])
 			if err != nil {
@@ -871,6 +899,10 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 
 	case "alias":
 		show := func(name string, als alias) {
+			if als.src != "" {
+				r.outf("alias %s=%s\n", name, quoteAliasText(als.src))
+				return
+			}
 			var buf bytes.Buffer
 			if len(als.args) > 0 {
 				printer := syntax.NewPrinter()
@@ -889,7 +921,6 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 				show(name, r.alias[name])
 			}
 		}
-	argsLoop:
 		for _, arg := range args {
 			name, src, ok := strings.Cut(arg, "=")
 			if !ok {
@@ -903,24 +934,10 @@ func (r *Runner) builtin(ctx context.Context, pos syntax.Pos, name string, args 
 				continue
 			}
 
-			// TODO: parse any CallExpr perhaps, or even any Stmt
-			parser := syntax.NewParser()
-			var words []*syntax.Word
-			for w, err := range parser.WordsSeq(strings.NewReader(src)) {
-				if err != nil {
-					r.errf("alias: could not parse %q: %v\n", src, err)
-					continue argsLoop
-				}
-				words = append(words, w)
-			}
-
 			if r.alias == nil {
 				r.alias = make(map[string]alias)
 			}
-			r.alias[name] = alias{
-				args:  words,
-				blank: strings.TrimRight(src, " \t") != src,
-			}
+			r.alias[name] = newAlias(src)
 		}
 	case "unalias":
 		if len(args) > 0 && args[0] == "-a" {
@@ -1288,4 +1305,10 @@ func (r *Runner) optStatusText(status bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// quoteAliasText quotes an alias's text as alias prints it: in single
+// quotes, a quote inside written '\”.
+func quoteAliasText(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

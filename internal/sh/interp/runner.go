@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"iter"
+	"maps"
 	"math"
 	mathrand "math/rand/v2"
 	"os"
@@ -67,6 +68,11 @@ func (r *Runner) fillExpandConfig(ctx context.Context) {
 			}
 			r2 := r.subshell(false)
 			r2.stdout = w
+			if !r.opts[optInheritErrExit] {
+				// As bash outside POSIX mode: a command substitution
+				// does not inherit errexit (set -e inside it sets it).
+				r2.opts[optErrExit] = false
+			}
 			r2.stmts(ctx, cs.Stmts)
 			r2.exit.exiting = false // subshells don't exit the parent shell
 			r.lastExpandExit = r2.exit
@@ -218,6 +224,12 @@ func (r *Runner) arithm(expr syntax.ArithmExpr) int {
 	return n
 }
 
+func (r *Runner) assocKey(idx syntax.ArithmExpr) string {
+	k, err := expand.AssocKey(r.ecfg, idx)
+	r.expandErr(err)
+	return k
+}
+
 func (r *Runner) fields(words ...*syntax.Word) []string {
 	strs, err := expand.Fields(r.ecfg, words...)
 	r.expandErr(err)
@@ -297,6 +309,11 @@ func (r *Runner) stop(ctx context.Context) bool {
 	if !r.handlingTrap && (r.exit.returning || r.exit.exiting) {
 		return true
 	}
+	// A break or continue skips the rest of the loop's body, up to the
+	// loop that consumes it (loopControl).
+	if r.breakEnclosing > 0 || r.contnEnclosing > 0 {
+		return true
+	}
 	if err := ctx.Err(); err != nil {
 		r.exit.fatal(err)
 		return true
@@ -341,6 +358,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 		oldFDs = r.cloneFDs()
 	}
 	var closers []io.Closer
+	redirFailed := false
 	for _, rd := range st.Redirs {
 		cls, err := r.redir(ctx, rd)
 		if err != nil {
@@ -349,6 +367,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 				r.errf("%v\n", err)
 			}
 			r.exit.code = 1
+			redirFailed = true
 			break
 		}
 		if cls != nil {
@@ -368,7 +387,7 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			r.exit.clear()
 		}
 	} else if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.AndStmt || b.Op == syntax.OrStmt) {
-	} else if !r.exit.ok() && !r.noErrExit {
+	} else if !r.exit.ok() && !r.noErrExit && (redirFailed || !compoundCmd(st.Cmd)) {
 		r.trapCallback(ctx, r.callbackErr, "error")
 		// If the "errexit" option is set and a command failed, exit the shell. Exceptions:
 		//
@@ -392,6 +411,20 @@ func (r *Runner) stmtSync(ctx context.Context, st *syntax.Stmt) {
 			cls.Close()
 		}
 	}
+}
+
+// compoundCmd reports whether cm is a compound command whose status does
+// not trigger errexit (nor the ERR trap) by itself, as in bash: the
+// commands in it did when they failed, and if true; then false && x; fi
+// ends with a failing && list, which does not. A failed redirection of
+// the compound command does trigger it.
+func compoundCmd(cm syntax.Command) bool {
+	switch cm.(type) {
+	case *syntax.Block, *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause,
+		*syntax.CaseClause, *syntax.TimeClause:
+		return true
+	}
+	return false
 }
 
 // setsPipeStatus reports whether a statement running cm sets PIPESTATUS to
@@ -441,8 +474,33 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 			if !r.opts[optExpandAliases] {
 				break
 			}
-			als, ok := r.alias[args[i].Lit()]
-			if !ok {
+			name := args[i].Lit()
+			als, ok := r.alias[name]
+			if !ok || r.aliasBusy[name] {
+				break
+			}
+			if als.src != "" {
+				// Within its own text, the alias is not expanded again
+				// (alias p='p | cat' runs the command p).
+				if r.aliasBusy == nil {
+					r.aliasBusy = make(map[string]bool)
+				}
+				r.aliasBusy[name] = true
+				defer delete(r.aliasBusy, name)
+				// eval "TEXT REST": the text with the rest of the
+				// command, read again as bash reads an alias.
+				var rest strings.Builder
+				if len(args) > i+1 {
+					syntax.NewPrinter().Print(&rest, &syntax.CallExpr{Args: args[i+1:]})
+				}
+				text := als.src
+				if rest.Len() > 0 {
+					text += " " + rest.String()
+				}
+				args = slices.Concat(args[:i], []*syntax.Word{
+					{Parts: []syntax.WordPart{&syntax.Lit{Value: "eval"}}},
+					{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: text}}},
+				})
 				break
 			}
 			args = slices.Concat(args[:i], als.args, args[i+1:])
@@ -464,6 +522,10 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 				// TODO: there is likely a better way to do this.
 				prev.Local = false
 
+				if as.Append && as.Index != nil && as.Value != nil {
+					r.appendElem(prev, name, as)
+					continue
+				}
 				name, vr := r.assignVal(name, prev, as, "")
 				r.setVarWithIndex(prev, name, as.Index, vr)
 
@@ -488,6 +550,7 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 			if r.exit.ok() {
 				r.exit = r.lastExpandExit
 			}
+			r.lastArg = ""
 			break
 		}
 
@@ -521,6 +584,8 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		for _, restore := range restores {
 			r.setVar(restore.name, restore.vr)
 		}
+		// $_ is the last argument of the last simple command.
+		r.lastArg = fields[len(fields)-1]
 	case *syntax.BinaryCmd:
 		switch cm.Op {
 		case syntax.AndStmt, syntax.OrStmt:
@@ -594,12 +659,27 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		for !r.stop(ctx) && r.loopHookOK(ctx, cm.Pos()) {
 			oldNoErrExit := r.noErrExit
 			r.noErrExit = true
+			// break and continue work in the condition too, as in bash's
+			// execute_while_or_until: when the condition ends the loop,
+			// it consumes one; otherwise the body is skipped and consumes
+			// it (while break ends the loop, while continue loops on).
+			r.loopDepth++
 			r.stmts(ctx, cm.Cond)
+			r.loopDepth--
 			r.noErrExit = oldNoErrExit
 
 			stop := r.exit.ok() == cm.Until
 			r.exit.clear()
-			if stop || r.loopStmtsBroken(ctx, cm.Do) {
+			if stop {
+				if r.breakEnclosing > 0 {
+					r.breakEnclosing--
+				}
+				if r.contnEnclosing > 0 {
+					r.contnEnclosing--
+				}
+				break
+			}
+			if r.loopStmtsBroken(ctx, cm.Do) {
 				break
 			}
 		}
@@ -607,6 +687,11 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		switch y := cm.Loop.(type) {
 		case *syntax.WordIter:
 			name := y.Name.Value
+			if !syntax.ValidName(name) {
+				r.errf("`%s': not a valid identifier\n", name)
+				r.exit.code = 1
+				break
+			}
 			items := r.Params // for i; do ...
 
 			inToken := y.InPos.IsValid()
@@ -837,22 +922,22 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 						if vr.Indexes != nil {
 							idx = vr.Indexes[i]
 						}
-						r.outf("[%d]=%q", idx, v)
+						r.outf("[%d]=%s", idx, declQuote(v))
 					}
 					r.out(")\n")
 				case expand.Associative:
+					// bash ends every element with a space; its order is
+					// its hash table's, here the keys' sorted order.
 					r.outf("declare -%s %s=(", flags, name)
-					first := true
-					for k, v := range vr.Map {
-						if !first {
-							r.out(" ")
+					for _, k := range slices.Sorted(maps.Keys(vr.Map)) {
+						if strings.ContainsAny(k, " \t\n\"'\\$`[]|&;<>()*?~#=") || k == "" {
+							k = declQuote(k)
 						}
-						r.outf("[%s]=%q", k, v)
-						first = false
+						r.outf("[%s]=%s ", k, declQuote(vr.Map[k]))
 					}
 					r.out(")\n")
 				default:
-					r.outf("declare -%s %s=%q\n", flags, name, vr.Str)
+					r.outf("declare -%s %s=%s\n", flags, name, declQuote(vr.Str))
 				}
 				continue
 			}
@@ -886,17 +971,18 @@ func (r *Runner) cmd(ctx context.Context, cm syntax.Command) {
 		if cm.Stmt != nil {
 			r.stmt(ctx, cm.Stmt)
 		}
+		// The report goes to standard error, as bash's.
 		format := "%s\t%s\n"
 		if cm.PosixFormat {
 			format = "%s %s\n"
 		} else {
-			r.outf("\n")
+			r.errf("\n")
 		}
 		real := time.Since(start)
-		r.outf(format, "real", elapsedString(real, cm.PosixFormat))
+		r.errf(format, "real", elapsedString(real, cm.PosixFormat))
 		// TODO: can we do these?
-		r.outf(format, "user", elapsedString(0, cm.PosixFormat))
-		r.outf(format, "sys", elapsedString(0, cm.PosixFormat))
+		r.errf(format, "user", elapsedString(0, cm.PosixFormat))
+		r.errf(format, "sys", elapsedString(0, cm.PosixFormat))
 	case *syntax.CoprocClause:
 		r.coproc(ctx, cm)
 	default:
@@ -1233,21 +1319,30 @@ func (r *Runner) loopHookOK(ctx context.Context, pos syntax.Pos) bool {
 }
 
 func (r *Runner) loopStmtsBroken(ctx context.Context, stmts []*syntax.Stmt) bool {
-	oldInLoop := r.inLoop
-	r.inLoop = true
-	defer func() { r.inLoop = oldInLoop }()
+	r.loopDepth++
+	defer func() { r.loopDepth-- }()
 	for _, stmt := range stmts {
 		r.stmt(ctx, stmt)
-		if r.contnEnclosing > 0 {
-			r.contnEnclosing--
-			return r.contnEnclosing > 0
-		}
-		if r.breakEnclosing > 0 {
-			r.breakEnclosing--
-			return true
+		if pending, stop := r.loopControl(); pending {
+			return stop
 		}
 	}
 	return false
+}
+
+// loopControl consumes, for one loop, a pending break or continue: pending
+// reports whether there was one, stop whether the loop must end (a break,
+// or a continue of an enclosing loop).
+func (r *Runner) loopControl() (pending, stop bool) {
+	if r.contnEnclosing > 0 {
+		r.contnEnclosing--
+		return true, r.contnEnclosing > 0
+	}
+	if r.breakEnclosing > 0 {
+		r.breakEnclosing--
+		return true, true
+	}
+	return false, false
 }
 
 func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
@@ -1270,6 +1365,10 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 		r.Params = args[1:]
 		oldInFunc := r.inFunc
 		r.inFunc = true
+		// A function's body is outside the caller's loops, as in bash:
+		// f() { break; }; for i in 1; do f; done breaks nothing.
+		oldLoopDepth := r.loopDepth
+		r.loopDepth = 0
 
 		// Functions run in a nested scope.
 		// Note that [Runner.exec] below does something similar.
@@ -1282,6 +1381,7 @@ func (r *Runner) call(ctx context.Context, pos syntax.Pos, args []string) {
 
 		r.Params = oldParams
 		r.inFunc = oldInFunc
+		r.loopDepth = oldLoopDepth
 		r.exit.returning = false
 		return
 	}
@@ -1344,4 +1444,63 @@ func (r *Runner) lstat(ctx context.Context, name string) (fs.FileInfo, error) {
 func (r *Runner) access(ctx context.Context, name string, mode AccessMode) error {
 	path := absPath(r.Dir, name)
 	return r.accessHandler(r.handlerCtx(ctx, handlerKindAccess, todoPos), path, mode)
+}
+
+// declQuote quotes a value as declare -p does: in double quotes, or as
+// $'...' when it holds a control character.
+func declQuote(s string) string {
+	ansi := false
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			ansi = true
+			break
+		}
+	}
+	var b strings.Builder
+	if !ansi {
+		b.WriteByte('"')
+		for i := 0; i < len(s); i++ {
+			switch c := s[i]; c {
+			case '"', '\\', '$', '`':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		b.WriteByte('"')
+		return b.String()
+	}
+	b.WriteString("$'")
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\n':
+			b.WriteString("\\n")
+		case '\t':
+			b.WriteString("\\t")
+		case '\r':
+			b.WriteString("\\r")
+		case '\a':
+			b.WriteString("\\a")
+		case '\b':
+			b.WriteString("\\b")
+		case '\f':
+			b.WriteString("\\f")
+		case '\v':
+			b.WriteString("\\v")
+		case 0x1b:
+			b.WriteString("\\E")
+		case '\'', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			if c < 0x20 || c == 0x7f {
+				fmt.Fprintf(&b, "\\%03o", c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
 }

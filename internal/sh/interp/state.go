@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"unsafe"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -39,6 +38,10 @@ func (r *Runner) Aliases() map[string]string {
 	printer := syntax.NewPrinter()
 	for _, name := range slices.Sorted(maps.Keys(r.alias)) {
 		als := r.alias[name]
+		if als.src != "" {
+			out[name] = als.src
+			continue
+		}
 		var buf bytes.Buffer
 		if len(als.args) > 0 {
 			printer.Print(&buf, &syntax.CallExpr{Args: als.args})
@@ -150,18 +153,10 @@ func (r *Runner) SetOption(name string, on bool) error {
 
 // SetAlias defines an alias, as `alias name=text` does.
 func (r *Runner) SetAlias(name, text string) error {
-	parser := syntax.NewParser()
-	var words []*syntax.Word
-	for w, err := range parser.WordsSeq(strings.NewReader(text)) {
-		if err != nil {
-			return fmt.Errorf("alias %s: %w", name, err)
-		}
-		words = append(words, w)
-	}
 	if r.alias == nil {
 		r.alias = make(map[string]alias)
 	}
-	r.alias[name] = alias{args: words, blank: strings.TrimRight(text, " \t") != text}
+	r.alias[name] = newAlias(text)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"github.com/wasmbox/wasmbox/internal/sh/shinternal"
@@ -208,6 +209,14 @@ func (r *Runner) lookupVar(name string) expand.Variable {
 		cryptorand.Read(p[:])
 		n := binary.NativeEndian.Uint32(p[:])
 		vr.Kind, vr.Str = expand.String, strconv.FormatUint(uint64(n), 10)
+	case "_":
+		vr.Kind, vr.Str = expand.String, r.lastArg
+	case "SECONDS":
+		n := 0
+		if !r.startTime.IsZero() {
+			n = int(time.Since(r.startTime) / time.Second)
+		}
+		vr.Kind, vr.Str = expand.String, strconv.Itoa(n)
 	case "PIPESTATUS":
 		vr.Kind, vr.List = expand.Indexed, r.pipeStatus
 		if vr.List == nil {
@@ -271,6 +280,10 @@ const randomMax = 32768
 // setVarErr is like [Runner.setVar], but it returns any error rather than
 // reporting it, for the sake of the expand package.
 func (r *Runner) setVarErr(name string, vr expand.Variable) error {
+	if !syntax.ValidName(name) {
+		// Such as the target of a nameref to 'a[@]', or for - in x.
+		return fmt.Errorf("`%s': not a valid identifier", name)
+	}
 	if r.opts[optAllExport] {
 		vr.Exported = true
 	}
@@ -337,11 +350,7 @@ func (r *Runner) setVarWithIndex(prev expand.Variable, name string, index syntax
 	case expand.Associative:
 		// if the existing variable is already an AssocArray, try our
 		// best to convert the key to a string
-		w, ok := index.(*syntax.Word)
-		if !ok {
-			return
-		}
-		k := r.literal(w)
+		k := r.assocKey(index)
 
 		// TODO: only clone when inside a subshell and getting a var from outside for the first time
 		prev.Map = maps.Clone(prev.Map)
@@ -366,6 +375,47 @@ func (r *Runner) setVarWithIndex(prev expand.Variable, name string, index syntax
 	prev.List = list
 	prev.Indexes = indexes
 	r.setVar(name, prev)
+}
+
+// appendElem runs name[sub]+=value: the element, set or not, gets value
+// appended; the subscript is evaluated once.
+func (r *Runner) appendElem(prev expand.Variable, name string, as *syntax.Assign) {
+	if n, v := prev.Resolve(r.writeEnv); n != "" {
+		name, prev = n, v
+	}
+	var idx syntax.ArithmExpr
+	cur := ""
+	switch prev.Kind {
+	case expand.Associative:
+		k := r.assocKey(as.Index)
+		cur = prev.Map[k]
+		idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.SglQuoted{Value: k}}}
+	default:
+		list, indexes := prev.List, prev.Indexes
+		if prev.Kind == expand.String {
+			list, indexes = []string{prev.Str}, nil
+		} else if prev.Kind != expand.Indexed {
+			list, indexes = nil, nil
+		}
+		k := r.arithm(as.Index)
+		if k < 0 {
+			if k += internal.IndexedMax(list, indexes) + 1; k < 0 {
+				r.errf("%s[%d]: bad array subscript\n", name, k-internal.IndexedMax(list, indexes)-1)
+				r.exit.code = 1
+				return
+			}
+		}
+		if indexes != nil {
+			if pos, ok := slices.BinarySearch(indexes, k); ok {
+				cur = list[pos]
+			}
+		} else if k < len(list) {
+			cur = list[k]
+		}
+		idx = &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: strconv.Itoa(k)}}}
+	}
+	val := cur + r.literal(as.Value)
+	r.setVarWithIndex(prev, name, idx, expand.Variable{Set: true, Kind: expand.String, Str: val})
 }
 
 // cutElemSubscript splits an array element argument like `a[3]`, as used by
@@ -507,9 +557,29 @@ func (r *Runner) assignVal(name string, prev expand.Variable, as *syntax.Assign,
 	}
 	if valType == "-A" {
 		amap := make(map[string]string, len(elems))
-		for _, elem := range elems {
-			k := r.literal(elem.Index.(*syntax.Word))
-			amap[k] = r.literal(elem.Value)
+		if len(elems) > 0 && elems[0].Index == nil {
+			// declare -A m=(k1 v1 k2 v2): keys and values alternate, and
+			// a last key without a value gets an empty one (bash 5.1).
+			for i := 0; i < len(elems); i += 2 {
+				k := r.literal(elems[i].Value)
+				v := ""
+				if i+1 < len(elems) {
+					v = r.literal(elems[i+1].Value)
+				}
+				if k == "" {
+					r.errf("'': bad array subscript\n")
+					continue
+				}
+				amap[k] = v
+			}
+		} else {
+			for _, elem := range elems {
+				if elem.Index == nil {
+					r.errf("%s: '%s': must use subscript when assigning associative array\n", name, r.literal(elem.Value))
+					continue
+				}
+				amap[r.assocKey(elem.Index)] = r.literal(elem.Value)
+			}
 		}
 		if !as.Append || prev.Kind != expand.Associative {
 			prev.Kind = expand.Associative
