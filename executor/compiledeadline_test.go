@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ func TestGuestModuleCompileUnderJobDeadline(t *testing.T) {
 	ex := executor.New(rt)
 	fsys := vfs.NewMemFS()
 	// Under the caps, seconds of compile.
-	bin := runtimetest.NestedLoops(300, 1000, true)
+	bin := runtimetest.NestedLoops(190, 1000, true)
 	if err := vfs.WriteExecutable(fsys, "/x.wasm", bin); err != nil {
 		t.Fatal(err)
 	}
@@ -77,5 +78,46 @@ func TestGuestModuleCompileUnderJobDeadline(t *testing.T) {
 	}
 	if rt.Cached(bin) {
 		t.Fatal("the compile went on to its end after the job's deadline")
+	}
+}
+
+// TestGuestModuleCompileInRunBudget: the estimated heap of a guest's own
+// module's compile is reserved in the job's budget before the compile
+// starts. A run budget smaller than the estimate refuses the command as a
+// memory limit (137, LIMIT_EXCEEDED) without compiling it, and the budget
+// is whole again after; one large enough compiles and runs it.
+func TestGuestModuleCompileInRunBudget(t *testing.T) {
+	rt, err := runtime.New(context.Background(), runtime.Config{DisableCache: true, CompilationWorkers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close(context.Background())
+	ex := executor.New(rt)
+	fsys := vfs.NewMemFS()
+	bin := runtimetest.NestedLoops(30, 100, true)
+	if err := vfs.WriteExecutable(fsys, "/x.wasm", bin); err != nil {
+		t.Fatal(err)
+	}
+	cost, err := rt.CompileCost(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := rt.Budget().Child("run", cost/2)
+	res := ex.Run(context.Background(), executor.Job{Argv: []string{"/x.wasm"}, FS: fsys, Budget: small})
+	if res.ExitCode != executor.ExitLimitExceeded || res.Class != executor.ClassLimitExceeded || !errors.Is(res.Err, runtime.ErrMemoryLimit) {
+		t.Fatalf("compile of %d estimated bytes in a %d-byte run budget: %+v", cost, cost/2, res)
+	}
+	if rt.Cached(bin) {
+		t.Fatal("the module was compiled although its run budget refused the compile")
+	}
+	if used := small.Used(); used != 0 {
+		t.Fatalf("%d bytes of the run budget still reserved after the refusal", used)
+	}
+	big := rt.Budget().Child("run", cost+256<<20)
+	if res := ex.Run(context.Background(), executor.Job{Argv: []string{"/x.wasm"}, FS: fsys, Budget: big}); res.Err != nil {
+		t.Fatalf("compile in a large enough run budget: %+v", res)
+	}
+	if used := big.Used(); used != 0 {
+		t.Fatalf("%d bytes of the run budget still reserved after the run", used)
 	}
 }

@@ -329,7 +329,10 @@ func (e *Executor) compiled(ctx context.Context, r *registered) (*runtime.Module
 		// compiles are bounded: one per registered module, each admitted
 		// under runtime.CompileMemory like every other compile.
 		r.done = make(chan struct{})
-		cctx := context.WithoutCancel(ctx)
+		// Nor does its budget: a refusal would be kept for good. A tool
+		// module's compile is bounded by the compile gate, not by the
+		// budget of the run that happened to ask first.
+		cctx := runtime.WithCompileReserve(context.WithoutCancel(ctx), nil)
 		go func() {
 			defer close(r.done)
 			r.mod, r.err = e.rt.Compile(cctx, r.name, r.wasm)
@@ -448,12 +451,20 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 	cmd := &command{mod: job.Module, policyName: job.Argv[0]}
 	var err error
 	if job.Module == nil {
-		cmd, err = e.resolve(ctx, job)
+		// A guest's own module is compiled under the job's context, and
+		// its estimated compile heap is reserved in the job's budget (the
+		// run's, else the process's) for as long as the compile lasts.
+		rctx := runtime.WithCompileReserve(ctx, func(n uint64) (func(), error) {
+			return e.rt.ReserveCompile(job.Budget, n)
+		})
+		cmd, err = e.resolve(rctx, job)
 	}
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return Result{ExitCode: ExitNotFound, Class: ClassNotFound, Err: err}
+		case errors.Is(err, runtime.ErrMemoryLimit):
+			return Result{ExitCode: ExitLimitExceeded, Class: ClassLimitExceeded, Err: err}
 		case ctx.Err() != nil:
 			return ctxResult(ctx.Err())
 		}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -44,10 +45,18 @@ func CompileAdmitted() uint64 { return uint64(compileAdmitted.Load()) }
 // CompileCost is the estimated Go heap, in bytes, that compiling wasm
 // takes with the runtime's compilation workers: what a compile of it
 // admits against CompileMemory and against the reservation of
-// WithCompileReserve. A module over a cap is an error wrapping
-// ErrModuleRefused.
+// WithCompileReserve. It is the cost of what is compiled, the module as
+// Compile prepares it (loop metering adds a branch to every loop). A
+// module over a cap is an error wrapping ErrModuleRefused.
 func (r *Runtime) CompileCost(wasm []byte) (uint64, error) {
-	s, err := wasmbin.ModuleShape(wasm)
+	pm, err := prepare("", wasm, r.wazeroCheck)
+	if err != nil {
+		if u := errors.Unwrap(err); u != nil {
+			err = u // without prepare's empty module name
+		}
+		return 0, err
+	}
+	s, err := wasmbin.ModuleShape(pm.binary)
 	if err == nil {
 		err = wasmbin.DefaultCaps.Check(s)
 	}

@@ -13,10 +13,11 @@ import (
 	"github.com/wasmbox/wasmbox/runtime/runtimetest"
 )
 
-// heavy is a module at the block-parameter cap (300 nested loops, each
-// changing 1000 locals: 600,000 real phis), allowed, and seconds of
+// heavy is a module near the block-parameter cap as compiled (190 nested
+// loops, each changing 1000 locals: 570,000 block parameters once every
+// loop is metered, which adds a branch to each), allowed, and seconds of
 // compile.
-func heavy() []byte { return runtimetest.NestedLoops(300, 1000, true) }
+func heavy() []byte { return runtimetest.NestedLoops(190, 1000, true) }
 
 // waitNoCompiles waits, under a watchdog, until no compile of the process
 // is in flight.
@@ -112,7 +113,7 @@ func TestCompileQueue(t *testing.T) {
 	var admittedBytes uint64
 	var cancels []context.CancelFunc
 	for k := 0; ; k++ {
-		big := runtimetest.NestedLoops(300, 1000-k, true)
+		big := runtimetest.NestedLoops(190, 1000-k, true)
 		cost, err := rt.CompileCost(big)
 		if err != nil {
 			t.Fatal(err)
@@ -139,7 +140,7 @@ func TestCompileQueue(t *testing.T) {
 		<-admitted
 	}
 	// Another heavy module cannot fit beside them.
-	other := runtimetest.NestedLoops(300, 900, true)
+	other := runtimetest.NestedLoops(190, 900, true)
 	ctx2, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	ctx2 = runtime.WithCompileReserve(ctx2, func(uint64) (func(), error) {
@@ -190,11 +191,11 @@ func TestCompileAtCaps(t *testing.T) {
 	}{
 		{"nested loops, real phis", func() []byte {
 			d := 50 + rnd.IntN(400)
-			return runtimetest.NestedLoops(d, phis/(2*d), true)
+			return runtimetest.NestedLoops(d, phis/(3*d), true) // metering adds a branch per loop
 		}},
 		{"nested loops, read-only locals", func() []byte {
 			d := 100 + rnd.IntN(3000)
-			return runtimetest.NestedLoops(d, phis/d, false)
+			return runtimetest.NestedLoops(d, phis/(2*d), false)
 		}},
 		{"if chain", func() []byte {
 			n := 1000 + rnd.IntN(4000)
@@ -241,14 +242,14 @@ func TestCompileAtCaps(t *testing.T) {
 // need more than CompileMemory with all the workers compiling at once; it
 // compiles with fewer, and its estimate (what it admits) fits.
 func TestCompileCostFits(t *testing.T) {
-	one := runtimetest.NestedLoops(300, 1000, true)
+	one := runtimetest.NestedLoops(190, 1000, true)
 	rt1 := newRuntime(t, runtime.Config{DisableCache: true, CompilationWorkers: 1})
 	perFunc, err := rt1.CompileCost(one)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same heavy body four times: a module of four functions.
-	body, locals := nestedLoopsBody(300, 1000)
+	body, locals := nestedLoopsBody(190, 1000)
 	fs := make([]runtimetest.Func, 4)
 	for i := range fs {
 		fs[i] = runtimetest.Func{Locals: locals, Body: body}

@@ -37,7 +37,7 @@ func fixtures(t *testing.T) (dir, cache string) {
 		"loops.wasm": runtimetest.NestedLoops(3000, 10_000, false),
 		// Under the caps, seconds of compile; new bytes each time, so
 		// that no cache holds it.
-		"heavy.wasm": runtimetest.NestedLoops(300, 1000-int(time.Now().UnixNano()%100), true),
+		"heavy.wasm": runtimetest.NestedLoops(190, 1000-int(time.Now().UnixNano()%100), true),
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {

@@ -290,9 +290,9 @@ func TestServeCompileHoldsNoWorker(t *testing.T) {
 			t.Fatalf("warm-up: %d %v", code, m)
 		}
 	}
-	// 300 loops each changing up to 1000 locals: under every cap,
+	// 190 loops each changing up to 1000 locals: under every cap,
 	// seconds of compile. Its bytes are new to the disk cache each time.
-	mod := runtimetest.NestedLoops(300, 1000-int(time.Now().UnixNano()%100), true)
+	mod := runtimetest.NestedLoops(190, 1000-int(time.Now().UnixNano()%100), true)
 	if code, _ := call("PUT", "/v1/sessions/"+heavy+"/files?path=/home/user/x.wasm", string(mod)); code != 204 {
 		t.Fatalf("put: %d", code)
 	}
