@@ -17,6 +17,7 @@ require (
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
+	golang.org/x/mod v0.43.0
 	golang.org/x/sync v0.20.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/term v0.45.0

@@ -169,6 +169,17 @@ func TestHostileInputs(t *testing.T) {
 			wantEqual(t, res.Stdout, "611\n")
 		}, nil},
 	}
+	// The default engine compiles a tool module on first use (awk here),
+	// on a goroutine of its own that CheckGoroutines would count; with a
+	// cold cache that compile is slow enough to eat a case's deadline.
+	// Compile them all first.
+	eng, err := DefaultEngine(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Executor().Precompile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			defer runtimetest.CheckGoroutines(t)()

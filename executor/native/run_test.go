@@ -151,8 +151,10 @@ func TestOutputTruncated(t *testing.T) {
 	}
 	// An endless writer stops at the cap instead of running to its timeout.
 	start := time.Now()
-	res, err = r.Run(context.Background(), Request{Argv: []string{"yes"}, Jail: jail, Timeout: 20 * time.Second})
-	if err != nil || !res.Truncated || time.Since(start) > 5*time.Second || len(res.Stdout) != 1<<20+len(TruncatedMarker) {
+	// (The timeout is far: a loaded machine takes its time; the bound
+	// below only tells the cap from the timeout.)
+	res, err = r.Run(context.Background(), Request{Argv: []string{"yes"}, Jail: jail, Timeout: 10 * time.Minute})
+	if err != nil || !res.Truncated || time.Since(start) > 5*time.Minute || len(res.Stdout) != 1<<20+len(TruncatedMarker) {
 		t.Fatalf("yes: %v truncated=%v after %v", err, res.Truncated, time.Since(start))
 	}
 	res, err = r.Run(context.Background(), Request{Argv: []string{"head", "-c", "10", "/dev/zero"}, Jail: jail})
@@ -594,7 +596,8 @@ func TestEndlessStdinDoesNotHang(t *testing.T) {
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("%v %+v", err, res)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	// The pipe is never closed: a watchdog, not a speed limit.
+	if d := time.Since(start); d > time.Minute {
 		t.Fatalf("took %v", d)
 	}
 }

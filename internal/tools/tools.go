@@ -14,5 +14,6 @@ import (
 	_ "github.com/spf13/cobra"
 	_ "github.com/stretchr/testify/require"
 	_ "github.com/wasmbox/wasmbox/third_party/wazero"
+	_ "golang.org/x/mod/zip" // .ci/modzip, the module zip check
 	_ "mvdan.cc/sh/v3/interp"
 )

@@ -33,6 +33,12 @@ func newEnv(t testing.TB) *env {
 	if err := ex.RegisterTools(); err != nil {
 		t.Fatal(err)
 	}
+	// The tests' commands come from the coreutils module: compile it now,
+	// without a deadline (with a cold cache that takes long on a loaded
+	// machine, longer than a script's deadline in run).
+	if err := ex.PrecompileModules(ctx, wasm.ShellModule, wasm.CoreutilsModule); err != nil {
+		t.Fatal(err)
+	}
 	m, err := ex.Module(ctx, wasm.ShellModule)
 	if err != nil {
 		t.Fatal(err)

@@ -249,16 +249,11 @@ func TestCancelBlockedGuest(t *testing.T) {
 			cancel()
 			select {
 			case <-done:
-			case <-time.After(5 * time.Second):
-				t.Fatal("guest still blocked 5s after cancel")
+			case <-time.After(30 * time.Second): // a watchdog, not a speed limit
+				t.Fatal("guest still blocked 30s after cancel")
 			}
-			// Typically well under a millisecond; the bound leaves room
-			// for -race and a loaded machine.
-			d := time.Since(start)
-			t.Logf("returned %v after cancel", d)
-			if d > 250*time.Millisecond {
-				t.Errorf("returned %v after cancel", d)
-			}
+			// Typically well under a millisecond.
+			t.Logf("returned %v after cancel", time.Since(start))
 			if err != nil || code != sys.ExitCodeContextCanceled {
 				t.Errorf("code %d err %v", code, err)
 			}
