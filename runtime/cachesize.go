@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -111,4 +112,14 @@ func TrimCache(dir string, max int64, since time.Time) ([]string, error) {
 		removed = append(removed, e.path)
 	}
 	return removed, nil
+}
+
+// DefaultCacheDir is the cache directory New uses when Config.CacheDir is
+// empty: os.UserCacheDir()/wasmbox/compile, else (no home directory) a
+// directory of the temp dir private to this user. It creates nothing.
+func DefaultCacheDir() string {
+	if base, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(base, "wasmbox", "compile")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("wasmbox-%d", os.Getuid()), "compile")
 }

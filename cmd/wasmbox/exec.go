@@ -19,6 +19,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
 )
@@ -154,6 +155,9 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		spec, err := vfs.ParseMountSpec(m)
 		if err != nil {
 			return fmt.Errorf("--mount: %w", err)
+		}
+		if err := sandbox.CheckMount(spec.Host, a.protected()); err != nil {
+			return a.fail(err)
 		}
 		specs = append(specs, spec)
 	}

@@ -95,7 +95,8 @@ is mandatory to listen on a non-loopback address.`,
 				return a.fail(err)
 			}
 			defer eng.Close(context.WithoutCancel(ctx))
-			opts = append(opts, sandbox.WithEngine(eng))
+			opts = append(opts, sandbox.WithEngine(eng), sandbox.WithProtectedPaths(a.protected(append(f.protectedFiles(),
+				sandbox.ProtectedPath{Path: tokenFile, What: "the token file (--token-file)"})...)...))
 			// Check the options once, so that a bad --mount fails at start.
 			probe, err := sandbox.New(ctx, opts...)
 			if err != nil {

@@ -58,6 +58,14 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.mcpConfig, "mcp-config", "", `MCP servers whose tools scripts may call with the mcp command: a JSON file {"mcpServers": {...}}`)
 }
 
+// protectedFiles are the files named by the flags that no mount may cover.
+func (f *sandboxFlags) protectedFiles() []sandbox.ProtectedPath {
+	return []sandbox.ProtectedPath{
+		{Path: f.auditLog, What: "the audit log (--audit-log)"},
+		{Path: f.mcpConfig, What: "the MCP configuration (--mcp-config)"},
+	}
+}
+
 // options turns the flags into sandbox options, or a usage error.
 func (f *sandboxFlags) options() ([]sandbox.Option, error) {
 	var opts []sandbox.Option
@@ -159,6 +167,7 @@ func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sand
 		return nil, nil, err
 	}
 	opts = append(opts, mounts...)
+	opts = append(opts, sandbox.WithProtectedPaths(a.protected(f.protectedFiles()...)...))
 	var red *audit.Redactor
 	if f.redactOutput || f.auditLog != "" {
 		var redOpts []audit.RedactorOption

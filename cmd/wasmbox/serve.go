@@ -153,7 +153,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	}
 	defer eng.Close(context.WithoutCancel(ctx))
 
-	opts := []sandbox.Option{sandbox.WithEngine(eng)}
+	opts := []sandbox.Option{sandbox.WithEngine(eng), sandbox.WithProtectedPaths(a.protected(
+		sandbox.ProtectedPath{Path: f.auditLog, What: "the audit log (--audit-log)"},
+		sandbox.ProtectedPath{Path: f.tokenFile, What: "the token file (--token-file)"})...)}
 	for _, m := range f.mounts {
 		opts = append(opts, sandbox.WithMountSpec(m))
 	}

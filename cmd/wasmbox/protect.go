@@ -1,0 +1,44 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/sandbox"
+)
+
+// protected lists the host paths that no --mount may cover (see
+// sandbox.CheckMount): the compilation cache in use and the default one
+// (a guest that read the default cache's key could forge entries for every
+// later run), the resident engine's directory, the wasmbox executable, and
+// the files named by the flags given (paths relative to the caller's
+// directory). The sandbox adds its engine's cache on its own.
+func (a *app) protected(files ...sandbox.ProtectedPath) []sandbox.ProtectedPath {
+	ps := []sandbox.ProtectedPath{{Path: runtime.DefaultCacheDir(), What: sandbox.CacheWhat}}
+	if a.cacheDir != "" {
+		ps = append(ps, sandbox.ProtectedPath{Path: a.hostPath(a.cacheDir), What: sandbox.CacheWhat})
+	}
+	ps = append(ps, sandbox.ProtectedPath{Path: engineDirPath(), What: "the resident engine's directory (its sockets)"})
+	if exe, err := os.Executable(); err == nil {
+		ps = append(ps, sandbox.ProtectedPath{Path: exe, What: "the wasmbox executable"})
+	}
+	for _, f := range files {
+		if f.Path != "" {
+			f.Path = a.hostPath(f.Path)
+			ps = append(ps, f)
+		}
+	}
+	return ps
+}
+
+// engineDirPath is the directory of this user's engine sockets
+// (engineDir, which creates it): $XDG_RUNTIME_DIR/wasmbox, else
+// $TMPDIR/wasmbox-UID.
+func engineDirPath() string {
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		return filepath.Join(x, "wasmbox")
+	}
+	return filepath.Join(os.TempDir(), "wasmbox-"+strconv.Itoa(os.Geteuid()))
+}
