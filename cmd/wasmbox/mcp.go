@@ -88,6 +88,11 @@ is mandatory to listen on a non-loopback address.`,
 			} else if tokenFile != "" {
 				return errors.New("--token-file needs --listen")
 			}
+			protected := a.protected(append(f.protectedFiles(),
+				sandbox.ProtectedPath{Path: tokenFile, What: "the token file (--token-file)"})...)
+			if err := a.checkMounts(f.mounts, protected); err != nil {
+				return a.fail(fmt.Errorf("sandbox: %w", err))
+			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			eng, err := a.engine(ctx)
@@ -95,8 +100,7 @@ is mandatory to listen on a non-loopback address.`,
 				return a.fail(err)
 			}
 			defer eng.Close(context.WithoutCancel(ctx))
-			opts = append(opts, sandbox.WithEngine(eng), sandbox.WithProtectedPaths(a.protected(append(f.protectedFiles(),
-				sandbox.ProtectedPath{Path: tokenFile, What: "the token file (--token-file)"})...)...))
+			opts = append(opts, sandbox.WithEngine(eng), sandbox.WithProtectedPaths(protected...))
 			// Check the options once, so that a bad --mount fails at start.
 			probe, err := sandbox.New(ctx, opts...)
 			if err != nil {

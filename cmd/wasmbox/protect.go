@@ -7,6 +7,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/sandbox"
+	"github.com/wasmbox/wasmbox/vfs"
 )
 
 // protected lists the host paths that no --mount may cover (see
@@ -31,6 +32,22 @@ func (a *app) protected(files ...sandbox.ProtectedPath) []sandbox.ProtectedPath 
 		}
 	}
 	return ps
+}
+
+// checkMounts refuses, before anything is compiled, a --mount spec that
+// covers one of protected (sandbox.New checks again, with its engine's
+// cache). A spec that does not parse is left for the options to report.
+func (a *app) checkMounts(specs []string, protected []sandbox.ProtectedPath) error {
+	for _, m := range specs {
+		spec, err := vfs.ParseMountSpec(m)
+		if err != nil {
+			continue
+		}
+		if err := sandbox.CheckMount(a.hostPath(spec.Host), protected); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // engineDirPath is the directory of this user's engine sockets

@@ -145,6 +145,7 @@ func (a *app) engine(ctx context.Context) (*sandbox.Engine, error) {
 // audit log.
 func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sandbox, closeAll func(), err error) {
 	var mounts []sandbox.Option
+	specs := f.mounts
 	if a.cwd != "" {
 		// Relative HOST paths are the caller's: resolved here and passed
 		// parsed (the caller's directory may hold ':', which a spec
@@ -167,7 +168,11 @@ func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sand
 		return nil, nil, err
 	}
 	opts = append(opts, mounts...)
-	opts = append(opts, sandbox.WithProtectedPaths(a.protected(f.protectedFiles()...)...))
+	protected := a.protected(f.protectedFiles()...)
+	if err := a.checkMounts(specs, protected); err != nil {
+		return nil, nil, a.fail(fmt.Errorf("sandbox: %w", err))
+	}
+	opts = append(opts, sandbox.WithProtectedPaths(protected...))
 	var red *audit.Redactor
 	if f.redactOutput || f.auditLog != "" {
 		var redOpts []audit.RedactorOption

@@ -147,15 +147,19 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	defer l.Close()
 
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	protected := a.protected(
+		sandbox.ProtectedPath{Path: f.auditLog, What: "the audit log (--audit-log)"},
+		sandbox.ProtectedPath{Path: f.tokenFile, What: "the token file (--token-file)"})
+	if err := a.checkMounts(f.mounts, protected); err != nil {
+		return a.fail(fmt.Errorf("sandbox: %w", err))
+	}
 	eng, err := sandbox.NewEngine(ctx, wbruntime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache})
 	if err != nil {
 		return a.fail(err)
 	}
 	defer eng.Close(context.WithoutCancel(ctx))
 
-	opts := []sandbox.Option{sandbox.WithEngine(eng), sandbox.WithProtectedPaths(a.protected(
-		sandbox.ProtectedPath{Path: f.auditLog, What: "the audit log (--audit-log)"},
-		sandbox.ProtectedPath{Path: f.tokenFile, What: "the token file (--token-file)"})...)}
+	opts := []sandbox.Option{sandbox.WithEngine(eng), sandbox.WithProtectedPaths(protected...)}
 	for _, m := range f.mounts {
 		opts = append(opts, sandbox.WithMountSpec(m))
 	}
