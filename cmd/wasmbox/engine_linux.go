@@ -751,8 +751,8 @@ func (s *engineServer) run(conn *net.UnixConn, req engineRequest, fds []int, res
 			fallback = "--native runs host programs: they belong to the calling process"
 		case f.mcpConfig != "":
 			fallback = "--mcp-config starts host programs: they belong to the calling process"
-		case a.cacheDir != "" || a.noCache:
-			fallback = "--cachedir and --nocache choose another runtime"
+		case a.cacheDir != "" || a.noCache || a.cacheMax != "":
+			fallback = "--cachedir, --nocache and --cachemax choose another runtime"
 		}
 		if fallback != "" {
 			return errFallback{fallback}

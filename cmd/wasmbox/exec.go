@@ -185,7 +185,10 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		defer closeFS(fsys)
 	}
 
-	cfg := runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache}
+	cfg, err := a.runtimeConfig()
+	if err != nil {
+		return err
+	}
 	if scopes != 0 {
 		cfg.HostLogging, cfg.HostLogScopes = a.stderr, scopes
 	}

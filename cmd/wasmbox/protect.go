@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,6 +33,19 @@ func (a *app) protected(files ...sandbox.ProtectedPath) []sandbox.ProtectedPath 
 		}
 	}
 	return ps
+}
+
+// runtimeConfig is the runtime configuration of the root flags.
+func (a *app) runtimeConfig() (runtime.Config, error) {
+	cfg := runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache}
+	if a.cacheMax != "" {
+		n, err := runtime.ParseBytes(a.cacheMax)
+		if err != nil || n == 0 || n > 1<<62 {
+			return cfg, fmt.Errorf("--cachemax %q: want a positive size such as 2GiB", a.cacheMax)
+		}
+		cfg.CacheMaxBytes = int64(n)
+	}
+	return cfg, nil
 }
 
 // checkMounts refuses, before anything is compiled, a --mount spec that

@@ -85,3 +85,16 @@ func TestMountRefusedOverProtectedPaths(t *testing.T) {
 		t.Fatalf("an unrelated mount: exit %d %q %q", code, stdout.String(), stderr.String())
 	}
 }
+
+// --cachemax takes a positive size; anything else is a one-line usage
+// error before anything is compiled.
+func TestCacheMaxFlag(t *testing.T) {
+	for _, v := range []string{"nope", "0", "-5"} {
+		var stdout, stderr bytes.Buffer
+		a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+		code := a.main(context.Background(), []string{"--cachedir", t.TempDir(), "--cachemax", v, "run", "-c", "true"})
+		if code == 0 || !strings.Contains(stderr.String(), "--cachemax") || strings.Count(stderr.String(), "\n") != 1 {
+			t.Fatalf("--cachemax %s: exit %d, stderr %q", v, code, stderr.String())
+		}
+	}
+}

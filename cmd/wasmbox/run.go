@@ -138,7 +138,11 @@ func (a *app) engine(ctx context.Context) (*sandbox.Engine, error) {
 	if a.shared != nil {
 		return a.shared(ctx)
 	}
-	return sandbox.NewEngine(ctx, runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache})
+	cfg, err := a.runtimeConfig()
+	if err != nil {
+		return nil, err
+	}
+	return sandbox.NewEngine(ctx, cfg)
 }
 
 // newSandbox makes the sandbox of the flags; closeAll closes it and its

@@ -20,7 +20,6 @@ import (
 
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor/pool"
-	wbruntime "github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/server"
 )
@@ -153,7 +152,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := a.checkMounts(f.mounts, protected); err != nil {
 		return a.fail(fmt.Errorf("sandbox: %w", err))
 	}
-	eng, err := sandbox.NewEngine(ctx, wbruntime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache})
+	rcfg, err := a.runtimeConfig()
+	if err != nil {
+		return err
+	}
+	eng, err := sandbox.NewEngine(ctx, rcfg)
 	if err != nil {
 		return a.fail(err)
 	}
