@@ -286,7 +286,7 @@ func deserializeCompiledModule(wazeroVersion string, region []byte) (cm *compile
 		return nil, false, fmt.Errorf("compilationcache: executable of %d bytes in an entry of %d bytes", executableLen, len(region))
 	}
 	for _, off := range cm.functionOffsets {
-		if off < 0 || uint64(off) >= executableLen {
+		if off < 0 || uint64(off) > executableLen {
 			return nil, false, fmt.Errorf("compilationcache: function offset %d outside the executable (%d bytes)", off, executableLen)
 		}
 	}
