@@ -274,3 +274,42 @@ func BenchmarkCompileWarmDisk(b *testing.B) {
 		compile()
 	}
 }
+
+// An entry the runtime wrote is a hit for the next runtime: the file is
+// read, not written again (a rename would give it a new inode).
+func TestCompileCacheHit(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	bin := runtimetest.Guest(t, "args")
+	compile := func() {
+		t.Helper()
+		rt, err := runtime.New(ctx, runtime.Config{CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close(ctx)
+		m, err := rt.Compile(ctx, "args", bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runArgsGuest(t, rt, m); !strings.Contains(got, "one") {
+			t.Fatalf("output %q", got)
+		}
+	}
+	compile()
+	inodes := map[string]os.FileInfo{}
+	for _, p := range compiledEntries(t, dir) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inodes[p] = fi
+	}
+	compile()
+	for p, fi := range inodes {
+		now, err := os.Stat(p)
+		if err != nil || !os.SameFile(fi, now) {
+			t.Fatalf("entry %s was written again: a miss (%v)", filepath.Base(p), err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package platform
 
 import (
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -11,13 +12,24 @@ import (
 // MmapScratch allocates size bytes of private, anonymous, read-write
 // memory, page-aligned and without huge pages, so that KeepScratchRange can
 // release any page of it. (wasmbox patch: a compilation cache entry is read
-// into it, verified, and its code made executable in place.)
+// into it, verified, and its code made executable in place.) It is mapped
+// with the raw system call (unix.MmapPtr), not unix.Mmap, whose bookkeeping
+// only lets a mapping be released whole.
 func MmapScratch(size int) ([]byte, error) {
-	return unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(p), size), nil
 }
 
-// MunmapScratch releases memory from MmapScratch.
-func MunmapScratch(b []byte) error { return unix.Munmap(b) }
+// MunmapScratch releases memory from MmapScratch (whole or part).
+func MunmapScratch(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	return unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
+}
 
 // KeepScratchRange keeps b[from:to] of the MmapScratch mapping b, where from
 // is a multiple of the page size, and releases the pages of b that hold
@@ -26,18 +38,19 @@ func MunmapScratch(b []byte) error { return unix.Munmap(b) }
 func KeepScratchRange(b []byte, from, to int) ([]byte, error) {
 	page := os.Getpagesize()
 	if from%page != 0 || from < 0 || to <= from || to > len(b) {
-		_ = unix.Munmap(b)
+		_ = MunmapScratch(b)
 		return nil, errBadRange
 	}
+	end := min((to+page-1)/page*page, len(b))
 	if from > 0 {
-		if err := unix.Munmap(b[:from]); err != nil {
-			_ = unix.Munmap(b[from:])
+		if err := MunmapScratch(b[:from]); err != nil {
+			_ = MunmapScratch(b[from:])
 			return nil, err
 		}
 	}
-	if end := (to + page - 1) / page * page; end < len(b) {
-		if err := unix.Munmap(b[end:]); err != nil {
-			_ = unix.Munmap(b[from:end])
+	if end < len(b) {
+		if err := MunmapScratch(b[end:]); err != nil {
+			_ = MunmapScratch(b[from:end])
 			return nil, err
 		}
 	}
