@@ -107,6 +107,12 @@ func TestCachePoisoningEndToEnd(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(payload, "int3"), bytes.Repeat([]byte{0xcc}, int(max)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	before := map[string]os.FileInfo{}
+	for _, p := range entries {
+		if before[p], err = os.Stat(p); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute) // watchdog
 	defer cancel()
@@ -141,6 +147,13 @@ func TestCachePoisoningEndToEnd(t *testing.T) {
 		stdin.Close()
 		victim.Wait()
 		t.Fatalf("the victim did not run the module: %s%s", log.String(), stderr.String())
+	}
+	// The victim loaded the code from the cache (a hit: the entries were
+	// not written again), as a process started after the first would.
+	for p, fi := range before {
+		if now, err := os.Stat(p); err != nil || !os.SameFile(fi, now) {
+			t.Fatalf("the victim did not load %s from the cache: %v", filepath.Base(p), err)
+		}
 	}
 
 	sb := newSandbox(t, WithMountSpec(dir+":/c:rw"), WithMountSpec(payload+":/p:ro"))
