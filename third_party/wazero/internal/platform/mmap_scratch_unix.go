@@ -16,10 +16,11 @@ import (
 // with the raw system call (unix.MmapPtr), not unix.Mmap, whose bookkeeping
 // only lets a mapping be released whole.
 func MmapScratch(size int) ([]byte, error) {
-	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE|scratchFlags)
 	if err != nil {
 		return nil, err
 	}
+	adviseScratch(p, size)
 	return unsafe.Slice((*byte)(p), size), nil
 }
 
