@@ -361,6 +361,9 @@ func measureThroughput(ctx context.Context, e *Env) ([]Row, error) {
 		boxes := make([]*sandbox.Sandbox, n)
 		for i := range boxes {
 			if boxes[i], err = base.Fork(); err != nil {
+				for _, sb := range boxes[:i] {
+					sb.Close()
+				}
 				return rows, err
 			}
 		}

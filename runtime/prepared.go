@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/wasmbox/wasmbox/internal/cachemac"
 	"github.com/wasmbox/wasmbox/internal/wasmbin"
 )
 
@@ -23,9 +25,9 @@ import (
 // prepared/<key>, where key names the original module's SHA-256, the
 // source of the rewrites (wasmbin.SourceHash: a changed rewrite never
 // reads an older output), the caps and the runtime's mode. An entry ends
-// with a CRC-32C of its content; one that does not check out, or does not
-// parse, is a miss and is written again. The directory is the host's
-// (never reachable by a guest).
+// with a CRC-32C of its content and a MAC (cachemac) of all of it; one
+// that does not check out, or does not parse, is a miss and is written
+// again. The directory is the host's: no mount may cover it.
 
 const preparedMagic = "wasmbox prepared module v2\n"
 
@@ -54,15 +56,23 @@ func (r *Runtime) loadPrepared(key [32]byte) (prepared, bool) {
 	if p == "" {
 		return prepared{}, false
 	}
-	b, err := os.ReadFile(p)
+	// Read into the heap, verified there: the bytes decoded are the bytes
+	// whose MAC checked out, whatever happens to the file afterwards.
+	b, err := readEntry(p)
 	if err != nil {
 		return prepared{}, false
 	}
-	pm, err := decodePrepared(b)
+	body, tag, ok := cachemac.Split(b)
+	if !ok || !r.mac.Verify([]byte(filepath.Base(p)), body, tag) {
+		os.Remove(p)
+		return prepared{}, false
+	}
+	pm, err := decodePrepared(body)
 	if err != nil {
 		os.Remove(p)
 		return prepared{}, false
 	}
+	touch(p)
 	return pm, true
 }
 
@@ -80,7 +90,8 @@ func (r *Runtime) storePrepared(key [32]byte, pm prepared) {
 	if err != nil {
 		return
 	}
-	_, werr := f.Write(encodePrepared(pm))
+	b := encodePrepared(pm)
+	_, werr := f.Write(append(b, r.mac.Sum([]byte(filepath.Base(p)), b)...))
 	if cerr := f.Close(); werr != nil || cerr != nil {
 		os.Remove(f.Name())
 		return
@@ -88,6 +99,31 @@ func (r *Runtime) storePrepared(key [32]byte, pm prepared) {
 	if os.Rename(f.Name(), p) != nil {
 		os.Remove(f.Name())
 	}
+}
+
+// maxPreparedEntry bounds what loadPrepared reads: a file larger than the
+// largest module the caps admit plus its segments is not an entry.
+const maxPreparedEntry = 1 << 30
+
+// readEntry reads the regular file p, at most maxPreparedEntry bytes.
+func readEntry(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxPreparedEntry {
+		return nil, errBadPrepared
+	}
+	b := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func encodePrepared(pm prepared) []byte {
@@ -110,11 +146,13 @@ func encodePrepared(pm prepared) []byte {
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-// castagnoli is the checksum of an entry: CRC-32C catches a torn or
-// corrupted file (every burst error up to 32 bits) at a few GB/s, where
-// SHA-256 cost a warm start 7 ms per module. The entry is not a trust
-// boundary: the cache directory is the host user's, and the module bytes
-// inside are hashed again by wazero, whose cache is keyed by them.
+// castagnoli is the checksum of an entry's content: CRC-32C catches a torn
+// or corrupted file at a few GB/s. It is not what makes an entry trusted:
+// the whole entry, checksum included, carries a MAC (package cachemac) under
+// the cache directory's key, which loadPrepared verifies on its copy in
+// memory before decoding anything. An entry decides what wazero compiles
+// (its binary) and what memory a guest starts with (its segments), so one
+// that something else wrote, even with a correct checksum, is a miss.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func boolByte(v bool) byte {

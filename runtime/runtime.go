@@ -154,8 +154,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/wasmbox/wasmbox/internal/budget"
+	"github.com/wasmbox/wasmbox/internal/cachemac"
 	"github.com/wasmbox/wasmbox/internal/wasmbin"
 	"github.com/wasmbox/wasmbox/third_party/wazero"
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
@@ -185,6 +187,11 @@ type Config struct {
 	CacheDir string
 	// DisableCache turns the on-disk compilation cache off.
 	DisableCache bool
+	// CacheMaxBytes bounds the size of the on-disk cache: after a compile
+	// that wrote to it, the least recently used entries are removed until
+	// it fits (see TrimCache). 0 means DefaultCacheMaxBytes, a negative
+	// value no bound.
+	CacheMaxBytes int64
 	// CompilationWorkers is the number of goroutines compiling one module;
 	// 0 means min(NumCPU, 4).
 	CompilationWorkers int
@@ -255,6 +262,9 @@ type Runtime struct {
 	fast        wazero.Runtime // metered modules (wasmbin.InstrumentLoops)
 	caches      []wazero.CompilationCache
 	preparedDir string // the prepared-module cache (prepared.go), "" for none
+	cacheDir    string // the on-disk cache, "" for none
+	cacheMax    int64  // its size bound (cachesize.go); negative for none
+	mac         *cachemac.MAC
 	wazeroCheck bool
 	workers     int
 	memLimit    uint64
@@ -333,15 +343,34 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 			}
 		}
 		if dir != "" {
-			c, err := wazero.NewCompilationCacheWithDir(dir)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("runtime: compilation cache %s: %w", dir, err)
+			}
+			// One key for everything the runtime reads back from dir:
+			// wazero's compiled code and the prepared modules (package
+			// cachemac). It lives in dir, which mounts may not cover
+			// (sandbox.WithProtectedPaths, Runtime.CacheDir).
+			key, err := cachemac.LoadKey(dir)
 			if err != nil {
 				return nil, fmt.Errorf("runtime: compilation cache %s: %w", dir, err)
 			}
-			lc, err := wazero.NewCompilationCacheWithDir(filepath.Join(dir, "loops"))
+			if r.mac, err = cachemac.New(key); err != nil {
+				return nil, fmt.Errorf("runtime: compilation cache %s: %w", dir, err)
+			}
+			c, err := wazero.NewCompilationCacheWithDirKey(dir, key)
+			if err != nil {
+				return nil, fmt.Errorf("runtime: compilation cache %s: %w", dir, err)
+			}
+			lc, err := wazero.NewCompilationCacheWithDirKey(filepath.Join(dir, "loops"), key)
 			if err != nil {
 				return nil, fmt.Errorf("runtime: compilation cache %s: %w", dir, err)
 			}
 			r.caches = []wazero.CompilationCache{c, lc}
+			r.cacheDir = dir
+			r.cacheMax = cfg.CacheMaxBytes
+			if r.cacheMax == 0 {
+				r.cacheMax = DefaultCacheMaxBytes
+			}
 			r.preparedDir = filepath.Join(dir, "prepared")
 			checked = checked.WithCompilationCache(c)
 			loops = loops.WithCompilationCache(lc)
@@ -658,6 +687,7 @@ func (r *Runtime) compileLocked(ctx context.Context, name string, wasm []byte, k
 	if m := r.lookup(key); m != nil {
 		return m, nil
 	}
+	compileStart := time.Now()
 	pm, ok := r.loadPrepared(key)
 	if !ok {
 		var err error
@@ -688,6 +718,7 @@ func (r *Runtime) compileLocked(ctx context.Context, name string, wasm []byte, k
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	r.trimCache(compileStart)
 	if err := r.checkImports(name, compiled); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, err

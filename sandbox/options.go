@@ -126,6 +126,7 @@ type config struct {
 	hostTools      []hostTool
 	tracerProvider trace.TracerProvider
 	errs           []error
+	protected      []ProtectedPath
 }
 
 func defaultConfig() *config {

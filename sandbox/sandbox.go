@@ -281,6 +281,12 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
 	}
+	protected := cfg.protectedPaths(eng)
+	for _, m := range cfg.mounts {
+		if err := CheckMount(m.Host, protected); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
 	hosts := &hostMounts{}
 	hosts.refs.Store(1)
 	for _, m := range cfg.mounts {

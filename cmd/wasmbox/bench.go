@@ -42,6 +42,9 @@ compute, tools, responsiveness. The exit status is 1 when a measurement failed
 			}
 			ctx, cancel := signalContext(context.Background())
 			defer cancel()
+			if a.memoryBudget == 0 {
+				a.memoryBudget = bench.MemoryBudget
+			}
 			eng, err := a.engine(ctx)
 			if err != nil {
 				return a.fail(err)

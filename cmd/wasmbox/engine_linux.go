@@ -126,8 +126,8 @@ func engineHandler(ctx context.Context, r *engine.Run) (int, string) {
 			fallback = "--native runs host programs: they belong to the calling process"
 		case f.mcpConfig != "":
 			fallback = "--mcp-config starts host programs: they belong to the calling process"
-		case a.cacheDir != "" || a.noCache:
-			fallback = "--cachedir and --nocache choose another runtime"
+		case a.cacheDir != "" || a.noCache || a.cacheMax != "":
+			fallback = "--cachedir, --nocache and --cachemax choose another runtime"
 		}
 		if fallback == "" {
 			fallback = a.openClientFiles(cmd, f)

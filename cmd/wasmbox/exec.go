@@ -19,6 +19,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
 )
@@ -155,6 +156,9 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		if err != nil {
 			return fmt.Errorf("--mount: %w", err)
 		}
+		if err := sandbox.CheckMount(spec.Host, a.protected()); err != nil {
+			return a.fail(err)
+		}
 		specs = append(specs, spec)
 	}
 	var scopes logging.LogScopes
@@ -181,7 +185,10 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		defer closeFS(fsys)
 	}
 
-	cfg := runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache}
+	cfg, err := a.runtimeConfig()
+	if err != nil {
+		return err
+	}
 	if scopes != 0 {
 		cfg.HostLogging, cfg.HostLogScopes = a.stderr, scopes
 	}

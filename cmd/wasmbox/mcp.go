@@ -113,6 +113,11 @@ Retry-After.`,
 				}
 				a.memoryBudget = n
 			}
+			protected := a.protected(append(f.protectedFiles(),
+				sandbox.ProtectedPath{Path: tokenFile, What: "the token file (--token-file)"})...)
+			if err := a.checkMounts(f.mounts, protected); err != nil {
+				return a.fail(fmt.Errorf("sandbox: %w", err))
+			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			eng, err := a.engine(ctx)
@@ -123,7 +128,7 @@ Retry-After.`,
 			if listen != "" {
 				setMemoryLimit(eng)
 			}
-			opts = append(opts, sandbox.WithEngine(eng))
+			opts = append(opts, sandbox.WithEngine(eng), sandbox.WithProtectedPaths(protected...))
 			// Check the options once, so that a bad --mount fails at start.
 			probe, err := sandbox.New(ctx, opts...)
 			if err != nil {

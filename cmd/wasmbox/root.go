@@ -43,6 +43,7 @@ type app struct {
 	// memoryBudget is the process budget of the engines this process
 	// makes (serve and mcp --memory-budget); 0: the machine's default.
 	memoryBudget uint64
+	cacheMax     string
 
 	// exit is the process exit status once the command has run.
 	exit int
@@ -114,6 +115,8 @@ kills a program wherever it is.`,
 	root.PersistentFlags().StringVar(&a.cacheDir, "cachedir", "",
 		"directory of the compilation cache (default: the user cache directory + /wasmbox/compile)")
 	root.PersistentFlags().BoolVar(&a.noCache, "nocache", false, "do not use the on-disk compilation cache")
+	root.PersistentFlags().StringVar(&a.cacheMax, "cachemax", "",
+		"size bound of the on-disk compilation cache, least recently used entries evicted first (default 4GiB)")
 	ctors := append([]func(*app) *cobra.Command(nil), subcommands...)
 	cmds := make([]*cobra.Command, 0, len(ctors))
 	for _, c := range ctors {

@@ -61,6 +61,14 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.mcpConfig, "mcp-config", "", `MCP servers whose tools scripts may call with the mcp command: a JSON file {"mcpServers": {...}}`)
 }
 
+// protectedFiles are the files named by the flags that no mount may cover.
+func (f *sandboxFlags) protectedFiles() []sandbox.ProtectedPath {
+	return []sandbox.ProtectedPath{
+		{Path: f.auditLog, What: "the audit log (--audit-log)"},
+		{Path: f.mcpConfig, What: "the MCP configuration (--mcp-config)"},
+	}
+}
+
 // options turns the flags into sandbox options, or a usage error.
 func (f *sandboxFlags) options() ([]sandbox.Option, error) {
 	var opts []sandbox.Option
@@ -140,7 +148,11 @@ func (a *app) engine(ctx context.Context) (*sandbox.Engine, error) {
 	if a.shared != nil {
 		return a.shared(ctx)
 	}
-	return sandbox.NewEngine(ctx, runtime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache, MemoryBudget: a.memoryBudget})
+	cfg, err := a.runtimeConfig()
+	if err != nil {
+		return nil, err
+	}
+	return sandbox.NewEngine(ctx, cfg)
 }
 
 // memoryBudgetExit reports a run the process's memory budget refused: one
@@ -161,6 +173,7 @@ func (a *app) memoryBudgetExit(err error, asJSON bool) error {
 // audit log.
 func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sandbox, closeAll func(), err error) {
 	var mounts []sandbox.Option
+	specs := f.mounts
 	if a.cwd != "" {
 		// Relative HOST paths are the caller's: resolved here and passed
 		// parsed (the caller's directory may hold ':', which a spec
@@ -183,6 +196,11 @@ func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sand
 		return nil, nil, err
 	}
 	opts = append(opts, mounts...)
+	protected := a.protected(f.protectedFiles()...)
+	if err := a.checkMounts(specs, protected); err != nil {
+		return nil, nil, a.fail(fmt.Errorf("sandbox: %w", err))
+	}
+	opts = append(opts, sandbox.WithProtectedPaths(protected...))
 	var red *audit.Redactor
 	if f.redactOutput || f.auditLog != "" {
 		var redOpts []audit.RedactorOption

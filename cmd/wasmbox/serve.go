@@ -169,14 +169,25 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	defer l.Close()
 
 	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	eng, err := sandbox.NewEngine(ctx, wbruntime.Config{CacheDir: a.cacheDir, DisableCache: a.noCache, MemoryBudget: memBudget})
+	protected := a.protected(
+		sandbox.ProtectedPath{Path: f.auditLog, What: "the audit log (--audit-log)"},
+		sandbox.ProtectedPath{Path: f.tokenFile, What: "the token file (--token-file)"})
+	if err := a.checkMounts(f.mounts, protected); err != nil {
+		return a.fail(fmt.Errorf("sandbox: %w", err))
+	}
+	rcfg, err := a.runtimeConfig()
+	if err != nil {
+		return err
+	}
+	rcfg.MemoryBudget = memBudget
+	eng, err := sandbox.NewEngine(ctx, rcfg)
 	if err != nil {
 		return a.fail(err)
 	}
 	defer eng.Close(context.WithoutCancel(ctx))
 	setMemoryLimit(eng)
 
-	opts := []sandbox.Option{sandbox.WithEngine(eng), sandbox.WithRunMemory(runMemory)}
+	opts := []sandbox.Option{sandbox.WithEngine(eng), sandbox.WithRunMemory(runMemory), sandbox.WithProtectedPaths(protected...)}
 	for _, m := range f.mounts {
 		opts = append(opts, sandbox.WithMountSpec(m))
 	}

@@ -128,12 +128,7 @@ func goBuildID(exe string) (string, error) {
 // in a shared /tmp another user could have made it first.
 func Dir() (string, error) {
 	uid := os.Geteuid()
-	var dir string
-	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
-		dir = filepath.Join(x, "wasmbox")
-	} else {
-		dir = filepath.Join(os.TempDir(), "wasmbox-"+strconv.Itoa(uid))
-	}
+	dir := DirPath()
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
 	}

@@ -10,6 +10,7 @@ import (
 	goruntime "runtime"
 	"sync"
 
+	"github.com/wasmbox/wasmbox/internal/cachemac"
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/filecache"
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/version"
@@ -52,10 +53,38 @@ func NewCompilationCache() CompilationCache {
 // The contents written into dirname are wazero-version specific, meaning different versions of
 // wazero will duplicate entries for the same input wasm.
 //
+// wasmbox patch: every entry carries a MAC under the key of dirname's file
+// mac.key (created, mode 0600, if there is none; see package
+// internal/cachemac), verified after the entry is read into memory; an entry
+// whose MAC fails is a miss. See NewCompilationCacheWithDirKey to keep the
+// key elsewhere.
+//
 // Note: The embedder must safeguard this directory from external changes.
 func NewCompilationCacheWithDir(dirname string) (CompilationCache, error) {
+	dir, err := filepath.Abs(dirname)
+	if err != nil {
+		return nil, err
+	}
+	if err = mkdir(dir); err != nil {
+		return nil, err
+	}
+	key, err := cachemac.LoadKey(dir)
+	if err != nil {
+		return nil, err
+	}
+	return NewCompilationCacheWithDirKey(dir, key)
+}
+
+// NewCompilationCacheWithDirKey is NewCompilationCacheWithDir with the key of
+// the entries' MACs given (cachemac.KeySize bytes: 32), for a caller that
+// keeps it where it sees fit. (wasmbox patch.)
+func NewCompilationCacheWithDirKey(dirname string, key []byte) (CompilationCache, error) {
+	mac, err := cachemac.New(key)
+	if err != nil {
+		return nil, err
+	}
 	c := &cache{}
-	err := c.ensuresFileCache(dirname, version.GetWazeroVersion())
+	err = c.ensuresFileCache(dirname, version.GetWazeroVersion(), mac)
 	return c, err
 }
 
@@ -85,7 +114,7 @@ func (c *cache) Close(_ context.Context) (err error) {
 	return
 }
 
-func (c *cache) ensuresFileCache(dir string, wazeroVersion string) error {
+func (c *cache) ensuresFileCache(dir string, wazeroVersion string, mac *cachemac.MAC) error {
 	// Resolve a potentially relative directory into an absolute one.
 	var err error
 	dir, err = filepath.Abs(dir)
@@ -104,7 +133,7 @@ func (c *cache) ensuresFileCache(dir string, wazeroVersion string) error {
 		return err
 	}
 
-	c.fileCache = filecache.New(dirname)
+	c.fileCache = filecache.New(dirname, mac)
 	return nil
 }
 

@@ -2,10 +2,22 @@
 
 package platform
 
-import "golang.org/x/sys/unix"
+import (
+	"errors"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 func munmapCodeSegment(code []byte) error {
-	return unix.Munmap(code)
+	err := unix.Munmap(code)
+	if errors.Is(err, unix.EINVAL) {
+		// wasmbox patch: code kept from an MmapScratch mapping
+		// (KeepScratchRange) was mapped with the raw system call, which
+		// unix.Munmap's bookkeeping does not know.
+		err = unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(code)), uintptr(len(code)))
+	}
+	return err
 }
 
 // MprotectCodeSegment is like unix.Mprotect with RX permission.

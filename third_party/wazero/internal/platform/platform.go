@@ -2,6 +2,7 @@
 package platform
 
 import (
+	"errors"
 	"runtime"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
@@ -70,7 +71,10 @@ func executableMmapSupported() bool {
 	return true
 }
 
-// CodeFileAlignment is the alignment, in a compilation cache file, of the
-// machine code that MmapCodeSegmentFromFile maps: a multiple of the page
-// size of every supported system. (wasmbox patch.)
+// CodeFileAlignment is the alignment, from the start of a compilation cache
+// entry, of its machine code: a multiple of the page size of every supported
+// system, so that the code is page-aligned in the MmapScratch mapping the
+// entry is read into, and made executable there. (wasmbox patch.)
 const CodeFileAlignment = 64 << 10
+
+var errBadRange = errors.New("platform: code range not page-aligned inside its mapping")

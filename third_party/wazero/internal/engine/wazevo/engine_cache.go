@@ -1,7 +1,6 @@
 package wazevo
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"unsafe"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
@@ -127,9 +125,12 @@ func (e *engine) getCompiledModuleFromCache(module *wasm.Module) (cm *compiledMo
 		return
 	}
 
-	// Check if the entries exist in the external cache.
-	var cached io.ReadCloser
-	cached, hit, err = e.fileCache.Get(fileCacheKey(module))
+	// Check if the entries exist in the external cache. wasmbox patch: the
+	// file cache reads the whole entry into an anonymous mapping and
+	// verifies its MAC there (filecache.Cache.Load); the code is made
+	// executable in that same mapping, never mapped from the file.
+	var content []byte
+	content, hit, err = e.fileCache.Load(fileCacheKey(module), platform.MmapScratch, freeScratch)
 	if !hit || err != nil {
 		return
 	}
@@ -137,13 +138,12 @@ func (e *engine) getCompiledModuleFromCache(module *wasm.Module) (cm *compiledMo
 	// Otherwise, we hit the cache on external cache.
 	// We retrieve *code structures from `cached`.
 	var staleCache bool
-	// Note: cached.Close is ensured to be called in deserializeCodes.
-	cm, staleCache, err = deserializeCompiledModule(e.wazeroVersion, cached)
+	cm, staleCache, err = deserializeCompiledModule(e.wazeroVersion, content)
 	if err != nil {
 		// wasmbox patch: an entry that does not decode (truncated, or
 		// corrupted: its checksum fails) is a miss, removed so that the
 		// module is compiled and stored again; upstream returns the error,
-		// and CompileModule of that module fails until the cache is cleared.
+		// and CompileModule of that module fails until the cache was cleared.
 		_ = e.fileCache.Delete(fileCacheKey(module))
 		return nil, false, nil
 	} else if staleCache {
@@ -152,13 +152,17 @@ func (e *engine) getCompiledModuleFromCache(module *wasm.Module) (cm *compiledMo
 	return
 }
 
-// magic starts a cache file. wasmbox patch: "WAZEVM" (upstream "WAZEVO") marks
-// the layout with the machine code at a multiple of
-// platform.CodeFileAlignment in the file, mapped rather than read; it is
-// also part of fileCacheKey, so the two layouts never share a file.
-var magic = []byte{'W', 'A', 'Z', 'E', 'V', 'M'}
+func freeScratch(b []byte) { _ = platform.MunmapScratch(b) }
 
-func serializeCompiledModule(wazeroVersion string, cm *compiledModule) io.Reader {
+// magic starts a cache file. wasmbox patch: "WAZEVK" (upstream "WAZEVO")
+// marks the layout with the machine code at a multiple of
+// platform.CodeFileAlignment from the start (so that it is page-aligned in
+// the anonymous mapping the whole entry is read into) and the entry's MAC
+// at the end (filecache); it is also part of fileCacheKey, so layouts never
+// share a file.
+var magic = []byte{'W', 'A', 'Z', 'E', 'V', 'K'}
+
+func serializeCompiledModule(wazeroVersion string, cm *compiledModule) []byte {
 	buf := bytes.NewBuffer(nil)
 	// First 6 byte: WAZEVO header.
 	buf.Write(magic)
@@ -174,7 +178,7 @@ func serializeCompiledModule(wazeroVersion string, cm *compiledModule) io.Reader
 	}
 	// The length of code segment (8 bytes).
 	buf.Write(u64.LeBytes(uint64(len(cm.executable))))
-	// wasmbox patch: zeros up to the alignment the code is mapped at.
+	// wasmbox patch: zeros up to the alignment the code is read at.
 	buf.Write(make([]byte, codePadding(buf.Len())))
 	// Append the native code.
 	buf.Write(cm.executable)
@@ -204,17 +208,24 @@ func serializeCompiledModule(wazeroVersion string, cm *compiledModule) io.Reader
 			buf.Write(u32.LeBytes(c.TagIndex))
 		}
 	}
-	return bytes.NewReader(buf.Bytes())
+	return buf.Bytes()
 }
 
-func deserializeCompiledModule(wazeroVersion string, rc io.ReadCloser) (cm *compiledModule, staleCache bool, err error) {
-	defer rc.Close()
-	// wasmbox patch: buffered. The file cache hands over an *os.File, and
-	// the offsets below are read 8 bytes at a time: one read(2) per
-	// function of the module (tens of thousands for a Go program) without
-	// a buffer. A read larger than the buffer (the executable) still goes
-	// straight to the file.
-	reader := bufio.NewReaderSize(rc, 64<<10)
+// deserializeCompiledModule decodes an entry that the file cache has read
+// into region (an anonymous mapping from platform.MmapScratch whose MAC it
+// verified; region[:len(region)] is the content, region[:cap(region)] the
+// mapping). wasmbox patch: it takes the mapping over. On success the code is
+// the page-aligned part of region at its offset, made executable where it
+// is (the rest of the mapping is released); on failure, or a stale entry,
+// the whole mapping is released.
+func deserializeCompiledModule(wazeroVersion string, region []byte) (cm *compiledModule, staleCache bool, err error) {
+	keep := false
+	defer func() {
+		if !keep {
+			_ = platform.MunmapScratch(region[:cap(region)])
+		}
+	}()
+	reader := bytes.NewReader(region)
 	cacheHeaderSize := len(magic) + 1 /* version size */ + len(wazeroVersion) + 4 /* number of functions */
 
 	// Read the header before the native code.
@@ -246,6 +257,9 @@ func deserializeCompiledModule(wazeroVersion string, rc io.ReadCloser) (cm *comp
 	}
 
 	functionsNum := binary.LittleEndian.Uint32(header[len(header)-4:])
+	if uint64(functionsNum)*8 > uint64(reader.Len()) {
+		return nil, false, fmt.Errorf("compilationcache: %d functions in an entry of %d bytes", functionsNum, len(region))
+	}
 	cm = &compiledModule{functionOffsets: make([]int, functionsNum), executables: &executables{}}
 
 	var eightBytes [8]byte
@@ -266,72 +280,44 @@ func deserializeCompiledModule(wazeroVersion string, rc io.ReadCloser) (cm *comp
 	}
 
 	pos := int64(cacheHeaderSize) + 8*int64(functionsNum) + 8
-	pad := codePadding(int(pos))
-	if f, ok := rc.(*os.File); ok && executableLen > 0 {
-		// wasmbox patch: map the code from the file instead of copying it
-		// (40 MB for a 10 MB Go module) into fresh anonymous pages, most of
-		// a warm CompileModule; the checksum is verified all the same.
-		codeAt := pos + int64(pad)
-		if executable, err := platform.MmapCodeSegmentFromFile(f, codeAt, int(executableLen)); err == nil {
-			var sum [4]byte
-			if _, err := f.ReadAt(sum[:], codeAt+int64(executableLen)); err != nil {
-				_ = platform.MunmapCodeSegment(executable)
-				return nil, false, fmt.Errorf("compilationcache: could not read checksum: %v", err)
-			}
-			if expected, got := crc32.Checksum(executable, crc), binary.LittleEndian.Uint32(sum[:]); expected != got {
-				_ = platform.MunmapCodeSegment(executable)
-				return nil, false, fmt.Errorf("compilationcache: checksum mismatch (expected %d, got %d)", expected, got)
-			}
-			if _, err := f.Seek(codeAt+int64(executableLen)+4, io.SeekStart); err != nil {
-				_ = platform.MunmapCodeSegment(executable)
-				return nil, false, fmt.Errorf("compilationcache: %v", err)
-			}
-			reader.Reset(f)
-			cm.executable = executable
-			return finishDeserialize(cm, reader)
+	codeAt := pos + int64(codePadding(int(pos)))
+	codeEnd := codeAt + int64(executableLen)
+	if executableLen > uint64(len(region)) || codeEnd+4 > int64(len(region)) {
+		return nil, false, fmt.Errorf("compilationcache: executable of %d bytes in an entry of %d bytes", executableLen, len(region))
+	}
+	for _, off := range cm.functionOffsets {
+		if off < 0 || uint64(off) > executableLen {
+			return nil, false, fmt.Errorf("compilationcache: function offset %d outside the executable (%d bytes)", off, executableLen)
 		}
 	}
-	if _, err := reader.Discard(pad); err != nil {
-		return nil, false, fmt.Errorf("compilationcache: error reading executable padding: %v", err)
+	if got, want := crc32.Checksum(region[codeAt:codeEnd], crc), binary.LittleEndian.Uint32(region[codeEnd:]); got != want {
+		return nil, false, fmt.Errorf("compilationcache: checksum mismatch (expected %d, got %d)", want, got)
 	}
-
+	// What follows the code (source map, catch clauses) is read from a
+	// copy, as the mapping around the code is released.
+	rest := bytes.NewReader(bytes.Clone(region[codeEnd+4:]))
 	if executableLen > 0 {
-		executable, err := platform.MmapCodeSegment(int(executableLen))
+		executable, err := platform.KeepScratchRange(region[:cap(region)], int(codeAt), int(codeEnd))
+		keep = true // KeepScratchRange has taken the mapping over
 		if err != nil {
-			err = fmt.Errorf("compilationcache: error mmapping executable (len=%d): %v", executableLen, err)
-			return nil, false, err
-		}
-
-		_, err = io.ReadFull(reader, executable)
-		if err != nil {
-			err = fmt.Errorf("compilationcache: error reading executable (len=%d): %v", executableLen, err)
-			return nil, false, err
-		}
-
-		expected := crc32.Checksum(executable, crc)
-		if _, err = io.ReadFull(reader, eightBytes[:4]); err != nil {
-			return nil, false, fmt.Errorf("compilationcache: could not read checksum: %v", err)
-		} else if checksum := binary.LittleEndian.Uint32(eightBytes[:4]); expected != checksum {
-			return nil, false, fmt.Errorf("compilationcache: checksum mismatch (expected %d, got %d)", expected, checksum)
-		}
-
-		if err = platform.MprotectCodeSegment(executable); err != nil {
-			return nil, false, err
+			return nil, false, fmt.Errorf("compilationcache: %v", err)
 		}
 		cm.executable = executable
 	}
-	return finishDeserialize(cm, reader)
-}
-
-// finishDeserialize is deserializeRest, which unmaps cm's code when it fails
-// or finds the entry stale (upstream leaked the mapping then).
-func finishDeserialize(cm *compiledModule, reader io.Reader) (*compiledModule, bool, error) {
-	out, stale, err := deserializeRest(cm, reader)
-	if (err != nil || stale) && len(cm.executable) > 0 {
+	_, staleCache, err = deserializeRest(cm, rest)
+	if err == nil && !staleCache && len(cm.executable) > 0 {
+		// Executable only now: the bytes were verified in this mapping,
+		// which no other process can write, and are never written again.
+		err = platform.MprotectCodeSegment(cm.executable)
+	}
+	if (err != nil || staleCache) && len(cm.executable) > 0 {
 		_ = platform.MunmapCodeSegment(cm.executable)
 		cm.executable = nil
 	}
-	return out, stale, err
+	if err != nil || staleCache {
+		return nil, staleCache, err
+	}
+	return cm, false, nil
 }
 
 // codePadding is the number of zero bytes after a cache file's first n bytes
