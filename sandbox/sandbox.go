@@ -421,6 +421,7 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 		io.WriteString(orDiscard(stderr), msg)
 		return Result{ExitCode: 2, ErrorClass: ClassLimitExceeded, Duration: time.Since(start)}, nil
 	}
+	limit := s.runLimit(ctx)
 	id, runCtx, cancel, err := s.beginRun(ctx)
 	if err != nil {
 		return Result{}, err
@@ -461,6 +462,9 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 		if err != nil && res.Duration == 0 {
 			// The pool refused the job or the context ended in the queue.
 			if c := classOfCtx(runCtx); c != ClassNone {
+				if c == ClassTimeout {
+					timedOut(stderr, limit)
+				}
 				return Result{ExitCode: exitFor(c), ErrorClass: c, Duration: time.Since(start)}, nil
 			}
 			return Result{}, fmt.Errorf("sandbox: %w", err)
@@ -472,6 +476,9 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 		// The process had no room for the run: nothing ran.
 		ev.Class, ev.Reason = string(ClassLimitExceeded), runErr.Error()
 		return Result{}, runErr
+	}
+	if res.ErrorClass == ClassTimeout {
+		timedOut(stderr, limit)
 	}
 	res.Duration = time.Since(start)
 	endSpan(&res)
@@ -511,16 +518,10 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		c := classOfCtx(ctx)
 		res.ErrorClass, res.ExitCode = c, exitFor(c)
 	case r.Err == nil:
+		// A script whose last command died writing past the output cap
+		// (a closed pipe for it) ends with that command's status, 141,
+		// as in bash with a reader that left; Truncated says why.
 		res.ErrorClass = rs.classFor(r.Code)
-		if r.Code == exitSIGPIPE && res.Truncated {
-			// The script's last command died writing past the output
-			// cap (a closed pipe for it): the cap stands for a reader
-			// that had all it wanted, as `head` is for `yes | head`,
-			// and the script's status is what the rest of it says. The
-			// command itself saw 141 ($?, PIPESTATUS); Truncated says
-			// what happened.
-			res.ExitCode, res.ErrorClass = 0, ClassNone
-		}
 	case errors.Is(r.Err, context.DeadlineExceeded):
 		res.ErrorClass, res.ExitCode = ClassTimeout, executor.ExitTimeout
 	case errors.Is(r.Err, context.Canceled):
@@ -538,6 +539,27 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		res.ExitCode = max(res.ExitCode, 1)
 	}
 	return res, nil
+}
+
+// runLimit is the time a run starting now has: Limits.Timeout, or less
+// when ctx ends sooner (rounded up to the millisecond, for messages).
+func (s *Sandbox) runLimit(ctx context.Context) time.Duration {
+	limit := s.cfg.limits.Timeout
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < limit {
+			limit = max(left, 0).Truncate(time.Millisecond)
+			if limit < left {
+				limit += time.Millisecond
+			}
+		}
+	}
+	return limit
+}
+
+// timedOut writes the one line that says a run was killed at its time
+// limit. It goes past the output cap, like the status it explains.
+func timedOut(stderr io.Writer, limit time.Duration) {
+	fmt.Fprintf(orDiscard(stderr), "wasmbox: timed out after %v\n", limit)
 }
 
 func (s *Sandbox) beginRun(ctx context.Context) (int, context.Context, context.CancelFunc, error) {
@@ -882,9 +904,6 @@ func newSeededReader(seed int64) io.Reader {
 // syscall.EPIPE, so a command writing it ends as on a closed pipe (status
 // 141) and the shell's own writes fail with EPIPE.
 var ErrOutputLimit = fmt.Errorf("output limit reached: %w", syscall.EPIPE)
-
-// exitSIGPIPE is the status of a command killed by SIGPIPE (128+13).
-const exitSIGPIPE = 141
 
 // capWriter forwards at most max bytes to w and fails every write after.
 // The output is cut at a line boundary where one exists: the write that
