@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/third_party/wazero"
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 )
 
 // SpawnModuleName is the name of the host module with the spawn call.
@@ -233,6 +234,16 @@ func spawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr ui
 	case errors.Is(err, ErrSpawnDepth):
 		mem.WriteUint32Le(statusPtr, 126)
 		return ErrnoAgain
+	case ctx.Err() != nil:
+		// The child ended because the caller's run is being killed
+		// (Ctrl-C, a deadline): the caller ends here too, rather than
+		// run on (`sleep 9; echo after` must not say after) until the
+		// kill reaches it.
+		code := sys.ExitCodeContextCanceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			code = sys.ExitCodeDeadlineExceeded
+		}
+		panic(sys.NewExitError(code))
 	default:
 		status = 126
 	}

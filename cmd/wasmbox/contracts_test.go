@@ -162,6 +162,8 @@ func TestRunContracts(t *testing.T) {
 			stdout: "status=137\n", stderr: "wasmbox: sort: memory limit (16 MiB) exceeded\n"},
 		{name: "timeout", args: []string{"run", "--timeout", "1s", "-c", "echo start; sleep 3"}, code: 124,
 			stdout: "start\n", stderr: "wasmbox: timed out after 1s\n"},
+		{name: "timeout ends the script", args: []string{"run", "--timeout", "300ms", "-c", "sleep 3; echo after"}, code: 124,
+			stderr: "wasmbox: timed out after 300ms\n"},
 		{name: "timeout json", args: []string{"run", "--json", "--timeout", "300ms", "-c", "echo start; sleep 3"},
 			stdout: `{"stdout":"start\n","stderr":"wasmbox: timed out after 300ms\n","exit_code":124,"error_class":"TIMEOUT","truncated":false,"duration_ms":D}` + "\n", code: 124},
 		{name: "timeout in a shell line", args: []string{"shell", "--timeout", "300ms"}, stdin: "x=1\nsleep 3\necho x=$x\n", code: 0,
