@@ -59,6 +59,9 @@ func bquoteEscaped(b byte) bool {
 const (
 	runeEOF rune = utf8.MaxRune + 1 // the input ran out, or we stopped early
 	escNewl rune = utf8.MaxRune + 2 // an escaped newline, "\\\n"
+	// wasmbox: badByte is a byte that does not start valid UTF-8: a
+	// character of its own (one byte wide), as for bash in the C locale.
+	badByte rune = utf8.MaxRune + 3
 )
 
 func (p *Parser) rune() rune {
@@ -141,7 +144,10 @@ decodeRune:
 	}
 	p.bsp += uint(w)
 	if p.r == utf8.RuneError && w == 1 {
-		p.posErr(p.nextPos(), "invalid UTF-8 encoding")
+		// wasmbox: a byte that is not UTF-8 is a character of its own,
+		// as for bash (upstream refuses the script: "invalid UTF-8
+		// encoding"). Literals keep the raw byte (litBs above).
+		p.r = badByte
 	}
 	p.w = w
 	return p.r
@@ -283,7 +289,7 @@ skipSpace:
 		// Note that the buffer may have been refilled since we read r,
 		// such as when peeking at the byte which follows a backslash,
 		// in which case r's bytes are gone and we cannot match on them.
-		w := uint(utf8.RuneLen(r))
+		w := uint(runeLen(r))
 		if p.bsp >= w && bytes.HasPrefix(p.bs[p.bsp-w:], p.stopAt) {
 			p.r = runeEOF
 			p.w = 1
@@ -968,6 +974,15 @@ func (p *Parser) arithmToken(r rune) token {
 	panic("unreachable")
 }
 
+// runeLen is the width of r in the input: utf8.RuneLen, and 1 for
+// badByte (wasmbox).
+func runeLen(r rune) int {
+	if r == badByte {
+		return 1
+	}
+	return utf8.RuneLen(r)
+}
+
 func (p *Parser) newLit(r rune) {
 	switch {
 	case r < utf8.RuneSelf:
@@ -977,7 +992,7 @@ func (p *Parser) newLit(r rune) {
 		// sentinel runes not present in the input as-is
 		p.litBs = p.litBuf[:0]
 	default:
-		w := utf8.RuneLen(r)
+		w := runeLen(r)
 		p.litBs = append(p.litBuf[:0], p.bs[p.bsp-uint(w):p.bsp]...)
 	}
 }

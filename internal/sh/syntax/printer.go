@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"unicode"
 
 	"mvdan.cc/sh/v3/fileutil"
@@ -102,8 +101,7 @@ func FunctionNextLine(enabled bool) PrinterOption {
 // NewPrinter allocates a new Printer and applies any number of options.
 func NewPrinter(opts ...PrinterOption) *Printer {
 	p := &Printer{
-		w:         bufio.NewWriter(nil),
-		tabWriter: new(tabwriter.Writer),
+		w: bufio.NewWriter(nil),
 	}
 	for _, opt := range opts {
 		opt(p)
@@ -124,20 +122,12 @@ func (p *Printer) Print(w io.Writer, node Node) error {
 		return fmt.Errorf("Minify and SingleLine together are not supported yet; please file an issue describing your use case: https://github.com/mvdan/sh/issues")
 	}
 
-	// TODO: consider adding a raw mode to skip the tab writer, much like in
-	// go/printer.
-	twmode := tabwriter.DiscardEmptyColumns | tabwriter.StripEscape
-	tabwidth := 8
-	if p.indentSpaces == 0 {
-		// indenting with tabs
-		twmode |= tabwriter.TabIndent
-	} else {
-		// indenting with spaces
-		tabwidth = int(p.indentSpaces)
-	}
-	p.tabWriter.Init(w, 0, tabwidth, 1, ' ', twmode)
-	w = p.tabWriter
-
+	// wasmbox: no tab writer. Its escape character is the byte 0xff,
+	// which a script may hold (upstream refuses such scripts): through
+	// the tab writer, every 0xff of a literal was stripped. Without it,
+	// a tab before a trailing comment stays a tab instead of aligning
+	// the comments; the output is the same program, byte for byte in
+	// its literals.
 	p.w.Reset(w)
 	switch node := node.(type) {
 	case *File:
@@ -163,15 +153,7 @@ func (p *Printer) Print(w io.Writer, node Node) error {
 	p.flushComments()
 
 	// flush the writers
-	if err := p.w.Flush(); err != nil {
-		return err
-	}
-	if tw, _ := w.(*tabwriter.Writer); tw != nil {
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.w.Flush()
 }
 
 type bufWriter interface {
@@ -193,7 +175,7 @@ func (c *colCounter) addByte(b byte) {
 	case '\n':
 		c.column = 0
 		c.lineStart = true
-	case '\t', ' ', tabwriter.Escape:
+	case '\t', ' ':
 	default:
 		c.lineStart = false
 	}
@@ -228,9 +210,8 @@ func (c *colCounter) Reset(w io.Writer) {
 // Printer holds the internal state of the printing mechanism of a
 // program.
 type Printer struct {
-	w         bufWriter
-	tabWriter *tabwriter.Writer
-	cols      colCounter // used for [KeepPadding]
+	w    bufWriter
+	cols colCounter // used for [KeepPadding]
 
 	indentSpaces   uint
 	binNextLine    bool
@@ -383,12 +364,6 @@ func (p *Printer) semiOrNewl(s string, pos Pos) {
 }
 
 func (p *Printer) writeLit(s string) {
-	// When writing to an extraIndenter, it escapes any tabs itself while
-	// reindenting '<<-' heredoc body lines.
-	if _, ok := p.w.(*extraIndenter); !ok && strings.Contains(s, "\t") {
-		p.w.WriteByte(tabwriter.Escape)
-		defer p.w.WriteByte(tabwriter.Escape)
-	}
 	p.w.WriteString(s)
 }
 
@@ -419,11 +394,9 @@ func (p *Printer) indent() {
 	switch {
 	case p.level == 0:
 	case p.indentSpaces == 0:
-		p.w.WriteByte(tabwriter.Escape)
 		for i := uint(0); i < p.level; i++ {
 			p.w.WriteByte('\t')
 		}
-		p.w.WriteByte(tabwriter.Escape)
 	default:
 		p.spaces(p.indentSpaces * p.level)
 	}
@@ -1622,35 +1595,12 @@ func (e *extraIndenter) WriteByte(b byte) error {
 		// indentation that the first line had, for consistency.
 		lineIndent += e.firstChange
 	}
-	e.bufWriter.WriteByte(tabwriter.Escape)
 	for range lineIndent {
 		e.bufWriter.WriteByte('\t')
 	}
-	e.bufWriter.WriteByte(tabwriter.Escape)
-	e.writeEscapingTabs(trimmed)
+	e.bufWriter.Write(trimmed)
 	e.curLine = e.curLine[:0]
 	return nil
-}
-
-// writeEscapingTabs writes a line, wrapping any tab outside an existing
-// escape sequence in [tabwriter.Escape] so that the tabwriter treats it as
-// literal content rather than a column separator turned into spaces.
-func (e *extraIndenter) writeEscapingTabs(line []byte) {
-	escaped := false
-	for _, b := range line {
-		switch b {
-		case tabwriter.Escape:
-			escaped = !escaped
-		case '\t':
-			if !escaped {
-				e.bufWriter.WriteByte(tabwriter.Escape)
-				e.bufWriter.WriteByte('\t')
-				e.bufWriter.WriteByte(tabwriter.Escape)
-				continue
-			}
-		}
-		e.bufWriter.WriteByte(b)
-	}
 }
 
 // sink returns the writer that this indenter, and any enclosing indenters
