@@ -284,12 +284,20 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	hosts := &hostMounts{}
 	hosts.refs.Store(1)
 	for _, m := range cfg.mounts {
-		h, err := vfs.HostDir(m.Host, m.Mode, vopts...)
+		h, file, err := hostMount(m, vopts...)
 		if err != nil {
 			hosts.release()
 			return nil, fmt.Errorf("sandbox: mount %s: %w", m.Host, err)
 		}
 		hosts.closers = append(hosts.closers, h.(io.Closer))
+		if file {
+			// A single file: mounted on a file (created if missing).
+			if err := v.Mount(m.Guest, h); err != nil {
+				hosts.release()
+				return nil, fmt.Errorf("sandbox: mount %s at %s: %w", m.Host, m.Guest, err)
+			}
+			continue
+		}
 		if err := v.MkdirAll(m.Guest, 0o755); err != nil && m.Guest != "/" {
 			hosts.release()
 			return nil, fmt.Errorf("sandbox: mount point %s: %w", m.Guest, err)
@@ -483,6 +491,20 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 	res.Duration = time.Since(start)
 	endSpan(&res)
 	return res, nil
+}
+
+// hostMount opens the host side of a mount: a directory (vfs.HostDir) or,
+// when m.Host is a file, that single file (vfs.HostFile; file is true).
+func hostMount(m vfs.MountSpec, opts ...vfs.Option) (fsys vfs.FS, file bool, err error) {
+	if fi, err := os.Stat(m.Host); err == nil && !fi.IsDir() {
+		if m.Guest == "/" {
+			return nil, false, fmt.Errorf("vfs: mount source %s: a file cannot be mounted at /", m.Host)
+		}
+		fsys, err = vfs.HostFile(m.Host, m.Mode, opts...)
+		return fsys, true, err
+	}
+	fsys, err = vfs.HostDir(m.Host, m.Mode, opts...)
+	return fsys, false, err
 }
 
 // run executes a script on the calling goroutine. The error is the

@@ -79,7 +79,7 @@ after D" on stderr), 137 when the memory limit was hit, 134 on a trap.`,
 	fl := cmd.Flags()
 	fl.SetInterspersed(false) // everything after FILE.wasm belongs to the guest
 	fl.StringArrayVar(&f.mounts, "mount", nil,
-		"map a host directory into the guest, HOST:GUEST[:ro|:rw|:cow] (default ro; repeatable; HOST:/ maps the root)")
+		"map a host directory or file into the guest, HOST:GUEST[:ro|:rw|:cow] (default ro; a file: ro or rw; repeatable; HOST:/ maps the root, a directory)")
 	fl.StringArrayVar(&f.env, "env", nil, "set an environment variable of the guest, K=V (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "kill the guest after this long, e.g. 500ms, 10s (exit 124)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit of the guest, e.g. 64MiB, 1G (default 256MiB)")
@@ -368,7 +368,15 @@ func hostDir(s vfs.MountSpec) (vfs.FS, error) {
 		return nil, fmt.Errorf("--mount %s:%s: %w", s.Host, s.Guest, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("--mount %s:%s: %s is not a directory", s.Host, s.Guest, s.Host)
+		if s.Guest == "/" {
+			return nil, fmt.Errorf("--mount %s:%s: %s is not a directory", s.Host, s.Guest, s.Host)
+		}
+		// A single file, mounted on a file (vfs.HostFile).
+		h, err := vfs.HostFile(s.Host, s.Mode)
+		if err != nil {
+			return nil, fmt.Errorf("--mount %s:%s: %w", s.Host, s.Guest, err)
+		}
+		return h, nil
 	}
 	h, err := vfs.HostDir(s.Host, s.Mode)
 	if err != nil {
