@@ -34,8 +34,8 @@ ln -s /etc/passwd /work/f.txt; ln /work/f.txt /work/hard; mkdir /work/f.txt/d; c
 ls -a /work; cat /work/f.txt`
 	cases := []struct {
 		name, mount, script, stdout, host string
-		code                                int
-		stderr                              []string
+		code                              int
+		stderr                            []string
 	}{
 		{name: "ro", mount: file + ":/work/f.txt", script: attacks + "\necho x > /work/f.txt; chmod 600 /work/f.txt; touch /work/f.txt",
 			stdout: ".\n..\nf.txt\nhello\n", host: "hello\n", code: 1,

@@ -212,4 +212,3 @@ func httpPost(t *testing.T, url, body string) (int, []byte) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b
 }
-
