@@ -243,6 +243,8 @@ func spawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr ui
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			code = sys.ExitCodeDeadlineExceeded
 		}
+		// As proc_exit does: close the module, then unwind its stack.
+		_ = mod.CloseWithExitCode(ctx, code)
 		panic(sys.NewExitError(code))
 	default:
 		status = 126
