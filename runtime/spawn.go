@@ -225,6 +225,19 @@ func spawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr ui
 		return ErrnoAcces
 	}
 	status, err := s.Spawn(ctx, req)
+	if ctx.Err() != nil {
+		// The caller's run is being killed (Ctrl-C, a deadline), which
+		// ended the child: the caller ends here too, rather than run on
+		// (`sleep 9; echo after` must not say after) until the kill
+		// reaches it.
+		code := sys.ExitCodeContextCanceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			code = sys.ExitCodeDeadlineExceeded
+		}
+		// As proc_exit does: close the module, then unwind its stack.
+		_ = mod.CloseWithExitCode(ctx, code)
+		panic(sys.NewExitError(code))
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrSpawnNotFound):
@@ -234,18 +247,6 @@ func spawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr ui
 	case errors.Is(err, ErrSpawnDepth):
 		mem.WriteUint32Le(statusPtr, 126)
 		return ErrnoAgain
-	case ctx.Err() != nil:
-		// The child ended because the caller's run is being killed
-		// (Ctrl-C, a deadline): the caller ends here too, rather than
-		// run on (`sleep 9; echo after` must not say after) until the
-		// kill reaches it.
-		code := sys.ExitCodeContextCanceled
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			code = sys.ExitCodeDeadlineExceeded
-		}
-		// As proc_exit does: close the module, then unwind its stack.
-		_ = mod.CloseWithExitCode(ctx, code)
-		panic(sys.NewExitError(code))
 	default:
 		status = 126
 	}

@@ -523,7 +523,10 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	ctx = context.WithValue(ctx, runStatusKey{}, rs)
 	out := newCapWriter(orDiscard(stdout), s.cfg.limits.OutputBytes)
 	errOut := newCapWriter(orDiscard(stderr), s.cfg.limits.OutputBytes)
-	r, err := s.sh.Run(ctx, script, stdin, out, errOut)
+	// Once the run is killed, the shell may still run a few steps
+	// before the kill reaches it (a command that the kill ended returns
+	// first): none of its output gets out.
+	r, err := s.sh.Run(ctx, script, stdin, ctxWriter{ctx, out}, ctxWriter{ctx, errOut})
 	out.flush()
 	errOut.flush()
 	if err != nil {
@@ -1017,4 +1020,17 @@ func (c *capWriter) Truncated() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.truncated
+}
+
+// ctxWriter refuses writes once ctx is done, with ctx's error.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }
