@@ -133,7 +133,7 @@ print(open("/tmp/sp.txt").read(), end="")
 		{"traceback lines", `python3 -c '
 import json
 json.loads("{")
-'`, "", "    raise JSONDecodeError(\"Expecting property name enclosed in double quotes\", s, end)\n", 1},
+'`, "", "\n  File \"/usr/lib/python3.11/json/decoder.py\", line 353, in raw_decode\n    obj, end = self.scan_once(s, idx)\n", 1},
 		{"traceback every frame", `python3 -c '
 import json, traceback
 try:
