@@ -129,7 +129,7 @@ func TestExec(t *testing.T) {
 		// --timeout bounds the compile too: it ended with the module
 		// compiled, seconds later, before.
 		{name: "compile past the timeout", args: []string{"exec", "--timeout", "100ms", "$DIR/heavy.wasm"}, exit: 124,
-			stderr: "wasmbox: $DIR/heavy.wasm: compile: context deadline exceeded\n"},
+			stderr: "wasmbox: timed out after 100ms\n"},
 		{name: "default layout", args: []string{"exec", "--memfs", "$DIR/fsprobe.wasm", "ls", "/", "read", "/etc/group"},
 			stdout: "bin\ndev\netc\nhome\nroot\ntmp\nusr\nroot:x:0:\nuser:x:1000:\n"},
 		{name: "mount ro", args: []string{"exec", "--mount", "$DIR/data:/data", "$DIR/fsprobe.wasm", "read", "/data/hello.txt", "ls", "/data", "write", "/data/x", "y"},
