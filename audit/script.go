@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // IsSecretName reports whether a variable named name holds a secret for r:

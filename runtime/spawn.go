@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/third_party/wazero"
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 )
 
 // SpawnModuleName is the name of the host module with the spawn call.
@@ -224,6 +225,19 @@ func spawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr ui
 		return ErrnoAcces
 	}
 	status, err := s.Spawn(ctx, req)
+	if ctx.Err() != nil {
+		// The caller's run is being killed (Ctrl-C, a deadline), which
+		// ended the child: the caller ends here too, rather than run on
+		// (`sleep 9; echo after` must not say after) until the kill
+		// reaches it.
+		code := sys.ExitCodeContextCanceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			code = sys.ExitCodeDeadlineExceeded
+		}
+		// As proc_exit does: close the module, then unwind its stack.
+		_ = mod.CloseWithExitCode(ctx, code)
+		panic(sys.NewExitError(code))
+	}
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrSpawnNotFound):

@@ -3,7 +3,7 @@ package sandbox
 import (
 	"strings"
 
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // Incomplete reports whether src is an unfinished bash fragment that more

@@ -290,12 +290,20 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	hosts := &hostMounts{}
 	hosts.refs.Store(1)
 	for _, m := range cfg.mounts {
-		h, err := vfs.HostDir(m.Host, m.Mode, vopts...)
+		h, file, err := hostMount(m, vopts...)
 		if err != nil {
 			hosts.release()
 			return nil, fmt.Errorf("sandbox: mount %s: %w", m.Host, err)
 		}
 		hosts.closers = append(hosts.closers, h.(io.Closer))
+		if file {
+			// A single file: mounted on a file (created if missing).
+			if err := v.Mount(m.Guest, h); err != nil {
+				hosts.release()
+				return nil, fmt.Errorf("sandbox: mount %s at %s: %w", m.Host, m.Guest, err)
+			}
+			continue
+		}
 		if err := v.MkdirAll(m.Guest, 0o755); err != nil && m.Guest != "/" {
 			hosts.release()
 			return nil, fmt.Errorf("sandbox: mount point %s: %w", m.Guest, err)
@@ -427,6 +435,7 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 		io.WriteString(orDiscard(stderr), msg)
 		return Result{ExitCode: 2, ErrorClass: ClassLimitExceeded, Duration: time.Since(start)}, nil
 	}
+	limit := s.runLimit(ctx)
 	id, runCtx, cancel, err := s.beginRun(ctx)
 	if err != nil {
 		return Result{}, err
@@ -467,6 +476,9 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 		if err != nil && res.Duration == 0 {
 			// The pool refused the job or the context ended in the queue.
 			if c := classOfCtx(runCtx); c != ClassNone {
+				if c == ClassTimeout {
+					timedOut(stderr, limit)
+				}
 				return Result{ExitCode: exitFor(c), ErrorClass: c, Duration: time.Since(start)}, nil
 			}
 			return Result{}, fmt.Errorf("sandbox: %w", err)
@@ -479,9 +491,26 @@ func (s *Sandbox) Stream(ctx context.Context, script string, stdin io.Reader, st
 		ev.Class, ev.Reason = string(ClassLimitExceeded), runErr.Error()
 		return Result{}, runErr
 	}
+	if res.ErrorClass == ClassTimeout {
+		timedOut(stderr, limit)
+	}
 	res.Duration = time.Since(start)
 	endSpan(&res)
 	return res, nil
+}
+
+// hostMount opens the host side of a mount: a directory (vfs.HostDir) or,
+// when m.Host is a file, that single file (vfs.HostFile; file is true).
+func hostMount(m vfs.MountSpec, opts ...vfs.Option) (fsys vfs.FS, file bool, err error) {
+	if fi, err := os.Stat(m.Host); err == nil && !fi.IsDir() {
+		if m.Guest == "/" {
+			return nil, false, fmt.Errorf("vfs: mount source %s: a file cannot be mounted at /", m.Host)
+		}
+		fsys, err = vfs.HostFile(m.Host, m.Mode, opts...)
+		return fsys, true, err
+	}
+	fsys, err = vfs.HostDir(m.Host, m.Mode, opts...)
+	return fsys, false, err
 }
 
 // run executes a script on the calling goroutine. The error is the
@@ -500,7 +529,10 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	ctx = context.WithValue(ctx, runStatusKey{}, rs)
 	out := newCapWriter(orDiscard(stdout), s.cfg.limits.OutputBytes)
 	errOut := newCapWriter(orDiscard(stderr), s.cfg.limits.OutputBytes)
-	r, err := s.sh.Run(ctx, script, stdin, out, errOut)
+	// Once the run is killed, the shell may still run a few steps
+	// before the kill reaches it (a command that the kill ended returns
+	// first): none of its output gets out.
+	r, err := s.sh.Run(ctx, script, stdin, ctxWriter{ctx, out}, ctxWriter{ctx, errOut})
 	out.flush()
 	errOut.flush()
 	if err != nil {
@@ -517,16 +549,10 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		c := classOfCtx(ctx)
 		res.ErrorClass, res.ExitCode = c, exitFor(c)
 	case r.Err == nil:
+		// A script whose last command died writing past the output cap
+		// (a closed pipe for it) ends with that command's status, 141,
+		// as in bash with a reader that left; Truncated says why.
 		res.ErrorClass = rs.classFor(r.Code)
-		if r.Code == exitSIGPIPE && res.Truncated {
-			// The script's last command died writing past the output
-			// cap (a closed pipe for it): the cap stands for a reader
-			// that had all it wanted, as `head` is for `yes | head`,
-			// and the script's status is what the rest of it says. The
-			// command itself saw 141 ($?, PIPESTATUS); Truncated says
-			// what happened.
-			res.ExitCode, res.ErrorClass = 0, ClassNone
-		}
 	case errors.Is(r.Err, context.DeadlineExceeded):
 		res.ErrorClass, res.ExitCode = ClassTimeout, executor.ExitTimeout
 	case errors.Is(r.Err, context.Canceled):
@@ -544,6 +570,27 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		res.ExitCode = max(res.ExitCode, 1)
 	}
 	return res, nil
+}
+
+// runLimit is the time a run starting now has: Limits.Timeout, or less
+// when ctx ends sooner (rounded up to the millisecond, for messages).
+func (s *Sandbox) runLimit(ctx context.Context) time.Duration {
+	limit := s.cfg.limits.Timeout
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < limit {
+			limit = max(left, 0).Truncate(time.Millisecond)
+			if limit < left {
+				limit += time.Millisecond
+			}
+		}
+	}
+	return limit
+}
+
+// timedOut writes the one line that says a run was killed at its time
+// limit. It goes past the output cap, like the status it explains.
+func timedOut(stderr io.Writer, limit time.Duration) {
+	fmt.Fprintf(orDiscard(stderr), "wasmbox: timed out after %v\n", limit)
 }
 
 func (s *Sandbox) beginRun(ctx context.Context) (int, context.Context, context.CancelFunc, error) {
@@ -889,9 +936,6 @@ func newSeededReader(seed int64) io.Reader {
 // 141) and the shell's own writes fail with EPIPE.
 var ErrOutputLimit = fmt.Errorf("output limit reached: %w", syscall.EPIPE)
 
-// exitSIGPIPE is the status of a command killed by SIGPIPE (128+13).
-const exitSIGPIPE = 141
-
 // capWriter forwards at most max bytes to w and fails every write after.
 // The output is cut at a line boundary where one exists: the write that
 // goes past the cap is cut after its last newline within the cap (when it
@@ -982,4 +1026,17 @@ func (c *capWriter) Truncated() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.truncated
+}
+
+// ctxWriter refuses writes once ctx is done, with ctx's error.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }

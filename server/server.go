@@ -5,6 +5,7 @@
 //
 //	POST   /v1/sessions                 -> 201 {"id": "..."}
 //	POST   /v1/sessions/{id}/run        {"script": "...", "timeout_ms": N}
+//	                                    or {"script_b64": "...", "timeout_ms": N}
 //	                                    -> 200 {"stdout", "stderr", "exit_code",
 //	                                            "error_class", "truncated", "duration_ms"}
 //	GET    /v1/sessions/{id}/files?path=/abs   -> 200 raw bytes
@@ -12,6 +13,11 @@
 //	DELETE /v1/sessions/{id}            -> 204
 //	GET    /health                      -> 200 {"status", "sessions", "pool"}
 //	GET    /metrics                     -> Prometheus text format
+//
+// A script is bytes: "script" is its text when it is UTF-8, "script_b64"
+// its bytes in standard base64 (with padding) in any case; give exactly one
+// (a JSON string cannot carry a byte that is not UTF-8: a decoder makes it
+// U+FFFD). The script limit counts the decoded bytes.
 //
 // error_class is "" (the script ran; see exit_code), "TIMEOUT",
 // "CANCELLED", "LIMIT_EXCEEDED", "DENIED" or "NOT_FOUND". timeout_ms 0 or
@@ -74,6 +80,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -707,6 +714,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
 
 type runRequest struct {
 	Script    *string `json:"script"`
+	ScriptB64 *string `json:"script_b64"`
 	TimeoutMS int64   `json:"timeout_ms"`
 }
 
@@ -751,12 +759,26 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	defer done()
 	sess := e.sess
 	var req runRequest
-	if !decodeJSON(w, r, s.cfg.MaxScriptBytes+64<<10, &req) {
+	// Room for a script of the limit in base64 (4 bytes for 3).
+	if !decodeJSON(w, r, (s.cfg.MaxScriptBytes+2)/3*4+64<<10, &req) {
 		return
 	}
 	switch {
+	case req.Script != nil && req.ScriptB64 != nil:
+		writeError(w, http.StatusBadRequest, "bad_request", `give "script" or "script_b64", not both`)
+		return
+	case req.ScriptB64 != nil:
+		b, err := base64.StdEncoding.DecodeString(*req.ScriptB64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "bad_request", `"script_b64" is not standard base64: `+err.Error())
+			return
+		}
+		script := string(b)
+		req.Script = &script
+	}
+	switch {
 	case req.Script == nil:
-		writeError(w, http.StatusBadRequest, "bad_request", `missing "script"`)
+		writeError(w, http.StatusBadRequest, "bad_request", `missing "script" (or "script_b64")`)
 		return
 	case int64(len(*req.Script)) > s.cfg.MaxScriptBytes:
 		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("script over %d bytes", s.cfg.MaxScriptBytes))

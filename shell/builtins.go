@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wasmbox/wasmbox/internal/sh/interp"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // builtin runs one of the builtins this package implements (see

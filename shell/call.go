@@ -6,7 +6,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"github.com/wasmbox/wasmbox/internal/sh/interp"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // sentinel is the command name the call handler rewrites a builtin to when

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // baseEnv is the bottom of the interpreter's variable scopes: Config.Env

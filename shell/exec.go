@@ -250,7 +250,7 @@ func (s *Shell) runExecutor(ctx context.Context, hc interp.HandlerContext, rs *r
 		}
 		return status(code)
 	case errors.Is(err, ErrNotFound):
-		fmt.Fprintf(hc.Stderr, "%s%s: command not found\n", bashPrefix(hc), argv[0])
+		fmt.Fprintf(hc.Stderr, "%s%s: command not found%s\n", bashPrefix(hc), argv[0], notFoundHint(argv[0]))
 		return status(127)
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -490,4 +490,14 @@ func (s *Shell) procSubst(ctx context.Context, hc interp.HandlerContext, rs *run
 	}
 	io.WriteString(hc.Stdout, p)
 	return nil
+}
+
+// notFoundHint says how to get a command that only the native lane runs
+// (a sandbox without it finds no such command): " (...)", or "".
+func notFoundHint(name string) string {
+	switch name {
+	case "git", "/usr/bin/git":
+		return " (git runs in the native lane: wasmbox run --native git)"
+	}
+	return ""
 }

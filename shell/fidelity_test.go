@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // fidelityCases are scripts on which the interpreter crashed, hung or

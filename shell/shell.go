@@ -61,7 +61,7 @@ import (
 	"time"
 
 	"github.com/wasmbox/wasmbox/internal/sh/interp"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 
 	"github.com/spf13/afero"
 )

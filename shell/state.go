@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"github.com/wasmbox/wasmbox/shell/wire"

@@ -65,16 +65,29 @@ type MountPoint struct {
 // Mount mounts fsys at the absolute guest path point. The mount point is
 // created (with parents, mode 0755) in the filesystem that serves it if it
 // does not exist; it must not go through a symlink (EINVAL) and must not
-// already be a mount point (EBUSY).
+// already be a mount point (EBUSY). A single host file (HostFile) is
+// mounted on a regular file (EISDIR otherwise), created empty (0644) if
+// missing; anything else on a directory (ENOTDIR otherwise).
 func (v *VFS) Mount(point string, fsys FS) error {
 	const op = "mount"
 	if fsys == nil || !strings.HasPrefix(point, "/") {
 		return pathErr(op, point, syscall.EINVAL)
 	}
 	point = cleanAbs(point)
+	_, isFile := fsys.(*hostFileFS) // a file is mounted on a file
 	fi, err := v.Stat(point)
 	if err != nil && isNotExist(err) {
-		err = v.MkdirAll(point, 0o755)
+		if isFile {
+			err = v.MkdirAll(parentOf(point), 0o755)
+			if err == nil {
+				var fh afero.File
+				if fh, err = v.OpenFile(point, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+					fh.Close()
+				}
+			}
+		} else {
+			err = v.MkdirAll(point, 0o755)
+		}
 		if err == nil {
 			fi, err = v.Stat(point)
 		}
@@ -87,7 +100,10 @@ func (v *VFS) Mount(point string, fsys FS) error {
 	} else if p != point {
 		return pathErr(op, point, syscall.EINVAL)
 	}
-	if !fi.IsDir() {
+	if isFile && !fi.Mode().IsRegular() {
+		return pathErr(op, point, syscall.EISDIR)
+	}
+	if !isFile && !fi.IsDir() {
 		return pathErr(op, point, syscall.ENOTDIR)
 	}
 	v.mt.mu.Lock()

@@ -28,6 +28,23 @@ import textwrap, string, struct, math, hashlib, base64, copy, enum, dataclasses,
 
 VERSION = "Python %d.%d.%d" % sys.version_info[:3]
 
+# No network (WASI has no sockets): the name-resolution calls that
+# socket.create_connection, urllib and http.client start with are missing
+# from _socket, and failed with "AttributeError: module '_socket' has no
+# attribute 'getaddrinfo'". They raise an OSError that says why.
+import errno as _errno
+import _socket
+
+
+def _no_network(*args, **kwargs):
+    raise OSError(_errno.ENETUNREACH, "Network is unreachable: the wasmbox sandbox has no network")
+
+
+for _name in ("getaddrinfo", "getnameinfo", "gethostbyname", "gethostbyname_ex", "gethostbyaddr"):
+    for _mod in (_socket, sys.modules.get("socket")):  # socket copied _socket's names
+        if _mod is not None and not hasattr(_mod, _name):
+            setattr(_mod, _name, _no_network)
+
 # pip, offline: ensurepip's bundled wheel is importable (last on sys.path,
 # so that a pip installed in site-packages comes first), and its zip
 # directory is read once, into the snapshot.

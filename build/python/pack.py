@@ -1,10 +1,14 @@
-"""pack.py LIBDIR SYSCONFIGDATA OUT.zip: the standard library, precompiled.
+"""pack.py LIBDIR SYSCONFIGDATA OUT.zip: the standard library, precompiled,
+with its sources.
 
-Every module of LIBDIR (CPython's Lib/) becomes a sourceless .pyc next to
-where its .py would be (so that the import system finds it without the
-source), compiled with optimization level 1 (asserts removed, docstrings
-kept) and an unchecked-hash header (no source mtime, nothing to
-revalidate), with co_filename set to its path under /usr/lib/python3.11.
+Every module of LIBDIR (CPython's Lib/) is shipped as its source, X.py,
+and its bytecode in the standard cache layout, __pycache__/X.cpython-311.pyc
+(what the import system loads: the source is not compiled again), compiled
+with optimization level 1 (asserts removed, docstrings kept) and an
+unchecked-hash header (no source mtime, nothing to revalidate: the source
+is not even read on import), with co_filename set to its path under
+/usr/lib/python3.11, where the source is: tracebacks show every frame's
+line (linecache reads it).
 Other files (data the stdlib reads, ensurepip's wheels) are copied. Test
 suites, IDLE, Tkinter and turtle demos are left out. The zip is
 deterministic: sorted entries, fixed times, fixed modes.
@@ -41,6 +45,13 @@ def pyc(src, rel):
     return bytes(be._code_to_hash_pyc(code, importlib.util.source_hash(data), checked=False))
 
 
+def cached(rel):
+    """The bytecode path of the source rel: PEP 3147's, for the cache tag
+    of the interpreter (optimization level 0, as python3 runs)."""
+    d, base = os.path.split(rel)
+    return os.path.join(d, "__pycache__", base[:-3] + "." + sys.implementation.cache_tag + ".pyc")
+
+
 def add(z, name, data, mode=0o644):
     info = zipfile.ZipInfo(name, DATE)
     info.external_attr = (0o100000 | mode) << 16
@@ -61,7 +72,9 @@ def main():
     files = []
     for rel, src in entries(lib):
         if rel.endswith(".py"):
-            files.append((rel[:-3] + ".pyc", pyc(src, rel)))
+            with open(src, "rb") as f:
+                files.append((rel, f.read()))
+            files.append((cached(rel), pyc(src, rel)))
         else:
             with open(src, "rb") as f:
                 files.append((rel, f.read()))
@@ -69,7 +82,9 @@ def main():
     # sysconfig looks for _sysconfigdata_{abiflags}_{multiarch}.
     base = os.path.basename(sysconfigdata)
     name = "_sysconfigdata__" + base[:-3].rsplit("_", 1)[1] + ".py"
-    files.append((name[:-3] + ".pyc", pyc(sysconfigdata, name)))
+    with open(sysconfigdata, "rb") as f:
+        files.append((name, f.read()))
+    files.append((cached(name), pyc(sysconfigdata, name)))
     files.sort()
     dirs = {"lib-dynload", "site-packages"}
     for name, _ in files:

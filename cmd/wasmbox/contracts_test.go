@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -44,8 +45,10 @@ func TestRunHostStdinReleased(t *testing.T) {
 }
 
 // TestRunTruncatedOutput: a stream that reaches its cap is a closed pipe
-// for its writer (status 141 for that command), the run's status stays the
-// script's, truncated is set, the cut falls on a line boundary and the
+// for its writer (status 141 for that command), the run's status is the
+// script's as bash gives it (141 when its last command died on the cap, as
+// with a reader that left: `wasmbox run -c yes | head -c 1M` in bash),
+// truncated is set, the cut falls on a line boundary and the
 // truncation notice is a line of its own.
 func TestRunTruncatedOutput(t *testing.T) {
 	type jsonResult struct {
@@ -68,11 +71,31 @@ func TestRunTruncatedOutput(t *testing.T) {
 	}
 	t.Run("yes|head", func(t *testing.T) {
 		res := runJSON(t, "yes | head -c 100000000")
-		if res.ExitCode != 0 || !res.Truncated || res.Stderr != "" {
-			t.Fatalf("exit_code %d truncated %v stderr %q, want 0 true \"\"", res.ExitCode, res.Truncated, res.Stderr)
+		if res.ExitCode != 141 || !res.Truncated || res.Stderr != "" {
+			t.Fatalf("exit_code %d truncated %v stderr %q, want 141 true \"\"", res.ExitCode, res.Truncated, res.Stderr)
 		}
 		if len(res.Stdout) == 0 || strings.Trim(res.Stdout, "y\n") != "" || !strings.HasSuffix(res.Stdout, "y\n") {
 			t.Fatalf("stdout: %d bytes ending %q", len(res.Stdout), res.Stdout[max(0, len(res.Stdout)-10):])
+		}
+	})
+	t.Run("yes", func(t *testing.T) {
+		// The last command died on the cap: its status is the script's.
+		res := runJSON(t, "yes")
+		if res.ExitCode != 141 || !res.Truncated || res.Stderr != "" {
+			t.Fatalf("exit_code %d truncated %v stderr %q, want 141 true \"\"", res.ExitCode, res.Truncated, res.Stderr)
+		}
+		stdout, stderr, code := runMain(t, "", "run", "-c", "yes")
+		if code != 141 || len(stdout) != 1<<20 || stderr != "wasmbox: output truncated at the limit\n" {
+			t.Fatalf("exit %d, %d bytes of stdout, stderr %q; want 141, the cap, the notice", code, len(stdout), stderr)
+		}
+	})
+	t.Run("status after the cut", func(t *testing.T) {
+		// A command after the cut decides the status, as in bash.
+		for script, want := range map[string]int{"yes; echo $? >&2": 0, "yes; exit 5": 5, "yes; false": 1} {
+			res := runJSON(t, script)
+			if res.ExitCode != want || !res.Truncated {
+				t.Errorf("%s: exit_code %d truncated %v stderr %q, want %d", script, res.ExitCode, res.Truncated, res.Stderr, want)
+			}
 		}
 	})
 	t.Run("status of the writer", func(t *testing.T) {
@@ -83,7 +106,7 @@ func TestRunTruncatedOutput(t *testing.T) {
 	})
 	t.Run("line boundary", func(t *testing.T) {
 		res := runJSON(t, "seq 1 1000000")
-		if res.ExitCode != 0 || !res.Truncated {
+		if res.ExitCode != 141 || !res.Truncated {
 			t.Fatalf("exit_code %d truncated %v", res.ExitCode, res.Truncated)
 		}
 		lines := strings.Split(res.Stdout, "\n")
@@ -99,7 +122,7 @@ func TestRunTruncatedOutput(t *testing.T) {
 		// One line longer than the cap: no line boundary to cut at.
 		var out, errb bytes.Buffer
 		code := doMain([]string{"run", "-c", "head -c 3000000 /dev/zero | tr '\\0' x"}, strings.NewReader(""), &out, &errb)
-		if code != 0 {
+		if code != 141 {
 			t.Fatalf("exit %d, stderr %q", code, errb.String())
 		}
 		if errb.String() != "\nwasmbox: output truncated at the limit\n" {
@@ -110,6 +133,8 @@ func TestRunTruncatedOutput(t *testing.T) {
 		}
 	})
 }
+
+var durationMS = regexp.MustCompile(`"duration_ms":[0-9]+`)
 
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
@@ -135,6 +160,14 @@ func TestRunContracts(t *testing.T) {
 			stderr: "wasmbox: script is 77000 bytes, larger than the 65536-byte limit\n"},
 		{name: "out of memory", args: []string{"run", "--memory", "16MiB", "-c", "seq 1 2000000 | sort -n > /dev/null; echo status=$?"},
 			stdout: "status=137\n", stderr: "wasmbox: sort: memory limit (16 MiB) exceeded\n"},
+		{name: "timeout", args: []string{"run", "--timeout", "1s", "-c", "echo start; sleep 3"}, code: 124,
+			stdout: "start\n", stderr: "wasmbox: timed out after 1s\n"},
+		{name: "timeout ends the script", args: []string{"run", "--timeout", "300ms", "-c", "sleep 3; echo after"}, code: 124,
+			stderr: "wasmbox: timed out after 300ms\n"},
+		{name: "timeout json", args: []string{"run", "--json", "--timeout", "300ms", "-c", "echo start; sleep 3"},
+			stdout: `{"stdout":"start\n","stderr":"wasmbox: timed out after 300ms\n","exit_code":124,"error_class":"TIMEOUT","truncated":false,"duration_ms":D}` + "\n", code: 124},
+		{name: "timeout in a shell line", args: []string{"shell", "--timeout", "300ms"}, stdin: "x=1\nsleep 3\necho x=$x\n", code: 0,
+			stdout: "x=1\n", stderr: "wasmbox: timed out after 300ms\n"},
 		{name: "bench unknown group", args: []string{"bench", "--only", "nonexistent"}, code: 2,
 			stderr: "wasmbox: --only \"nonexistent\": no measurement group matches (groups: kill, command, script, throughput, memory, sandbox, startup, compute, tools, python, responsiveness)\n"},
 		{name: "serve non-loopback", args: []string{"serve", "--listen", "0.0.0.0:0"}, code: 2,
@@ -143,6 +176,7 @@ func TestRunContracts(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			stdout, stderr, code := runMain(t, c.stdin, c.args...)
+			stdout = durationMS.ReplaceAllString(stdout, `"duration_ms":D`)
 			if stdout != c.stdout || code != c.code || stderr != c.stderr {
 				t.Fatalf("got stdout %q stderr %q exit %d\nwant stdout %q stderr %q exit %d", stdout, stderr, code, c.stdout, c.stderr, c.code)
 			}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/spf13/cobra"
@@ -41,6 +42,12 @@ func defaultCacheDir() string {
 // reached: the caller then runs it itself, as nothing was read or written.
 func viaEngine(args []string, stdin, stdout, stderr *os.File) (code int, ok bool) {
 	if len(args) == 0 || args[0] != "run" {
+		return 0, false
+	}
+	if !allUTF8(args) || !allUTF8(os.Environ()) {
+		// The request is JSON, whose strings cannot carry bytes that
+		// are not UTF-8 (they would become U+FFFD): a script (-c) or a
+		// path that holds such bytes runs in this process, unchanged.
 		return 0, false
 	}
 	switch os.Getenv(engine.Env) {
@@ -78,7 +85,7 @@ func viaEngine(args []string, stdin, stdout, stderr *os.File) (code int, ok bool
 	}
 	defer conn.Close()
 	cwd, err := os.Getwd()
-	if err != nil {
+	if err != nil || !utf8.ValidString(cwd) {
 		return 0, false
 	}
 	req := engine.Request{Op: "run", Key: key, Args: args, Dir: cwd, Env: os.Environ()}
@@ -327,4 +334,14 @@ func engineCall(a *app, op string) (engine.Reply, error) {
 		return engine.Reply{}, err
 	}
 	return engine.Op(sock, op)
+}
+
+// allUTF8 reports whether every string of ss is valid UTF-8.
+func allUTF8(ss []string) bool {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
 }

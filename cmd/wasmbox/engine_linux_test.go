@@ -887,3 +887,16 @@ func TestEngineTrim(t *testing.T) {
 	}
 	waitTrims(2)
 }
+
+// TestEngineScriptBytes: a script that is not UTF-8 runs unchanged with
+// the engine on (its JSON request would have made each such byte U+FFFD):
+// the output is bash's.
+func TestEngineScriptBytes(t *testing.T) {
+	env := cliEngineEnv(t, t.TempDir())
+	for _, s := range byteScripts {
+		want := bashOutput(t, s)
+		if out, errs, _ := cli(t, env, "", "run", "-c", s); out != want {
+			t.Errorf("script %q:\n got %q (stderr %q)\nwant %q (bash)", s, out, errs, want)
+		}
+	}
+}

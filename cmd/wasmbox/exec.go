@@ -42,6 +42,7 @@ type execFlags struct {
 	hostlogging string
 	json        bool
 	noFS        bool
+	memFS       bool
 	workdirSet  bool
 }
 
@@ -53,12 +54,15 @@ func newExecCmd(a *app) *cobra.Command {
 		Long: `Run a WebAssembly module (wasip1) from the host filesystem inside the
 sandbox: a superset of "wazero run". The guest's argv is FILE.wasm and
 ARGS (a "--" right after FILE.wasm is dropped); its environment is
-exactly the --env given (plus PWD when --workdir is). It sees a virtual
-filesystem: an empty in-memory one with the default layout (/bin,
-/usr/bin, /home/user, /tmp, /etc) unless --mount maps host directories
-into it, or none at all with --no-fs (as "wazero run" without mounts).
-The exit status is the guest's; 124 on timeout, 137 when the memory
-limit was hit, 134 on a trap.`,
+exactly the --env given (plus PWD when --workdir is). As with "wazero
+run", it has no filesystem (no preopened directory) unless --mount maps
+host directories into it: they sit on an in-memory root with the default
+layout (/bin, /usr/bin, /home/user, /tmp, /etc) unless one is mounted at
+/. --memfs gives that in-memory root without any mount (and the embedded
+tools in /bin and /usr/bin, for wasmbox.spawn). --no-fs is accepted for
+compatibility: no filesystem is the default now.
+The exit status is the guest's; 124 on timeout ("wasmbox: timed out
+after D" on stderr), 137 when the memory limit was hit, 134 on a trap.`,
 		Example: `  wasmbox exec prog.wasm -- -v input.txt
   wasmbox exec --mount .:/work:ro --env HOME=/work --timeout 5s prog.wasm
   wasmbox exec --json --memory 64MiB prog.wasm`,
@@ -76,12 +80,13 @@ limit was hit, 134 on a trap.`,
 	fl := cmd.Flags()
 	fl.SetInterspersed(false) // everything after FILE.wasm belongs to the guest
 	fl.StringArrayVar(&f.mounts, "mount", nil,
-		"map a host directory into the guest, HOST:GUEST[:ro|:rw|:cow] (default ro; repeatable; HOST:/ maps the root)")
+		"map a host directory or file into the guest, HOST:GUEST[:ro|:rw|:cow] (default ro; a file: ro or rw; repeatable; HOST:/ maps the root, a directory)")
 	fl.StringArrayVar(&f.env, "env", nil, "set an environment variable of the guest, K=V (repeatable)")
 	fl.DurationVar(&f.timeout, "timeout", 0, "kill the guest after this long, e.g. 500ms, 10s (exit 124)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit of the guest, e.g. 64MiB, 1G (default 256MiB)")
 	fl.StringVar(&f.workdir, "workdir", "/", "working directory of the guest (a guest path; sets $PWD, which wasip1 programs read)")
-	fl.BoolVar(&f.noFS, "no-fs", false, "give the guest no filesystem: no preopened directory (not with --mount)")
+	fl.BoolVar(&f.memFS, "memfs", false, "give the guest an in-memory filesystem with the default layout and the embedded tools, even without --mount")
+	fl.BoolVar(&f.noFS, "no-fs", false, "no filesystem: the default without --mount (kept for compatibility; not with --mount or --memfs)")
 	fl.StringVar(&f.hostlogging, "hostlogging", "",
 		"log host calls on stderr: filesystem, clock, proc, poll, random, memory, sock or all (comma-separated)")
 	fl.BoolVar(&f.json, "json", false,
@@ -150,6 +155,9 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 	if f.noFS && len(f.mounts) > 0 {
 		return errors.New("--no-fs: not with --mount")
 	}
+	if f.noFS && f.memFS {
+		return errors.New("--no-fs: not with --memfs")
+	}
 	var specs []vfs.MountSpec
 	for _, m := range f.mounts {
 		spec, err := vfs.ParseMountSpec(m)
@@ -178,7 +186,7 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 	}
 	var fsys *vfs.VFS
 	rootIsMem := false
-	if !f.noFS {
+	if f.memFS || len(specs) > 0 {
 		if fsys, rootIsMem, err = buildFS(specs); err != nil {
 			return a.fail(err)
 		}
@@ -258,7 +266,11 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		res = ex.Run(runCtx, job)
 	}
 	a.exit = res.ExitCode
-	if res.Err != nil {
+	switch {
+	case res.Class == executor.ClassTimeout && f.timeout > 0:
+		// One line, as run says it.
+		fmt.Fprintf(job.Stderr, "wasmbox: timed out after %v\n", f.timeout)
+	case res.Err != nil:
 		fmt.Fprintf(job.Stderr, "wasmbox: %s\n", oneLine(res.Err))
 	}
 	if !f.json {
@@ -363,7 +375,15 @@ func hostDir(s vfs.MountSpec) (vfs.FS, error) {
 		return nil, fmt.Errorf("--mount %s:%s: %w", s.Host, s.Guest, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("--mount %s:%s: %s is not a directory", s.Host, s.Guest, s.Host)
+		if s.Guest == "/" {
+			return nil, fmt.Errorf("--mount %s:%s: %s is not a directory", s.Host, s.Guest, s.Host)
+		}
+		// A single file, mounted on a file (vfs.HostFile).
+		h, err := vfs.HostFile(s.Host, s.Mode)
+		if err != nil {
+			return nil, fmt.Errorf("--mount %s:%s: %w", s.Host, s.Guest, err)
+		}
+		return h, nil
 	}
 	h, err := vfs.HostDir(s.Host, s.Mode)
 	if err != nil {

@@ -86,8 +86,10 @@ func TestExec(t *testing.T) {
 			stderr: "wasmbox: $DIR/missing.wasm: imports not provided by wasmbox: env.foo, wasi_snapshot_preview1.no_such_call\n"},
 		{name: "missing mount source", args: []string{"exec", "--mount", "$DIR/nodir:/data", "$DIR/exit7.wasm"}, exit: 1,
 			stderr: "wasmbox: --mount $DIR/nodir:/data: stat $DIR/nodir: no such file or directory\n"},
-		{name: "mount source is a file", args: []string{"exec", "--mount", "$DIR/exit7.wasm:/data", "$DIR/exit7.wasm"}, exit: 1,
-			stderr: "wasmbox: --mount $DIR/exit7.wasm:/data: $DIR/exit7.wasm is not a directory\n"},
+		{name: "mount source is a file at /", args: []string{"exec", "--mount", "$DIR/exit7.wasm:/", "$DIR/exit7.wasm"}, exit: 1,
+			stderr: "wasmbox: --mount $DIR/exit7.wasm:/: $DIR/exit7.wasm is not a directory\n"},
+		{name: "mount a file", args: []string{"exec", "--mount", "$DIR/data/hello.txt:/in.txt", "$DIR/fsprobe.wasm", "read", "/in.txt", "ls", "/", "write", "/in.txt", "y"},
+			exit: 1, stdout: "hello from the host\nbin\ndev\netc\nhome\nin.txt\nroot\ntmp\nusr\n", stderr: "fsprobe: open /in.txt: Read-only file system\n"},
 		{name: "exit status", args: []string{"exec", "$DIR/exit7.wasm"}, exit: 7},
 		{name: "args and env", args: []string{"exec", "--env", "A=1", "--env", "B=x=y", "$DIR/args.wasm", "-l", "--", "two words"},
 			stdout: "argv[0]=$DIR/args.wasm\nargv[1]=-l\nargv[2]=--\nargv[3]=two words\nenv:A=1\nenv:B=x=y\n"},
@@ -97,8 +99,13 @@ func TestExec(t *testing.T) {
 			stdout: "argv[0]=$DIR/args.wasm\nargv[1]=--\nargv[2]=a\n"},
 		{name: "exact env", args: []string{"exec", "--env", "ONLY=1", "$DIR/args.wasm"},
 			stdout: "argv[0]=$DIR/args.wasm\nenv:ONLY=1\n"},
-		{name: "no fs", args: []string{"exec", "--no-fs", "$DIR/fsprobe.wasm", "ls", "/"}, exit: 1,
+		// No mount, no filesystem: nothing preopened, as with wazero run.
+		{name: "no fs", args: []string{"exec", "$DIR/fsprobe.wasm", "ls", "/"}, exit: 1,
 			stderr: "fsprobe: open /: Bad file number\n"},
+		{name: "no fs flag", args: []string{"exec", "--no-fs", "$DIR/fsprobe.wasm", "ls", "/"}, exit: 1,
+			stderr: "fsprobe: open /: Bad file number\n"},
+		{name: "no fs with memfs", args: []string{"exec", "--no-fs", "--memfs", "$DIR/exit7.wasm"}, exit: 2,
+			stderr: "wasmbox: --no-fs: not with --memfs\n"},
 		{name: "no fs with mount", args: []string{"exec", "--no-fs", "--mount", "$DIR/data:/data", "$DIR/exit7.wasm"}, exit: 2,
 			stderr: "wasmbox: --no-fs: not with --mount\n"},
 		{name: "dash dash first", args: []string{"exec", "--", "$DIR/args.wasm", "-x"},
@@ -107,14 +114,14 @@ func TestExec(t *testing.T) {
 			stdout: "argv[0]=$DIR/args.wasm\nenv:EXIT=3\nenv:PWD=/tmp\n"},
 		{name: "stdin", args: []string{"exec", "$DIR/cat.wasm"}, stdin: "piped input\n", stdout: "piped input\n"},
 		{name: "timeout", args: []string{"exec", "--timeout", "50ms", "$DIR/spin.wasm"}, exit: 124,
-			stderr: "wasmbox: module closed with context deadline exceeded\n"},
+			stderr: "wasmbox: timed out after 50ms\n"},
 		{name: "memory limit", args: []string{"exec", "--memory", "1MiB", "$DIR/hog.wasm"}, exit: 137,
 			stderr: "wasmbox: $DIR/hog.wasm: memory limit exceeded: the guest asked for more than 1MiB of memory\n"},
 		// The guest's memory limit bounds its tables too: table.grow
 		// fails at the cap, as at a declared maximum.
 		{name: "table.grow", args: []string{"exec", "--memory", "64MiB", "--timeout", "5s", "$DIR/tablegrow.wasm"}, exit: 42},
 		{name: "table.grow forever", args: []string{"exec", "--memory", "64MiB", "--timeout", "1s", "$DIR/tablespin.wasm"}, exit: 124,
-			stderr: "wasmbox: module closed with context deadline exceeded\n"},
+			stderr: "wasmbox: timed out after 1s\n"},
 		{name: "refused module", args: []string{"exec", "--memory", "64MiB", "$DIR/locals.wasm"}, exit: 1,
 			stderr: "wasmbox: $DIR/locals.wasm: module refused: function 0 declares 50000000 locals (cap 50000)\n"},
 		{name: "nested loops refused", args: []string{"exec", "$DIR/loops.wasm"}, exit: 1,
@@ -122,14 +129,14 @@ func TestExec(t *testing.T) {
 		// --timeout bounds the compile too: it ended with the module
 		// compiled, seconds later, before.
 		{name: "compile past the timeout", args: []string{"exec", "--timeout", "100ms", "$DIR/heavy.wasm"}, exit: 124,
-			stderr: "wasmbox: $DIR/heavy.wasm: compile: context deadline exceeded\n"},
-		{name: "default layout", args: []string{"exec", "$DIR/fsprobe.wasm", "ls", "/", "read", "/etc/group"},
+			stderr: "wasmbox: timed out after 100ms\n"},
+		{name: "default layout", args: []string{"exec", "--memfs", "$DIR/fsprobe.wasm", "ls", "/", "read", "/etc/group"},
 			stdout: "bin\ndev\netc\nhome\nroot\ntmp\nusr\nroot:x:0:\nuser:x:1000:\n"},
 		{name: "mount ro", args: []string{"exec", "--mount", "$DIR/data:/data", "$DIR/fsprobe.wasm", "read", "/data/hello.txt", "ls", "/data", "write", "/data/x", "y"},
 			exit: 1, stdout: "hello from the host\nhello.txt\nsub\n", stderr: "fsprobe: open /data/x: Read-only file system\n"},
 		{name: "mount root rw", args: []string{"exec", "--mount", "$DIR/data:/:rw", "$DIR/fsprobe.wasm", "write", "new.txt", "made", "ls", "/"},
 			stdout: "hello.txt\nnew.txt\nsub\n"},
-		{name: "spawn a tool", args: []string{"exec", "$DIR/spawn.wasm", `{"argv":["head","-n","1","/etc/passwd"]}`},
+		{name: "spawn a tool", args: []string{"exec", "--memfs", "$DIR/spawn.wasm", `{"argv":["head","-n","1","/etc/passwd"]}`},
 			stdout: "root:x:0:0:root:/root:/bin/sh\n", stderr: "errno=0 status=0\n"},
 	}
 	for _, tc := range tests {
@@ -178,7 +185,7 @@ func TestExecJSON(t *testing.T) {
 		{"ok", []string{"--env", "EXIT=4", "--env", "STDERR=warn", "$DIR/args.wasm", "x"}, "",
 			result{Stdout: "argv[0]=$DIR/args.wasm\nargv[1]=x\nenv:EXIT=4\nenv:STDERR=warn\n", Stderr: "warn\n", ExitCode: 4}},
 		{"timeout", []string{"--timeout", "20ms", "$DIR/spin.wasm"}, "",
-			result{Stderr: "wasmbox: module closed with context deadline exceeded\n", ExitCode: 124, ErrorClass: "TIMEOUT"}},
+			result{Stderr: "wasmbox: timed out after 20ms\n", ExitCode: 124, ErrorClass: "TIMEOUT"}},
 		{"limit", []string{"--memory", "2MiB", "$DIR/hog.wasm"}, "",
 			result{Stderr: "wasmbox: $DIR/hog.wasm: memory limit exceeded: the guest asked for more than 2MiB of memory\n", ExitCode: 137, ErrorClass: "LIMIT_EXCEEDED"}},
 		{"truncated", []string{"$DIR/cat.wasm"}, big,
@@ -226,7 +233,7 @@ func shorten(r any) string {
 func TestHostLogging(t *testing.T) {
 	dir, cache := fixtures(t)
 	var stdout, stderr bytes.Buffer
-	code := doMain([]string{"--cachedir", cache, "exec", "--hostlogging", "filesystem", filepath.Join(dir, "fsprobe.wasm"), "read", "/etc/group"},
+	code := doMain([]string{"--cachedir", cache, "exec", "--memfs", "--hostlogging", "filesystem", filepath.Join(dir, "fsprobe.wasm"), "read", "/etc/group"},
 		strings.NewReader(""), &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())

@@ -56,7 +56,9 @@ Every MCP session gets a sandbox of its own, made with the flags below (the
 flags of wasmbox run), kept across its calls and closed with the session.
 
 Tools:
-  run         {script, timeout_ms?, stdin?}  run a bash script; structured output
+  run         {script | script_b64, timeout_ms?, stdin?}  run a bash script
+              (script_b64: its bytes in base64, for a script that is not
+              UTF-8); structured output
               {stdout, stderr, exit_code, error_class, truncated, duration_ms,
               tool_calls?} plus one text block. With a progress token, output is
               streamed as progress notifications (_meta.stream: stdout|stderr).
@@ -295,10 +297,11 @@ func newMCPFront(opts []sandbox.Option) *mcpFront {
 }
 
 const runInputSchema = `{"type":"object","properties":{
-"script":{"type":"string","description":"bash script"},
+"script":{"type":"string","description":"bash script (give script or script_b64)"},
+"script_b64":{"type":"string","description":"bash script as bytes in standard base64, for a script that is not UTF-8 (a JSON string cannot carry such bytes)"},
 "timeout_ms":{"type":"integer","minimum":1,"description":"time limit in milliseconds (capped by the server's --timeout)"},
 "stdin":{"type":"string","description":"standard input of the script"}},
-"required":["script"],"additionalProperties":false}`
+"additionalProperties":false}`
 
 const runOutputSchema = `{"type":"object","properties":{
 "stdout":{"type":"string"},"stderr":{"type":"string"},"exit_code":{"type":"integer"},
@@ -409,6 +412,7 @@ func jsonTypeName(kind string) string {
 
 type runArgs struct {
 	Script    *string `json:"script"`
+	ScriptB64 *string `json:"script_b64"`
 	TimeoutMS *int64  `json:"timeout_ms"`
 	Stdin     *string `json:"stdin"`
 }
@@ -418,8 +422,19 @@ func (m *mcpFront) runTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if err := decodeArgs(req.Params.Arguments, &in); err != nil {
 		return toolError("run: %v", err), nil
 	}
+	if in.Script != nil && in.ScriptB64 != nil {
+		return toolError("run: give script or script_b64, not both"), nil
+	}
+	if in.ScriptB64 != nil {
+		b, err := base64.StdEncoding.DecodeString(*in.ScriptB64)
+		if err != nil {
+			return toolError("run: script_b64 is not standard base64: %v", err), nil
+		}
+		script := string(b)
+		in.Script = &script
+	}
 	if in.Script == nil {
-		return toolError("run: script is required"), nil
+		return toolError("run: script is required (or script_b64)"), nil
 	}
 	if in.TimeoutMS != nil && *in.TimeoutMS <= 0 {
 		return toolError("run: timeout_ms must be positive, got %d", *in.TimeoutMS), nil

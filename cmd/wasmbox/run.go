@@ -47,7 +47,7 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.DurationVar(&f.timeout, "timeout", sandbox.DefaultLimits.Timeout, "time limit of a script, e.g. 500ms, 10s (exit 124, TIMEOUT)")
 	fl.StringVar(&f.workdir, "workdir", "/home/user", "initial working directory (a guest path; created if missing)")
-	fl.StringArrayVar(&f.mounts, "mount", nil, "map a host directory into the sandbox, HOST:GUEST[:ro|:rw|:cow] (default ro; repeatable)")
+	fl.StringArrayVar(&f.mounts, "mount", nil, "map a host directory or file into the sandbox, HOST:GUEST[:ro|:rw|:cow] (default ro; a file: ro or rw; repeatable)")
 	fl.StringArrayVar(&f.env, "env", nil, "set an environment variable, K=V (repeatable); nothing of the host environment is visible otherwise")
 	fl.StringSliceVar(&f.allow, "allow", nil, "allow only these external commands, CMD,... (builtins always work; repeatable)")
 	fl.StringSliceVar(&f.native, "native", nil, "run these allowlisted host binaries natively, e.g. git (only inside rw/ro host mounts, in an OS jail)")

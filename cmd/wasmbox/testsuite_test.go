@@ -21,8 +21,8 @@ const cliTestsuiteFloor = 72
 // TestExecWASITestsuite runs every case of the WebAssembly wasi-testsuite
 // the way a user would run it with `wazero run`: through `wasmbox exec`,
 // the case's arguments after "--", its environment as --env flags and a
-// fresh host copy of its root mounted read-write at "/" (no filesystem for
-// a case without a root).
+// fresh host copy of its root mounted read-write at "/" (and nothing more
+// for a case without a root: the same command line as wazero run's).
 func TestExecWASITestsuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -46,11 +46,10 @@ func runCLISuiteCase(t *testing.T, cache, wasmPath string) error {
 			return fmt.Errorf("load root: %w", err)
 		}
 		args = append(args, "--mount", root+":/:rw")
-	} else {
-		// The suite's runners preopen nothing for a case without a root
-		// (c/sock_shutdown-invalid_fd wants descriptor 3 closed).
-		args = append(args, "--no-fs")
 	}
+	// No flag for a case without a root: like the suite's runners,
+	// exec preopens nothing then (c/sock_shutdown-invalid_fd wants
+	// descriptor 3 closed).
 	keys := make([]string, 0, len(tc.Env))
 	for k := range tc.Env {
 		keys = append(keys, k)

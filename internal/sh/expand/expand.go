@@ -23,8 +23,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/wasmbox/wasmbox/internal/sh/shinternal"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 	"mvdan.cc/sh/v3/pattern"
-	"mvdan.cc/sh/v3/syntax"
 )
 
 // A Config specifies details about how shell expansion should be performed. The

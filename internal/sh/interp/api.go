@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // A Runner interprets shell programs. It can be reused, but it is not safe for

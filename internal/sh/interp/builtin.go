@@ -20,7 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // TODO: given the categories below, perhaps this should be more like:

@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // The file descriptors above 2: `3>file`, `4<&0`, `{fd}>file`, `exec 5>&1`.

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // FileSys is what the -O, -G, -ef and -N tests read from the Sys value of

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // HandlerCtx returns the [HandlerContext] value stored in ctx,

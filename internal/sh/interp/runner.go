@@ -26,8 +26,8 @@ import (
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"github.com/wasmbox/wasmbox/internal/sh/shinternal"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 	"mvdan.cc/sh/v3/pattern"
-	"mvdan.cc/sh/v3/syntax"
 )
 
 const (

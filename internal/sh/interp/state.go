@@ -9,7 +9,7 @@ import (
 	"slices"
 	"unsafe"
 
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
 )

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 // non-empty string is true, empty string is false

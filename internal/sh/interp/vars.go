@@ -20,7 +20,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/internal/sh/expand"
 	"github.com/wasmbox/wasmbox/internal/sh/shinternal"
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/wasmbox/wasmbox/internal/sh/syntax"
 )
 
 func newOverlayEnviron(parent expand.Environ, background bool) *overlayEnviron {

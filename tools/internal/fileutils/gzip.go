@@ -121,6 +121,14 @@ func gzipMain(e *cmd.Env) int {
 }
 
 // Messages always name gzip, whichever name it was called by.
+// newWriter starts a gzip stream at g's level. Its header says Unix (OS 3),
+// as GNU gzip's does (Go writes 255, unknown).
+func (g *gzipper) newWriter(w io.Writer) *gzip.Writer {
+	zw, _ := gzip.NewWriterLevel(w, g.level)
+	zw.OS = 3
+	return zw
+}
+
 func (g *gzipper) warn(format string, a ...any) {
 	if !g.quiet {
 		fmt.Fprintf(g.e.Stderr, "gzip: "+format+"\n", a...)
@@ -193,7 +201,7 @@ func (g *gzipper) stream(r io.Reader, w io.Writer, label string) {
 		}
 		return
 	}
-	zw, _ := gzip.NewWriterLevel(bw, g.level)
+	zw := g.newWriter(bw)
 	if _, err := io.Copy(zw, r); err != nil {
 		g.fail("%s: %s", label, strerror(err))
 		return
@@ -242,7 +250,7 @@ func (g *gzipper) compressFile(name string, fi os.FileInfo) {
 	defer in.Close()
 	if g.stdout {
 		bw := bufio.NewWriterSize(g.e.Stdout, 64<<10)
-		zw, _ := gzip.NewWriterLevel(bw, g.level)
+		zw := g.newWriter(bw)
 		if !g.noName {
 			zw.Name = filepath.Base(name)
 			zw.ModTime = fi.ModTime()
@@ -263,7 +271,7 @@ func (g *gzipper) compressFile(name string, fi os.FileInfo) {
 		return
 	}
 	bw := bufio.NewWriterSize(out, 64<<10)
-	zw, _ := gzip.NewWriterLevel(bw, g.level)
+	zw := g.newWriter(bw)
 	if !g.noName {
 		zw.Name = filepath.Base(name)
 		zw.ModTime = fi.ModTime()
