@@ -38,6 +38,14 @@ start=$(date +%s)
 
 log() { echo "python: $*" >&2; }
 
+# clang-19 runs binaryen's wasm-opt on what it links for wasm32 whenever it
+# finds one on PATH (and its --no-wasm-opt writes no output at all), which
+# gives other bytes than the recorded build: refuse rather than differ.
+if command -v wasm-opt >/dev/null; then
+	log "wasm-opt ($(command -v wasm-opt), Debian's binaryen) is on PATH: clang-19 would run it on python.wasm and sqlite3.wasm, which then differ from the recorded build; remove binaryen or take it off PATH"
+	exit 1
+fi
+
 # --- packages -------------------------------------------------------------
 if ! grep -rqs 'deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
 	. /etc/os-release
