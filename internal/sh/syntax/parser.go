@@ -276,17 +276,31 @@ func (p *Parser) StmtsSeq(r io.Reader) iter.Seq2[*Stmt, error] {
 	p.f = &File{}
 	p.src = r
 	return func(yield func(*Stmt, error) bool) {
+		// wasmbox patch: never call yield again once it returned false
+		// (upstream yielded the final error after a break: a panic of
+		// range-over-func, found by shell's FuzzRun with "<<EO&\nEOF").
+		stopped := false
+		once := func(s *Stmt, err error) bool {
+			if stopped {
+				return false
+			}
+			if !yield(s, err) {
+				stopped = true
+				return false
+			}
+			return true
+		}
 		p.rune()
 		p.next()
-		p.stmts(yield)
-		if p.err == nil {
+		p.stmts(once)
+		if p.err == nil && !stopped {
 			// EOF immediately after heredoc word so no newline to
 			// trigger the parsing error.
 			p.doHeredocs()
 		}
 		if p.err != nil {
 			// Yield any final error from the parser.
-			yield(nil, p.err)
+			once(nil, p.err)
 		}
 	}
 }
