@@ -193,25 +193,33 @@ func replaceSection(secs []Section, id byte, body []byte) []Section {
 // instrumentCode rewrites a code section body, inserting check after every
 // loop's block type.
 func instrumentCode(body []byte, check []byte) (out []byte, known bool, err error) {
+	return rewriteCode(body, len(body)/8, func(out, fbody []byte) ([]byte, bool, error) {
+		return instrumentFunc(out, fbody, check)
+	})
+}
+
+// rewriteCode rewrites each function body of a code section body with fn,
+// which appends the new body to out (known false: an instruction it does
+// not decode). grow is a guess of how many bytes the rewrite adds.
+func rewriteCode(body []byte, grow int, fn func(out, fbody []byte) ([]byte, bool, error)) (out []byte, known bool, err error) {
 	r := &reader{b: body}
 	n := r.count()
-	out = AppendUleb(make([]byte, 0, len(body)+len(body)/8), n)
-	var fn []byte
+	out = AppendUleb(make([]byte, 0, len(body)+grow), n)
+	var f []byte
 	for i := uint32(0); i < n && r.err == nil; i++ {
-		size := r.u32()
-		fbody := r.bytes(size)
+		fbody := r.bytes(r.u32())
 		if r.err != nil {
 			break
 		}
-		fn, known, err = instrumentFunc(fn[:0], fbody, check)
+		f, known, err = fn(f[:0], fbody)
 		if err != nil {
 			return nil, false, fmt.Errorf("function body %d: %w", i, err)
 		}
 		if !known {
 			return nil, false, nil
 		}
-		out = AppendUleb(out, uint32(len(fn)))
-		out = append(out, fn...)
+		out = AppendUleb(out, uint32(len(f)))
+		out = append(out, f...)
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d bytes after the last function body", len(r.b))

@@ -281,28 +281,7 @@ func (s shifter) elements(body []byte) ([]byte, bool, error) {
 
 // code rewrites the function bodies.
 func (s shifter) code(body []byte) ([]byte, bool, error) {
-	r := &reader{b: body}
-	n := r.count()
-	out := AppendUleb(make([]byte, 0, len(body)+len(body)/32), n)
-	var fn []byte
-	for i := uint32(0); i < n && r.err == nil; i++ {
-		fbody := r.bytes(r.u32())
-		if r.err != nil {
-			break
-		}
-		var known bool
-		var err error
-		fn, known, err = s.function(fn[:0], fbody)
-		if err != nil {
-			return nil, false, fmt.Errorf("function body %d: %w", i, err)
-		}
-		if !known {
-			return nil, false, nil
-		}
-		out = AppendUleb(out, uint32(len(fn)))
-		out = append(out, fn...)
-	}
-	return out, true, r.finish()
+	return rewriteCode(body, len(body)/32, s.function)
 }
 
 func (s shifter) function(out, body []byte) ([]byte, bool, error) {
