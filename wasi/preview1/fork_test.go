@@ -1,0 +1,95 @@
+package preview1_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/wasmbox/wasmbox/wasi"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
+)
+
+// eofAfter reports whether the read end r of a pipe sees end of file
+// (every write end closed) rather than "no data yet".
+func eofAfter(t *testing.T, r *wasi.PipeReader) bool {
+	t.Helper()
+	_, err := r.TryRead(make([]byte, 1))
+	switch {
+	case err == io.EOF:
+		return true
+	case errors.Is(err, wasi.ErrWouldBlock):
+		return false
+	}
+	t.Fatalf("TryRead: %v", err)
+	return false
+}
+
+// Dup, Dup2 and Fork make descriptors of one object: the write end of a
+// pipe stays open until the last of them is closed, in the State and in
+// its fork.
+func TestDupForkShareObject(t *testing.T) {
+	st, err := preview1.NewState(preview1.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r, w := wasi.NewPipe(context.Background())
+	defer r.Close()
+	wfd, err := st.AddStream(nil, w, w.Close, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.Dup(wfd, 10)
+	if err != nil || d != 10 {
+		t.Fatalf("Dup = %d, %v; want 10", d, err)
+	}
+	if err := st.Dup2(wfd, 1); err != nil { // over stdout
+		t.Fatal(err)
+	}
+	child := st.Fork()
+	for _, fd := range []uint32{wfd, d, 1} {
+		if err := st.CloseFd(fd); err != nil {
+			t.Fatal(err)
+		}
+		if eofAfter(t, r) {
+			t.Fatalf("end of file after closing %d of the parent: the fork still holds the pipe", fd)
+		}
+	}
+	if n := child.OpenFiles(); n != 5 { // stdin, stderr, the pipe three times
+		t.Errorf("the fork has %d descriptors, want 5", n)
+	}
+	child.Close()
+	if !eofAfter(t, r) {
+		t.Error("no end of file after the last holder closed")
+	}
+	if n := st.Streams(); n != 0 {
+		t.Errorf("%d streams still counted", n)
+	}
+}
+
+func TestDupErrors(t *testing.T) {
+	st, err := preview1.NewState(preview1.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Dup(7, 0); !errors.Is(err, preview1.ErrnoBadf) {
+		t.Errorf("Dup of a closed fd: %v", err)
+	}
+	if _, err := st.Dup(0, 1<<16); !errors.Is(err, preview1.ErrnoInval) {
+		t.Errorf("Dup past the table: %v", err)
+	}
+	if err := st.Dup2(7, 1); !errors.Is(err, preview1.ErrnoBadf) {
+		t.Errorf("Dup2 of a closed fd: %v", err)
+	}
+	if err := st.Dup2(0, 1<<16); !errors.Is(err, preview1.ErrnoBadf) {
+		t.Errorf("Dup2 past the table: %v", err)
+	}
+	if err := st.Dup2(1, 1); err != nil {
+		t.Errorf("Dup2 onto itself: %v", err)
+	}
+	if n := st.OpenFiles(); n != 3 {
+		t.Errorf("%d descriptors open, want 3", n)
+	}
+}
