@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <wasmbox/posix.h>
 
@@ -262,6 +263,37 @@ static int mode_dup(void) {
 	return 0;
 }
 
+/* forkbench MIB N: N forks of a process holding MIB MiB more, each
+ * child exiting at once; prints the mean time fork took in the parent
+ * (unwind, the host's copy of the instance, rewind). */
+static long long now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int mode_forkbench(size_t mib, int n) {
+	if (mib && !grab(mib)) {
+		printf("malloc failed\n");
+		return 1;
+	}
+	long long total = 0;
+	for (int i = 0; i < n; i++) {
+		long long t0 = now_ns();
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(0);
+		total += now_ns() - t0;
+		if (pid < 0) {
+			printf("fork: %s\n", strerror(errno));
+			return 1;
+		}
+		waitpid(pid, NULL, 0);
+	}
+	printf("fork: %lld ns/op, memory %lu KiB\n", total / n, (unsigned long)__builtin_wasm_memory_size(0) * 64);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	const char *m = argc > 1 ? argv[1] : "";
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -281,6 +313,8 @@ int main(int argc, char **argv) {
 		return mode_mem(argc > 2 ? (size_t)atoi(argv[2]) : 4);
 	if (!strcmp(m, "dup"))
 		return mode_dup();
-	fprintf(stderr, "usage: forktest setjmp|pipe|exec|status|bomb|spin|mem MIB|dup\n");
+	if (!strcmp(m, "forkbench"))
+		return mode_forkbench(argc > 2 ? (size_t)atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : 1);
+	fprintf(stderr, "usage: forktest setjmp|pipe|exec|status|bomb|spin|mem MIB|dup|forkbench MIB N\n");
 	return 2;
 }
