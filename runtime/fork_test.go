@@ -1,0 +1,60 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/wasmbox/wasmbox/third_party/wazero"
+
+	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/runtime/runtimetest"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
+)
+
+// The calls of ForkABI from a hand-assembled guest: their errnos, and what
+// they write. The fork itself runs in executor/fork_test.go (a C guest
+// built with build/posix).
+func TestForkABIErrors(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	if !rt.OwnWASI() {
+		t.Skip("the fork calls need wasmbox's WASI")
+	}
+	tests := []struct {
+		name        string
+		call        string
+		args        []int32
+		errno, byte int
+	}{
+		// No __stack_pointer or wasmbox_fork_child exported: ENOSYS.
+		{"fork without exports", "fork", []int32{8}, 52, 0},
+		{"fork ret out of memory", "fork", []int32{65532}, 21, 0},
+		{"proc_self", "proc_self", []int32{0}, 0, 1},
+		{"proc_self out of memory", "proc_self", []int32{65533}, 21, 0},
+		{"fd_dup", "fd_dup", []int32{1, 5, 0}, 0, 5},
+		{"fd_dup lowest", "fd_dup", []int32{2, 0, 0}, 0, 3},
+		{"fd_dup closed fd", "fd_dup", []int32{9, 0, 0}, 8, 0},
+		{"fd_dup min too large", "fd_dup", []int32{1, 1 << 16, 0}, 28, 0},
+		{"fd_dup ret out of memory", "fd_dup", []int32{1, 0, 65534}, 21, 0},
+		{"fd_dup2", "fd_dup2", []int32{1, 7}, 0, 0},
+		{"fd_dup2 closed fd", "fd_dup2", []int32{9, 1}, 8, 0},
+		{"fd_dup2 past the table", "fd_dup2", []int32{1, 1 << 16}, 8, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := preview1.NewState(preview1.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			m := compile(t, rt, tc.name, runtimetest.ForkCall(tc.call, tc.args...))
+			err = rt.Run(context.Background(), m, wazero.NewModuleConfig(), runtime.RunOptions{WASI: st})
+			code := exitCode(err)
+			if code < 0 {
+				t.Fatalf("run: %v", err)
+			}
+			if errno, b := code/256, code%256; errno != tc.errno || b != tc.byte {
+				t.Errorf("errno=%d byte=%d, want errno=%d byte=%d", errno, b, tc.errno, tc.byte)
+			}
+		})
+	}
+}
