@@ -2,6 +2,8 @@ package preview1
 
 import (
 	"context"
+	"io"
+	"sync"
 
 	"github.com/wasmbox/wasmbox/wasi"
 )
@@ -41,11 +43,43 @@ func (s *State) Fork() *State {
 	}
 	c.files = make([]*entry, len(s.files))
 	for i, e := range s.files {
-		if e != nil {
-			c.files[i] = e.dup()
+		if e == nil {
+			continue
 		}
+		if e.kind == kindWriter && e.obj == nil {
+			// A standard stream of the host (Config.Stdout, say, a
+			// bytes.Buffer): from now on the parent and the child
+			// write it from goroutines of their own, one write at a
+			// time.
+			if _, ok := e.w.(*lockedWriter); !ok {
+				e.w = &lockedWriter{w: e.w}
+			}
+		}
+		c.files[i] = e.dup()
 	}
 	return c
+}
+
+// lockedWriter serializes the writes of processes that share a writer of
+// the host.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (l *lockedWriter) WriteContext(ctx context.Context, b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cw, ok := l.w.(contextWriter); ok {
+		return cw.WriteContext(ctx, b)
+	}
+	return l.w.Write(b)
 }
 
 // Dup puts a second descriptor of fd at the lowest free descriptor not
