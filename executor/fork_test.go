@@ -112,7 +112,7 @@ func TestForkModes(t *testing.T) {
 		mode, stdout, stderr string
 	}{
 		{"setjmp", "across frames: 42\ninner: 5\nouter: 7\nzero: 1\nrounds: 1001 trace 0\n", ""},
-		{"pipe", "I am 1, read: hello from 2, child of 1\nwaitpid 1: same 1 exited 1 status 7\nno more children\n", ""},
+		{"pipe", "I am 1, read: hello from 2, child of 1\nwaitpid 1: same 1 exited 1 status 7\nhandle at 1024: 1, closed by waitpid: 1\nno more children\n", ""},
 		// echo hi | tr a-z A-Z with fork, pipe, dup2 and execvp: both
 		// through the executor, with the descriptors dup2 set.
 		{"exec", "HI\necho 0, tr 0\nmissing: 127\n", "no-such-command: No such file or directory\n"},

@@ -75,6 +75,8 @@ static int mode_pipe(void) {
 		exit(7);
 	}
 	close(p[1]);
+	/* the child's process handle is out of the program's way */
+	int handle_open = fcntl(1024, F_GETFL) >= 0;
 	char buf[256];
 	int n = 0, r;
 	while ((r = read(p[0], buf + n, sizeof buf - 1 - n)) > 0)
@@ -84,6 +86,7 @@ static int mode_pipe(void) {
 	int st;
 	pid_t w = waitpid(pid, &st, 0);
 	printf("waitpid %d: same %d exited %d status %d\n", w == pid, w == pid, WIFEXITED(st), WEXITSTATUS(st));
+	printf("handle at 1024: %d, closed by waitpid: %d\n", handle_open, fcntl(1024, F_GETFL) < 0);
 	if (waitpid(-1, &st, 0) == -1 && errno == ECHILD)
 		printf("no more children\n");
 	return 0;

@@ -12,7 +12,16 @@ static struct child {
 	int pid, handle; /* pid 0: a free slot */
 } children[MAXCHILD];
 
+/* Process handles live at descriptors from HANDLE_FD up, out of the way
+ * of a program's own (a shell's `exec 3>file` must not close one). */
+#define HANDLE_FD 1024
+
 void __wb_child_add(int pid, int handle) {
+	uint32_t high;
+	if (handle < HANDLE_FD && __wb_host_fd_dup((uint32_t)handle, HANDLE_FD, &high) == 0) {
+		close(handle);
+		handle = (int)high;
+	}
 	for (int i = 0; i < MAXCHILD; i++)
 		if (children[i].pid == 0) {
 			children[i].pid = pid;
