@@ -238,7 +238,7 @@ func BenchmarkFork(b *testing.B) {
 	for _, mib := range []int{2, 16} {
 		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
 			e := newForkEnv(b)
-			res, out, stderr := e.run(context.Background(), executor.Job{Argv: []string{"forktest", "forkbench", strconv.Itoa(mib - 1), strconv.Itoa(b.N)}})
+			res, out, stderr := e.run(context.Background(), executor.Job{Argv: []string{"forktest", "forkbench", strconv.Itoa(mib), strconv.Itoa(b.N)}})
 			var ns, kib int64
 			if _, err := fmt.Sscanf(out, "fork: %d ns/op, memory %d KiB", &ns, &kib); err != nil || res.ExitCode != 0 {
 				b.Fatalf("result %+v, stdout %q, stderr %q", res, out, stderr)
