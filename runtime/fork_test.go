@@ -1,7 +1,9 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"testing"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero"
@@ -56,5 +58,43 @@ func TestForkABIErrors(t *testing.T) {
 				t.Errorf("errno=%d byte=%d, want errno=%d byte=%d", errno, b, tc.errno, tc.byte)
 			}
 		})
+	}
+}
+
+// A live instance forks in a call as a run does (a session's shell): the
+// child shares the instance's descriptors, and the call waits for it.
+func TestForkInInstance(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	if !rt.OwnWASI() {
+		t.Skip("the fork calls need wasmbox's WASI")
+	}
+	wasmBytes, err := os.ReadFile("../testdata/posix/forktest.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := compile(t, rt, "forktest", wasmBytes)
+	var out bytes.Buffer
+	st, err := preview1.NewState(preview1.Config{Args: []string{"forktest", "pipe"}, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	in, err := rt.Instantiate(ctx, m, runtime.InstanceOptions{WASI: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = in.Call(ctx, "_start")
+	if code := exitCode(err); code != 0 {
+		t.Errorf("_start: %v", err)
+	}
+	want := "I am 1, read: hello from 2, child of 1\nwaitpid 1: same 1 exited 1 status 7\n" +
+		"handle at 1024: 1, closed by waitpid: 1\nno more children\n"
+	if out.String() != want {
+		t.Errorf("stdout\n got %q\nwant %q", out.String(), want)
+	}
+	in.Close(ctx)
+	if n := rt.LiveInstances(); n != 0 {
+		t.Errorf("%d live instances after Close", n)
 	}
 }
