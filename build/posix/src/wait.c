@@ -83,8 +83,7 @@ static int reap(int i, int *status) {
 
 pid_t waitpid(pid_t pid, int *status, int options) {
 	int st = 0;
-	struct pollfd fds[MAXCHILD];
-	int idx[MAXCHILD];
+	static struct pollfd fds[MAXCHILD]; /* 8 KiB: off the shadow stack */
 	for (;;) {
 		int n = 0;
 		for (int i = 0; i < MAXCHILD; i++) {
@@ -102,7 +101,6 @@ pid_t waitpid(pid_t pid, int *status, int options) {
 			fds[n].fd = children[i].handle;
 			fds[n].events = POLLIN;
 			fds[n].revents = 0;
-			idx[n] = i;
 			n++;
 		}
 		if (n == 0) {
