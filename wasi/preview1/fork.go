@@ -51,13 +51,46 @@ func (s *State) Fork() *State {
 			// bytes.Buffer): from now on the parent and the child
 			// write it from goroutines of their own, one write at a
 			// time.
-			if _, ok := e.w.(*lockedWriter); !ok {
-				e.w = &lockedWriter{w: e.w}
-			}
+			e.w = lockWriter(e.w)
 		}
 		c.files[i] = e.dup()
 	}
 	return c
+}
+
+// lockWriter returns w wrapped in a lockedWriter (once), keeping what
+// poll_oneoff and non-blocking writes need of it.
+func lockWriter(w io.Writer) io.Writer {
+	switch w.(type) {
+	case *lockedWriter, *lockedWaitable:
+		return w
+	}
+	lw := &lockedWriter{w: w}
+	if wt, ok := w.(wasi.Waitable); ok {
+		return &lockedWaitable{lockedWriter: lw, wt: wt}
+	}
+	return lw
+}
+
+// lockedWaitable is a lockedWriter of a wasi.Waitable stream (a pipe's
+// write end).
+type lockedWaitable struct {
+	*lockedWriter
+	wt wasi.Waitable
+}
+
+func (l *lockedWaitable) Ready(write bool) bool { return l.wt.Ready(write) }
+func (l *lockedWaitable) Wakers() *wasi.Wakers  { return l.wt.Wakers() }
+
+// TryWrite is the stream's TryWrite under the lock; a stream without one
+// is written as it is (the write may wait).
+func (l *lockedWaitable) TryWrite(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if tw, ok := l.w.(tryWriter); ok {
+		return tw.TryWrite(b)
+	}
+	return l.w.Write(b)
 }
 
 // lockedWriter serializes the writes of processes that share a writer of

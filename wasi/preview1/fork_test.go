@@ -129,3 +129,32 @@ func TestForkSharedStdout(t *testing.T) {
 		t.Errorf("%d whole lines in %d bytes, want 2000 in 22000", n, out.Len())
 	}
 }
+
+// A pipe's write end given as stdout stays waitable and non-blocking
+// after a fork wraps it.
+func TestForkKeepsWaitableStdout(t *testing.T) {
+	r, w := wasi.NewPipe(context.Background())
+	defer r.Close()
+	defer w.Close()
+	st, err := preview1.NewState(preview1.Config{Stdout: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	child := st.Fork()
+	defer child.Close()
+	for _, s := range []*preview1.State{st, child} {
+		lw, release, err := s.LendWriter(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wt, ok := lw.(wasi.Waitable)
+		if !ok || !wt.Ready(true) || wt.Wakers() == nil {
+			t.Errorf("stdout after the fork is %T, not a ready wasi.Waitable", lw)
+		}
+		if _, ok := lw.(interface{ TryWrite([]byte) (int, error) }); !ok {
+			t.Errorf("stdout after the fork is %T, without TryWrite", lw)
+		}
+		release()
+	}
+}
