@@ -248,3 +248,23 @@ func BenchmarkFork(b *testing.B) {
 		})
 	}
 }
+
+// A setjmp under more frames than a jmp_buf holds, or a longjmp under
+// more than the unwind area holds, stops the program with a message
+// (Asyncify itself does not bound its writes).
+func TestForkDeepStack(t *testing.T) {
+	e := newForkEnv(t)
+	for _, tc := range []struct {
+		depth, exit int
+		stdout, stderr string
+	}{
+		{20, 0, "deep 20: 524288\n", ""}, // rec(k) = 2^(k-1)
+		{1000, 134, "", "wasmbox posix: setjmp: the stack is deeper than a jmp_buf holds"},
+		{3400, 134, "", "wasmbox posix: the stack is deeper than the unwind area of setjmp, longjmp and fork holds"},
+	} {
+		res, out, stderr := e.run(context.Background(), executor.Job{Argv: []string{"forktest", "deep", strconv.Itoa(tc.depth)}})
+		if res.ExitCode != tc.exit || out != tc.stdout || !strings.HasPrefix(stderr, tc.stderr) {
+			t.Errorf("depth %d: result %+v, stdout %q, stderr %q; want exit %d, %q, %q...", tc.depth, res, out, stderr, tc.exit, tc.stdout, tc.stderr)
+		}
+	}
+}

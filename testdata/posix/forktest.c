@@ -266,6 +266,27 @@ static int mode_dup(void) {
 	return 0;
 }
 
+/* deep N: a setjmp and longjmp under N frames; too deep for a jmp_buf or
+ * the unwind area, the program stops with a message (status 134). */
+static jmp_buf deepbuf;
+
+__attribute__((noinline)) static int rec(int n, volatile int *sink) {
+	if (n == 0) {
+		if (setjmp(deepbuf))
+			return 1;
+		longjmp(deepbuf, 1);
+	}
+	int r = rec(n - 1, sink) + *sink;
+	*sink = r;
+	return r;
+}
+
+static int mode_deep(int n) {
+	volatile int sink = 0;
+	printf("deep %d: %d\n", n, rec(n, &sink));
+	return 0;
+}
+
 /* forkbench MIB N: N forks of a process holding MIB MiB more, each
  * child exiting at once; prints the mean time fork took in the parent
  * (unwind, the host's copy of the instance, rewind). */
@@ -316,8 +337,10 @@ int main(int argc, char **argv) {
 		return mode_mem(argc > 2 ? (size_t)atoi(argv[2]) : 4);
 	if (!strcmp(m, "dup"))
 		return mode_dup();
+	if (!strcmp(m, "deep"))
+		return mode_deep(argc > 2 ? atoi(argv[2]) : 10);
 	if (!strcmp(m, "forkbench"))
 		return mode_forkbench(argc > 2 ? (size_t)atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : 1);
-	fprintf(stderr, "usage: forktest setjmp|pipe|exec|status|bomb|spin|mem MIB|dup|forkbench MIB N\n");
+	fprintf(stderr, "usage: forktest setjmp|pipe|exec|status|bomb|spin|mem MIB|dup|deep N|forkbench MIB N\n");
 	return 2;
 }

@@ -19,7 +19,7 @@ pid_t fork(void) {
 	}
 	__wb_op = WB_FORK;
 	__wb_hdr.cur = __wb_scratch;
-	__wb_hdr.end = __wb_scratch + WASMBOX_SCRATCH;
+	__wb_hdr.end = WB_SCRATCH_END;
 	asyncify_start_unwind(&__wb_hdr);
 	return 0;
 }

@@ -22,17 +22,31 @@ struct wb_async {
  * that follows returns to (wb_rewind). */
 enum { WB_NONE, WB_SETJMP, WB_LONGJMP, WB_FORK };
 extern volatile int __wb_op, __wb_rewind;
-extern struct wb_async __wb_hdr;
 extern __wasmbox_jmp_buf *volatile __wb_target;
 extern volatile int __wb_payload;
 extern volatile int __wb_fork_result, __wb_fork_errno;
 extern volatile uint32_t __wb_fork_pid, __wb_fork_handle;
 
-/* The unwind area of longjmp and fork. */
+/* The unwind area of setjmp, longjmp and fork, and a guard after it.
+ * Asyncify checks the end of its buffer only when the unwind is over
+ * (asyncify_stop_unwind traps), not as it writes: an unwind deeper than
+ * the area runs on into the guard, and __wb_loop stops the program with a
+ * message (the stack is deeper than WASMBOX_SCRATCH allows). One deeper
+ * than area and guard together writes past them, into what follows, and
+ * traps in stop_unwind. The header comes first, so that no overflow
+ * reaches it (it holds the end the trap checks). */
 #ifndef WASMBOX_SCRATCH
 #define WASMBOX_SCRATCH (64 * 1024)
 #endif
-extern unsigned char __wb_scratch[WASMBOX_SCRATCH];
+#define WASMBOX_GUARD (64 * 1024)
+struct wb_area {
+	struct wb_async hdr;
+	unsigned char scratch[WASMBOX_SCRATCH + WASMBOX_GUARD];
+};
+extern struct wb_area __wb_area;
+#define __wb_hdr (__wb_area.hdr)
+#define __wb_scratch (__wb_area.scratch)
+#define WB_SCRATCH_END (__wb_scratch + WASMBOX_SCRATCH + WASMBOX_GUARD)
 
 /* sp.s */
 uint32_t __wb_get_sp(void);

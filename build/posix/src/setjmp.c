@@ -3,10 +3,9 @@
 #include "internal.h"
 
 volatile int __wb_op, __wb_rewind;
-struct wb_async __wb_hdr;
 __wasmbox_jmp_buf *volatile __wb_target;
 volatile int __wb_payload;
-unsigned char __wb_scratch[WASMBOX_SCRATCH] __attribute__((aligned(16)));
+struct wb_area __wb_area __attribute__((aligned(16)));
 
 /* Called twice per return: first to start the unwind (its result is
  * dropped by the unwinding caller), then again when the rewind reaches
@@ -27,7 +26,7 @@ int __wasmbox_setjmp(__wasmbox_jmp_buf *env) {
 	__wb_payload = 0;
 	__wb_op = WB_SETJMP;
 	__wb_hdr.cur = __wb_scratch;
-	__wb_hdr.end = __wb_scratch + WASMBOX_SCRATCH;
+	__wb_hdr.end = WB_SCRATCH_END;
 	asyncify_start_unwind(&__wb_hdr);
 	return 0;
 }
@@ -39,6 +38,6 @@ void __wasmbox_longjmp(__wasmbox_jmp_buf *env, int val) {
 	__wb_payload = val ? val : 1;
 	__wb_op = WB_LONGJMP;
 	__wb_hdr.cur = __wb_scratch;
-	__wb_hdr.end = __wb_scratch + WASMBOX_SCRATCH;
+	__wb_hdr.end = WB_SCRATCH_END;
 	asyncify_start_unwind(&__wb_hdr);
 }

@@ -38,6 +38,8 @@ int __wb_loop(void) {
 		int op = __wb_op;
 		__wb_op = WB_NONE;
 		unsigned long used = (unsigned long)(__wb_hdr.cur - __wb_scratch);
+		if (used > WASMBOX_SCRATCH)
+			__wb_fatal("the stack is deeper than the unwind area of setjmp, longjmp and fork holds (rebuild the library with a larger WASMBOX_SCRATCH); bytes needed", used);
 		switch (op) {
 		case WB_SETJMP: {
 			__wasmbox_jmp_buf *env = __wb_target;
