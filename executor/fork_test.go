@@ -255,7 +255,7 @@ func BenchmarkFork(b *testing.B) {
 func TestForkDeepStack(t *testing.T) {
 	e := newForkEnv(t)
 	for _, tc := range []struct {
-		depth, exit int
+		depth, exit    int
 		stdout, stderr string
 	}{
 		{20, 0, "deep 20: 524288\n", ""}, // rec(k) = 2^(k-1)
