@@ -19,7 +19,7 @@ MIN_PAGES := 128
 GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file \
 	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq sqlite3
 
-.PHONY: all wasm wasm-head wasm-check python python-check test check golden
+.PHONY: all wasm wasm-head wasm-check python python-check posix-testdata posix-check test check golden
 
 all: wasm
 
@@ -74,6 +74,20 @@ python-check:
 	for f in $(PYTHON_FILES); do \
 		cmp -s $$tmp/$$f wasm/python/$$f || { echo "wasm/python/$$f differs from the rebuild: run make python and commit"; diff $$tmp/python.inputs wasm/python/python.inputs || true; exit 1; }; \
 	done; echo "wasm/python/ is up to date"
+
+# The C test program of the process model for C guests (build/posix:
+# fork, exec, waitpid, pipe, dup, setjmp over Asyncify), committed so that
+# the tests need no clang. posix-check rebuilds it and fails if a byte
+# differs. Needs clang-19 and wasi-libc (build/posix/build.sh installs
+# them with apt-get).
+posix-testdata:
+	build/posix/testdata.sh testdata/posix
+
+posix-check:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	build/posix/testdata.sh $$tmp; \
+	cmp -s $$tmp/forktest.wasm testdata/posix/forktest.wasm || { echo "testdata/posix/forktest.wasm differs from the rebuild: run make posix-testdata and commit"; exit 1; }; \
+	echo "testdata/posix/forktest.wasm is up to date"
 
 test:
 	$(GO) test ./...

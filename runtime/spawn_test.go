@@ -110,6 +110,12 @@ func TestSpawnABI(t *testing.T) {
 	want := runtime.SpawnRequest{Argv: []string{"tool", "a"}, Env: []string{"X=1"}, Dir: "/w"}
 	rt.Run(context.Background(), compile(t, rt, "ran", runtimetest.SpawnRaw(ok, 0, uint32(len(ok)), 4096)),
 		wazero.NewModuleConfig(), runtime.RunOptions{Spawner: spawner})
+	// The child's streams are the caller's descriptors 0, 1 and 2 (see
+	// ForkABI: what exec after dup2 needs), with wasmbox's WASI.
+	if rt.OwnWASI() && (got.Stdio == nil || got.Stdio.Stdin == nil || got.Stdio.Stdout == nil || got.Stdio.Stderr == nil) {
+		t.Errorf("spawner got streams %+v, want the caller's descriptors 0-2", got.Stdio)
+	}
+	got.Stdio = nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("spawner got %+v, want %+v", got, want)
 	}

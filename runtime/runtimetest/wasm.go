@@ -374,3 +374,31 @@ func SpawnRaw(req []byte, reqPtr, reqLen, statusPtr uint32) []byte {
 		Funcs:     []Func{{Type: start, Export: "_start", Locals: []byte{I32}, Body: body}},
 	}.Encode()
 }
+
+// ForkCall returns a module whose _start calls the wasmbox function name
+// (a call of ForkABI) with args and exits with errno*256 + the byte at
+// address 0 (what proc_self or fd_dup wrote there, say). It exports no
+// __stack_pointer and no wasmbox_fork_child: fork itself is ENOSYS.
+func ForkCall(name string, args ...int32) []byte {
+	params := make([]byte, len(args))
+	for i := range params {
+		params[i] = I32
+	}
+	imp := Import{Module: "wasmbox", Name: name, Type: FuncType{Params: params, Results: []byte{I32}}}
+	var body []byte
+	for _, a := range args {
+		body = append(body, I32Const(a)...)
+	}
+	body = append(body, Call(1)...)
+	body = append(body, I32Const(256)...)
+	body = append(body, 0x6c) // i32.mul
+	body = append(body, I32Const(0)...)
+	body = append(body, 0x2d, 0x00, 0x00) // i32.load8_u offset=0
+	body = append(body, OpI32Add)
+	body = append(body, Call(0)...)
+	return Module{
+		Imports:   []Import{procExit, imp},
+		MemoryMin: 1,
+		Funcs:     []Func{{Type: start, Export: "_start", Body: body}},
+	}.Encode()
+}
