@@ -107,9 +107,11 @@ const MaxProcesses = 256
 
 // procTable is the children a run started through the process ABI.
 type procTable struct {
-	mu    sync.Mutex
-	procs map[*process]struct{}
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	procs  map[*process]struct{}
+	nets   map[*netSession]struct{} // connections of the network ABI
+	closed bool                     // stop ran: no new connection
+	wg     sync.WaitGroup
 }
 
 type procTableKey struct{}
@@ -117,17 +119,41 @@ type procTableKey struct{}
 // withProcs returns ctx carrying a new process table, and the func that
 // stops and waits for whatever it still runs.
 func withProcs(ctx context.Context) (context.Context, func()) {
-	t := &procTable{procs: map[*process]struct{}{}}
+	t := &procTable{procs: map[*process]struct{}{}, nets: map[*netSession]struct{}{}}
 	return context.WithValue(ctx, procTableKey{}, t), t.stop
 }
 
 func (t *procTable) stop() {
 	t.mu.Lock()
+	t.closed = true
 	for p := range t.procs {
 		p.cancel()
 	}
+	for s := range t.nets {
+		s.stop()
+	}
 	t.mu.Unlock()
 	t.wg.Wait()
+}
+
+// addNet adds a connection whose goroutine stop waits for; false once
+// stop ran.
+func (t *procTable) addNet(s *netSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.nets[s] = struct{}{}
+	t.wg.Add(1)
+	return true
+}
+
+func (t *procTable) doneNet(s *netSession) {
+	t.mu.Lock()
+	delete(t.nets, s)
+	t.mu.Unlock()
+	t.wg.Done()
 }
 
 // process is a child of the process ABI; the guest reads its result from

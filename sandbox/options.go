@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/wasmbox/wasmbox/netpolicy"
 	"path"
 	"strings"
 	"time"
@@ -121,6 +122,7 @@ type config struct {
 	audit         *audit.Logger
 	redactor      *audit.Redactor
 	secrets       *secretSet // shared with forks
+	network       *netpolicy.Policy
 	// MCP bridge (mcp.go) and tracing (trace.go).
 	mcpServers     map[string]MCPServer
 	hostTools      []hostTool
