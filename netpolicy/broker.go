@@ -304,11 +304,13 @@ type Conn struct {
 	ctx     context.Context
 
 	closeOnce sync.Once
+	closed    atomic.Bool // Close ran (the guest left, or the run ended)
 }
 
 // Close closes the connection (Serve then returns).
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
+		c.closed.Store(true)
 		c.stop()
 		c.conn.Close()
 		c.release()
@@ -449,6 +451,10 @@ func (c *Conn) Serve(in io.Reader, out io.Writer) error {
 		rec.Bytes, rec.Duration = body.n, time.Since(start)
 		if werr != nil {
 			switch {
+			case c.closed.Load():
+				rec.Error = "the connection was closed before the response was read (the run ended)"
+				c.b.record(c.ctx, rec)
+				return nil
 			case errors.Is(werr, errResponseLimit):
 				return c.fail(rec, KindResponse, "the response limit of %d bytes was reached", c.b.maxBytes)
 			case c.ctx.Err() != nil:

@@ -532,7 +532,7 @@ func curlAttempt(ctx context.Context, e *cmd.Env, o *curlOpts, u *url.URL, start
 		}
 	}
 	if o.writeOut != "" {
-		writeOut(out, o.writeOut, resp, n, time.Since(start))
+		writeOut(e.Stdout, o.writeOut, resp, n, time.Since(start))
 	}
 	if o.fail && resp.StatusCode >= 400 {
 		return res, cerr(22, "The requested URL returned error: %d", resp.StatusCode)

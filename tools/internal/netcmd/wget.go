@@ -251,7 +251,7 @@ func wgetOne(e *cmd.Env, o *wgetOpts, raw string) int {
 		}
 	}
 	if resp.StatusCode >= 400 {
-		fmt.Fprintf(e.Stderr, "%s ERROR %s.\n", time.Now().UTC().Format("2006-01-02 15:04:05"), resp.Status)
+		fmt.Fprintf(e.Stderr, "%s ERROR %d: %s.\n", time.Now().UTC().Format("2006-01-02 15:04:05"), resp.StatusCode, strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode))))
 		return wgetServer
 	}
 	name := o.output
