@@ -1,20 +1,25 @@
 package sandbox
 
 import (
+	"bytes"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/netpolicy"
 )
 
 // netServer is a local HTTPS server (loopback only) and a policy that
-// allows it, trusting its CA.
+// allows it, trusting its CA (the test option for --net-ca).
 func netServer(t *testing.T, h http.Handler) (*httptest.Server, *netpolicy.Policy) {
 	t.Helper()
 	srv := httptest.NewTLSServer(h)
@@ -29,18 +34,128 @@ func netServer(t *testing.T, h http.Handler) (*httptest.Server, *netpolicy.Polic
 	return srv, &netpolicy.Policy{Allow: rules, RootCAs: pool}
 }
 
-func TestNetworkCurlGet(t *testing.T) {
-	srv, p := netServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func TestNetworkCurl(t *testing.T) {
+	const secret = "ghp_Zx81NetSecretValue77"
+	var lastAuth atomic.Value
+	var hits atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		lastAuth.Store(r.Header.Values("Authorization"))
+		// An allowed server that echoes every request header back, in
+		// the body and in headers.
+		for k, vs := range r.Header {
+			w.Header().Set("X-Echo-"+k, strings.Join(vs, ","))
+		}
+		r.Header.Write(w)
+	})
+	mux.HandleFunc("/a/b", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello %s %s\n", r.Method, r.URL.Path)
-	}))
-	sb := newSandbox(t, WithNetwork(p))
-	res := run(t, sb, "curl -sS "+srv.URL+"/a/b")
-	if res.Stdout != "hello GET /a/b\n" || res.ExitCode != 0 {
-		t.Fatalf("stdout %q stderr %q exit %d", res.Stdout, res.Stderr, res.ExitCode)
+	})
+	mux.HandleFunc("/post", func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		b.ReadFrom(r.Body)
+		fmt.Fprintf(w, "%s %s %s", r.Method, r.Header.Get("Content-Type"), b.String())
+	})
+	mux.HandleFunc("/missing", http.NotFound)
+	mux.HandleFunc("/to-denied", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://denied.example/steal", http.StatusFound)
+	})
+	mux.HandleFunc("/to-self", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/a/b", http.StatusFound)
+	})
+	srv, p := netServer(t, mux)
+	u, _ := url.Parse(srv.URL)
+	sec, err := netpolicy.ParseSecret(u.Hostname()+"=Authorization: Bearer $TOKEN", func(string) string { return secret })
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(res.Network) != 1 || res.Network[0].Status != 200 || res.Network[0].Path != "/a/b" || res.Network[0].Bytes != 15 {
-		t.Fatalf("network records %+v", res.Network)
+	p.Secrets = []netpolicy.Secret{sec}
+	var auditLog bytes.Buffer
+	spans := tracetest.NewSpanRecorder()
+	sb := newSandbox(t, WithNetwork(p), WithAudit(audit.New(&auditLog)), WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
+
+	t.Run("get", func(t *testing.T) {
+		res := run(t, sb, "curl -sS "+srv.URL+"/a/b")
+		if res.Stdout != "hello GET /a/b\n" || res.ExitCode != 0 {
+			t.Fatalf("stdout %q stderr %q exit %d", res.Stdout, res.Stderr, res.ExitCode)
+		}
+		if len(res.Network) != 1 || res.Network[0].Status != 200 || res.Network[0].Path != "/a/b" || res.Network[0].Bytes != 15 || res.Network[0].Method != "GET" {
+			t.Fatalf("network records %+v", res.Network)
+		}
+		// The request's span is a child of the run's.
+		var runSpan, netSpan sdktrace.ReadOnlySpan
+		for _, s := range spans.Ended() {
+			switch s.Name() {
+			case "sandbox.run":
+				runSpan = s
+			case "net.request":
+				netSpan = s
+			}
+		}
+		if runSpan == nil || netSpan == nil || netSpan.Parent().SpanID() != runSpan.SpanContext().SpanID() {
+			t.Fatalf("spans: run %v net %v", runSpan, netSpan)
+		}
+	})
+	t.Run("flags", func(t *testing.T) {
+		res := run(t, sb, `curl -sS -o /tmp/out -w '%{http_code}\n' `+srv.URL+`/a/b && cat /tmp/out
+curl -s -X PUT -d x=1 -d y=2 `+srv.URL+`/post; echo
+curl -sSf `+srv.URL+`/missing; echo "rc=$?"
+curl -s -o /dev/null -w '%{http_code}' `+srv.URL+`/missing; echo
+curl -sSL `+srv.URL+`/to-self
+curl -sI `+srv.URL+`/a/b | head -n 1
+wget -q -O - `+srv.URL+`/a/b
+printf 'echo piped' > /tmp/s; curl -sS `+srv.URL+`/a/b | wc -l`)
+		want := "200\nhello GET /a/b\nPUT application/x-www-form-urlencoded x=1&y=2\n" +
+			"rc=22\n404\nhello GET /a/b\nHTTP/1.1 200 OK\r\nhello GET /a/b\n1\n"
+		if res.Stdout != want {
+			t.Fatalf("stdout %q, want %q (stderr %q)", res.Stdout, want, res.Stderr)
+		}
+		if res.Stderr != "curl: (22) The requested URL returned error: 404\n" {
+			t.Fatalf("stderr %q", res.Stderr)
+		}
+	})
+	t.Run("denied", func(t *testing.T) {
+		res := run(t, sb, "curl -sS https://api.example.com/x; echo rc=$?; wget -q https://api.example.com/x; echo rc=$?")
+		if res.Stdout != "rc=6\nrc=4\n" || res.Stderr != strings.Repeat("wasmbox: network: api.example.com is not in the allowlist\n", 2) {
+			t.Fatalf("stdout %q stderr %q", res.Stdout, res.Stderr)
+		}
+		if len(res.Network) != 2 || !res.Network[0].Denied || res.Network[0].Host != "api.example.com" {
+			t.Fatalf("records %+v", res.Network)
+		}
+	})
+	t.Run("redirect to a denied host is re-checked", func(t *testing.T) {
+		res := run(t, sb, "curl -sSL "+srv.URL+"/to-denied; echo rc=$?")
+		if res.Stdout != "rc=6\n" || res.Stderr != "wasmbox: network: denied.example is not in the allowlist\n" {
+			t.Fatalf("stdout %q stderr %q", res.Stdout, res.Stderr)
+		}
+	})
+	t.Run("secret cannot be read back", func(t *testing.T) {
+		hits.Store(0)
+		res := run(t, sb, `curl -sS -i -H 'Authorization: Bearer mine' `+srv.URL+`/echo; env; cat /proc/self/environ 2>/dev/null
+curl -sS -H "$(printf 'X-A: 1\r\nAuthorization: injected')" `+srv.URL+`/echo`)
+		all := res.Stdout + res.Stderr + fmt.Sprint(res.Network) + auditLog.String()
+		for _, leak := range []string{secret, secret[4:12]} {
+			if strings.Contains(all, leak) {
+				t.Fatalf("the secret leaked: %q", all)
+			}
+		}
+		if v, _ := lastAuth.Load().([]string); len(v) != 1 || v[0] != "Bearer "+secret {
+			t.Fatalf("the server got Authorization %q", v)
+		}
+		if hits.Load() != 2 || !strings.Contains(res.Stdout, "X-A: 1\r\n") || strings.Contains(res.Stdout, "injected") || strings.Contains(res.Stdout, "mine") {
+			t.Fatalf("%d hits, stdout %q", hits.Load(), res.Stdout)
+		}
+		if !strings.Contains(auditLog.String(), `"msg":"net"`) {
+			t.Fatalf("no audit entry: %s", auditLog.String())
+		}
+	})
+}
+
+func TestNetworkOffByDefault(t *testing.T) {
+	sb := newSandbox(t)
+	res := run(t, sb, "curl -sS http://127.0.0.1:1/; echo rc=$?")
+	if res.Stdout != "rc=6\n" || res.Stderr != "wasmbox: network: 127.0.0.1:1 is not in the allowlist\n" {
+		t.Fatalf("stdout %q stderr %q", res.Stdout, res.Stderr)
 	}
-	_ = io.Discard
-	_ = strings.Contains
 }
