@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -157,5 +163,85 @@ func TestNetworkOffByDefault(t *testing.T) {
 	res := run(t, sb, "curl -sS http://127.0.0.1:1/; echo rc=$?")
 	if res.Stdout != "rc=6\n" || res.Stderr != "wasmbox: network: 127.0.0.1:1 is not in the allowlist\n" {
 		t.Fatalf("stdout %q stderr %q", res.Stdout, res.Stderr)
+	}
+}
+
+// A server that never finishes its response: the run's deadline ends the
+// request, the run ends TIMEOUT, and nothing is left behind.
+func TestNetworkSlowResponseBoundByTheRunDeadline(t *testing.T) {
+	release := make(chan struct{})
+	srv, p := netServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000000")
+		w.Write([]byte("first bytes"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer close(release)
+	sb := newSandbox(t, WithNetwork(p), WithTimeout(3*time.Second))
+	res := run(t, sb, "curl -sS "+srv.URL+"/slow; echo after")
+	if res.ErrorClass != ClassTimeout || strings.Contains(res.Stdout, "after") {
+		t.Fatalf("class %q stdout %q stderr %q", res.ErrorClass, res.Stdout, res.Stderr)
+	}
+	// The sandbox still works, and the connection slot was given back.
+	res = run(t, sb, "echo ok")
+	if res.Stdout != "ok\n" {
+		t.Fatalf("after the timeout: %q %q", res.Stdout, res.Stderr)
+	}
+}
+
+// curl's messages and exit codes, compared with the host's curl against
+// the same local server.
+func TestNetworkCurlLikeHostCurl(t *testing.T) {
+	hostCurl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("no host curl")
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok body") })
+	mux.HandleFunc("/missing", http.NotFound)
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
+	mux.HandleFunc("/post", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %q %s\n", r.Method, b, r.Header.Get("Content-Type"))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()
+	cu, _ := url.Parse(closedURL)
+	su, _ := url.Parse(srv.URL)
+	rules, _ := netpolicy.ParseAllow(su.Host + "," + cu.Host)
+	sb := newSandbox(t, WithNetwork(&netpolicy.Policy{Allow: rules}))
+	ms := regexp.MustCompile(`after [0-9]+ ms`)
+	for _, args := range []string{
+		"-sS " + srv.URL + "/ok",
+		"-sSf " + srv.URL + "/missing",
+		"-s -o /dev/null -w %{http_code} " + srv.URL + "/missing",
+		"-sS -d a=1 -d b=2 " + srv.URL + "/post",
+		"-sS --data-binary @/tmp/d " + srv.URL + "/post",
+		"-sSL --max-redirs 3 " + srv.URL + "/loop",
+		"-sS " + closedURL + "/",
+		"-s " + closedURL + "/",
+		"-sS ftp2://x/",
+	} {
+		t.Run(args, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "d"), []byte("line1\nline2\n"), 0o644)
+			hostArgs := strings.ReplaceAll(args, "@/tmp/d", "@"+filepath.Join(dir, "d"))
+			cmd := exec.Command(hostCurl, strings.Fields(hostArgs)...)
+			var hout, herr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &hout, &herr
+			cmd.Run()
+			sb.WriteFile("/tmp/d", []byte("line1\nline2\n"), 0o644)
+			res := run(t, sb, "curl "+args)
+			if res.ExitCode != cmd.ProcessState.ExitCode() || res.Stdout != hout.String() ||
+				ms.ReplaceAllString(res.Stderr, "after N ms") != ms.ReplaceAllString(herr.String(), "after N ms") {
+				t.Fatalf("sandbox: %d %q %q\nhost:    %d %q %q", res.ExitCode, res.Stdout, res.Stderr, cmd.ProcessState.ExitCode(), hout.String(), herr.String())
+			}
+		})
 	}
 }
