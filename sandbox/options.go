@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"github.com/wasmbox/wasmbox/netpolicy"
 	"path"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor/native"
 	"github.com/wasmbox/wasmbox/executor/pool"
+	"github.com/wasmbox/wasmbox/netpolicy"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
 )
