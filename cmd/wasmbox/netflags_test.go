@@ -10,7 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/wasmbox/wasmbox/runtime/runtimetest"
 )
 
 // TestRunNetworkFlags: --allow-net, --net-ca and --net-secret of run, the
@@ -69,5 +72,48 @@ func TestRunNetworkFlags(t *testing.T) {
 		if code != 2 || !strings.HasPrefix(stderr, "wasmbox: --") || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d stderr %q", c.args, code, stderr)
 		}
+	}
+}
+
+// TestExecNetABI drives runtime.NetABI by hand through exec: raw requests,
+// refusals, errno of bad calls.
+func TestExecNetABI(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprintf(w, "host=%s path=%s\n", r.Host, r.URL.Path)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	guest := filepath.Join(t.TempDir(), "netraw.wasm")
+	os.WriteFile(guest, runtimetest.Guest(t, "netraw"), 0o644)
+	connect := fmt.Sprintf(`{"host":%q,"port":%s}`, u.Hostname(), u.Port())
+	cases := []struct {
+		name           string
+		args           []string
+		stdout, stderr string
+		code           int
+		hits           int32
+	}{
+		{name: "request", args: []string{connect, "GET /p HTTP/1.1\r\nHost: " + u.Host + "\r\nConnection: close\r\n\r\n"},
+			stdout: "host=" + u.Host + " path=/p\n", stderr: "errno=0\nnet_error=\n", hits: 1},
+		{name: "CONNECT smuggling", args: []string{connect, "CONNECT 10.0.0.1:22 HTTP/1.1\r\nHost: 10.0.0.1:22\r\n\r\n"},
+			stderr: "errno=0\nnet_error=wasmbox: network: method CONNECT is not allowed\n"},
+		{name: "second request for another host", args: []string{connect, "GET /a HTTP/1.1\r\nHost: " + u.Host + "\r\n\r\nGET /b HTTP/1.1\r\nHost: metadata.google.internal\r\n\r\n"},
+			stdout: "host=" + u.Host + " path=/a\n", stderr: "errno=0\nnet_error=wasmbox: network: a request for metadata.google.internal on the connection to " + u.Host + " is not allowed\n", hits: 1},
+		{name: "denied", args: []string{`{"host":"169.254.169.254","port":80}`},
+			stderr: "errno=76\nkind=1 msg=wasmbox: network: 169.254.169.254 is not in the allowlist\n", code: 1},
+		{name: "bad request", args: []string{`{"host":"x","port":0}`}, stderr: "errno=28\n", code: 2},
+		{name: "net_error of a non-connection", args: []string{"badfd"}, stderr: "errno=8\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hits.Store(0)
+			stdout, stderr, code := runMain(t, "", append([]string{"exec", "--allow-net", u.Host, guest}, c.args...)...)
+			// stdout is the raw response: its body is compared.
+			if _, body, _ := strings.Cut(stdout, "\r\n\r\n"); body != c.stdout || stderr != c.stderr || code != c.code || hits.Load() != c.hits {
+				t.Fatalf("stdout %q stderr %q exit %d hits %d\nwant   %q        %q      %d      %d", stdout, stderr, code, hits.Load(), c.stdout, c.stderr, c.code, c.hits)
+			}
+		})
 	}
 }
