@@ -2,6 +2,7 @@ package netpolicy
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -140,6 +141,21 @@ func (b *Broker) record(ctx context.Context, r Record) {
 	}
 }
 
+// validHost reports whether h has only the bytes of a name or an address
+// (so that a message or record naming it stays one line).
+func validHost(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-' || c == '_' || c == ':' || c == '%') {
+			return false
+		}
+	}
+	return true
+}
+
 // display is host, or host:port when port is not the scheme's default.
 func display(host string, port int, useTLS bool) string {
 	if (useTLS && port == 443) || (!useTLS && port == 80) {
@@ -157,13 +173,16 @@ func (b *Broker) Connect(ctx context.Context, host string, port int, useTLS bool
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		host = a.Unmap().String()
 	}
+	if !validHost(host) {
+		host = strconv.Quote(host)
+	}
 	name := display(host, port, useTLS)
 	fail := func(e *Error) (*Conn, error) {
 		b.record(ctx, Record{Method: "CONNECT", Host: host, Port: port, Denied: e.Kind == KindDenied || e.Kind == KindAddress || e.Kind == KindLimit,
 			Error: e.Msg, Start: start, Duration: time.Since(start)})
 		return nil, e
 	}
-	if host == "" || port < 1 || port > 65535 {
+	if host == "" || port < 1 || port > 65535 || !validHost(host) {
 		return fail(errorf(KindDenied, "%s is not in the allowlist", name))
 	}
 	rule, ok := b.p.Match(host, port)
@@ -370,7 +389,8 @@ func (c *Conn) Serve(in io.Reader, out io.Writer) error {
 	defer c.Close()
 	hl := &headerLimit{r: in}
 	gr := bufio.NewReaderSize(hl, 64<<10)
-	sr := bufio.NewReaderSize(&limitReader{r: c.conn, b: c.b}, 64<<10)
+	sl := &headerLimit{r: &limitReader{r: c.conn, b: c.b}, left: -1}
+	sr := bufio.NewReaderSize(sl, 64<<10)
 	scheme := "http"
 	if c.tls {
 		scheme = "https"
@@ -409,6 +429,15 @@ func (c *Conn) Serve(in io.Reader, out io.Writer) error {
 		}
 		// The broker reads the responses: no protocol switch.
 		req.Header.Del("Upgrade")
+		// Request trailers are dropped: they would pass unchecked.
+		req.Header.Del("Trailer")
+		req.Trailer = nil
+		secretHost := c.secretHost()
+		if secretHost {
+			// The secret is masked in what comes back: it must come back
+			// as it was sent, not compressed (see decode).
+			req.Header.Set("Accept-Encoding", "identity")
+		}
 		req.Header.Del("Proxy-Authorization")
 		req.Header.Del("Proxy-Connection")
 		req.RequestURI = ""
@@ -420,12 +449,12 @@ func (c *Conn) Serve(in io.Reader, out io.Writer) error {
 		if err := req.Write(c.conn); err != nil {
 			return c.fail(rec, KindConnect, "sending the request to %s: %v", display(c.host, c.port, c.tls), unwrapOp(err))
 		}
-		resp, err := http.ReadResponse(sr, req)
+		resp, err := c.readResponse(sl, sr, req)
 		for err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			if err = c.writeHead(resp, out); err != nil {
 				return nil // the guest left
 			}
-			resp, err = http.ReadResponse(sr, req)
+			resp, err = c.readResponse(sl, sr, req)
 		}
 		if err != nil {
 			if errors.Is(err, errResponseLimit) {
@@ -441,10 +470,21 @@ func (c *Conn) Serve(in io.Reader, out io.Writer) error {
 			resp.Body.Close()
 			return c.fail(rec, KindResponse, "%s: switching protocols is not allowed", display(c.host, c.port, c.tls))
 		}
+		if secretHost {
+			if err := c.decode(resp); err != nil {
+				resp.Body.Close()
+				return c.fail(rec, KindResponse, "%s", err)
+			}
+		}
 		c.maskHeader(resp.Header)
 		resp.Status = c.b.Mask(resp.Status)
 		// Trailers are dropped: they would pass unmasked.
 		resp.Trailer = nil
+		if resp.ContentLength < 0 && len(resp.TransferEncoding) == 0 && req.Method != "HEAD" {
+			// A body that ends when the server closes: the guest's
+			// connection ends with it.
+			resp.Close = true
+		}
 		body := &maskReader{r: resp.Body, secrets: c.b.redact}
 		resp.Body = io.NopCloser(body)
 		werr := resp.Write(out)
@@ -472,6 +512,58 @@ func (c *Conn) Serve(in io.Reader, out io.Writer) error {
 			return nil
 		}
 	}
+}
+
+// MaxResponseHeader bounds the header of one response.
+const MaxResponseHeader = 1 << 20
+
+func (c *Conn) readResponse(sl *headerLimit, sr *bufio.Reader, req *http.Request) (*http.Response, error) {
+	sl.left = MaxResponseHeader
+	resp, err := http.ReadResponse(sr, req)
+	sl.left = -1
+	if errors.Is(err, errHeaderLimit) {
+		return nil, fmt.Errorf("a response header over %d bytes", MaxResponseHeader)
+	}
+	return resp, err
+}
+
+// secretHost reports whether a brokered secret is sent to the
+// connection's host.
+func (c *Conn) secretHost() bool {
+	for _, s := range c.b.p.Secrets {
+		if s.applies(c.host) {
+			return true
+		}
+	}
+	return false
+}
+
+// decode undoes a gzip Content-Encoding host-side, so that the secret is
+// masked in the bytes the guest decodes (a server that compresses an
+// echoed header would otherwise pass it through); other encodings are
+// refused on a host that gets a secret.
+func (c *Conn) decode(resp *http.Response) error {
+	ce := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
+	switch ce {
+	case "", "identity":
+		return nil
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return fmt.Errorf("%s: bad gzip response: %v", display(c.host, c.port, c.tls), err)
+		}
+		body := resp.Body
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{zr, body}
+		resp.Header.Del("Content-Encoding")
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+		resp.TransferEncoding = []string{"chunked"}
+		return nil
+	}
+	return fmt.Errorf("%s answered with Content-Encoding %q, which the host cannot check for the brokered secret", display(c.host, c.port, c.tls), ce)
 }
 
 func (c *Conn) fail(rec Record, k Kind, format string, args ...any) error {

@@ -2,6 +2,8 @@ package netpolicy
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -401,5 +403,90 @@ func TestBrokerTLSVerified(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Kind != KindTLS || !strings.Contains(e.Msg, "certificate") {
 		t.Fatalf("%v", err)
+	}
+}
+
+// A server that gzips what it echoes, whatever the request asked: the
+// guest must not find the secret after decompressing.
+func TestBrokerSecretNotReadBackCompressed(t *testing.T) {
+	const secret = "zip-secret-4c3b2a190817"
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		fmt.Fprintf(zw, "auth=%s ae=%s\n", r.Header.Get("Authorization"), r.Header.Get("Accept-Encoding"))
+		zw.Close()
+	}))
+	defer srv.Close()
+	p := tlsPolicy(t, srv)
+	h, port := hostPort(t, srv)
+	s, _ := ParseSecret(h+"=Authorization: $T", func(string) string { return secret })
+	p.Secrets = []Secret{s}
+	b := NewBroker(p, nil)
+	g := connect(t, context.Background(), b, h, port, true)
+	fmt.Fprintf(g.w, "GET / HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: gzip\r\n\r\n", net.JoinHostPort(h, strconv.Itoa(port)))
+	resp, err := http.ReadResponse(g.r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	body := raw
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(zr)
+	}
+	if bytes.Contains(body, []byte(secret)) {
+		t.Fatalf("the secret came back through gzip: %q", body)
+	}
+	if string(body) != "auth="+strings.Repeat("*", len(secret))+" ae=identity\n" {
+		t.Fatalf("body %q", body)
+	}
+	// The connection goes on after the re-framed (chunked) response.
+	fmt.Fprintf(g.w, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", net.JoinHostPort(h, strconv.Itoa(port)))
+	resp, err = http.ReadResponse(g.r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+}
+
+func TestBrokerResponseHeaderLimit(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Pad: " + strings.Repeat("a", 1000) + "\r\n"
+		for i := 0; i < 4000; i++ { // 4 MB of header, never ending
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	rules, _ := ParseAllow("127.0.0.1:" + strconv.Itoa(port))
+	b := NewBroker(&Policy{Allow: rules}, nil)
+	g := connect(t, context.Background(), b, "127.0.0.1", port, false)
+	fmt.Fprintf(g.w, "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", port)
+	go io.Copy(io.Discard, g.r)
+	if err := g.wait(t); err == nil || !strings.Contains(err.Error(), "a response header over 1048576 bytes") {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
+func TestBrokerHostIsOneLine(t *testing.T) {
+	b := NewBroker(nil, nil)
+	_, err := b.Connect(context.Background(), "evil\nwasmbox: network: forged", 443, true)
+	if err == nil || strings.Count(err.Error(), "\n") != 0 || !strings.HasSuffix(err.Error(), "is not in the allowlist") {
+		t.Fatalf("%q", err)
 	}
 }
