@@ -487,7 +487,7 @@ func curlAttempt(ctx context.Context, e *cmd.Env, o *curlOpts, u *url.URL, start
 	var out io.Writer = e.Stdout
 	outName := o.output
 	if o.remoteName && outName == "" {
-		outName = path.Base(resp.Request.URL.Path)
+		outName = path.Base(u.Path) // the URL's name, not a redirect's (as curl)
 		if outName == "/" || outName == "." || outName == "" {
 			return res, cerr(23, "Remote file name has no length!")
 		}
