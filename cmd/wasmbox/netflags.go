@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 
@@ -14,11 +15,13 @@ type netFlags struct {
 	allowNet   []string
 	netCA      string
 	netSecrets []string
+	netMethods []string
 }
 
 func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&f.allowNet, "allow-net", nil,
 		"let curl and wget reach these hosts, HOST[:PORT],... (exact names, *.suffix or addresses; without a port 80 and 443; loopback and private addresses only when named exactly; repeatable)")
+	fl.StringSliceVar(&f.netMethods, "net-methods", nil, "allow only these HTTP methods for --allow-net, e.g. GET,HEAD (default: all but CONNECT)")
 	fl.StringVar(&f.netCA, "net-ca", "", "trust the PEM certificates of this file besides the host's roots for --allow-net TLS")
 	fl.StringArrayVar(&f.netSecrets, "net-secret", nil,
 		"add a header to requests for a host, 'HOST=Header: value $ENV' ($ENV from the host environment; the sandbox never sees it; repeatable)")
@@ -40,7 +43,7 @@ func (a *app) getenv(k string) string {
 
 // policy is the network policy of the flags; nil when none was given.
 func (f *netFlags) policy(a *app) (*netpolicy.Policy, error) {
-	if len(f.allowNet) == 0 && f.netCA == "" && len(f.netSecrets) == 0 {
+	if len(f.allowNet) == 0 && f.netCA == "" && len(f.netSecrets) == 0 && len(f.netMethods) == 0 {
 		return nil, nil
 	}
 	p := &netpolicy.Policy{}
@@ -50,6 +53,13 @@ func (f *netFlags) policy(a *app) (*netpolicy.Policy, error) {
 			return nil, err
 		}
 		p.Allow = append(p.Allow, rules...)
+	}
+	for _, m := range f.netMethods {
+		m = strings.ToUpper(strings.TrimSpace(m))
+		if m == "" || strings.ContainsAny(m, " \t\r\n:/") {
+			return nil, fmt.Errorf("--net-methods: bad method %q", m)
+		}
+		p.Methods = append(p.Methods, m)
 	}
 	if f.netCA != "" {
 		pool, err := netpolicy.LoadCA(a.hostPath(f.netCA))

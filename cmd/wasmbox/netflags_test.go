@@ -30,9 +30,9 @@ func TestRunNetworkFlags(t *testing.T) {
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
 	u, _ := url.Parse(srv.URL)
 	t.Setenv("WASMBOX_TEST_NET_TOKEN", secret)
-	stdout, stderr, code := runMain(t, "", "run", "--json", "--allow-net", u.Host, "--net-ca", ca,
+	stdout, stderr, code := runMain(t, "", "run", "--json", "--allow-net", u.Host, "--net-ca", ca, "--net-methods", "get,head",
 		"--net-secret", u.Hostname()+"=Authorization: Bearer $WASMBOX_TEST_NET_TOKEN",
-		"-c", "curl -sS "+srv.URL+"/x?q=1; echo $WASMBOX_TEST_NET_TOKEN; curl -sS https://example.com/; echo rc=$?")
+		"-c", "curl -sS "+srv.URL+"/x?q=1; echo $WASMBOX_TEST_NET_TOKEN; curl -sS https://example.com/; echo rc=$?; curl -s -d x=1 "+srv.URL+"/; echo rc=$?")
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d stderr %q", code, stderr)
 	}
@@ -55,11 +55,11 @@ func TestRunNetworkFlags(t *testing.T) {
 	if strings.Contains(stdout, secret) {
 		t.Fatalf("the secret is in the result: %s", stdout)
 	}
-	if res.Stdout != "auth="+strings.Repeat("*", len("Bearer "+secret))+"\n\nrc=6\n" ||
-		res.Stderr != "wasmbox: network: example.com is not in the allowlist\n" {
+	if res.Stdout != "auth="+strings.Repeat("*", len("Bearer "+secret))+"\n\nrc=6\nrc=56\n" ||
+		res.Stderr != "wasmbox: network: example.com is not in the allowlist\nwasmbox: network: method POST is not allowed\n" {
 		t.Fatalf("stdout %q stderr %q", res.Stdout, res.Stderr)
 	}
-	if len(res.Network) != 2 || res.Network[0].Method != "GET" || res.Network[0].Path != "/x" || res.Network[0].Status != 200 ||
+	if len(res.Network) != 3 || !res.Network[2].Denied || res.Network[2].Method != "POST" || res.Network[0].Method != "GET" || res.Network[0].Path != "/x" || res.Network[0].Status != 200 ||
 		!res.Network[1].Denied || res.Network[1].Host != "example.com" {
 		t.Fatalf("network %+v", res.Network)
 	}
@@ -67,6 +67,7 @@ func TestRunNetworkFlags(t *testing.T) {
 		{[]string{"--allow-net", "a:99999"}},
 		{[]string{"--net-ca", filepath.Join(t.TempDir(), "none.pem")}},
 		{[]string{"--net-secret", "h=Authorization: $WASMBOX_TEST_UNSET_VAR"}},
+		{[]string{"--net-methods", "GET,BAD METHOD"}},
 	} {
 		_, stderr, code := runMain(t, "", append(append([]string{"run"}, c.args...), "-c", "true")...)
 		if code != 2 || !strings.HasPrefix(stderr, "wasmbox: --") || strings.Count(stderr, "\n") != 1 {
