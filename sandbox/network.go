@@ -26,6 +26,12 @@ func WithNetwork(p *netpolicy.Policy) Option {
 	return func(c *config) { c.network = p }
 }
 
+// WithNetworkAudit sends the network entries (kind "net") to l instead of
+// the WithAudit log: for a front end that logs the runs itself (serve).
+func WithNetworkAudit(l *audit.Logger) Option {
+	return func(c *config) { c.netAudit = l }
+}
+
 // startNetwork gives the run its broker; records returns what it did.
 func (s *Sandbox) startNetwork(ctx context.Context) (context.Context, func() []netpolicy.Record) {
 	b := netpolicy.NewBroker(s.cfg.network, func(ctx context.Context, r netpolicy.Record) { s.netRecord(ctx, r) })
@@ -48,7 +54,11 @@ func (s *Sandbox) netRecord(ctx context.Context, r netpolicy.Record) {
 		span.SetStatus(codes.Error, r.Error)
 	}
 	span.End(trace.WithTimestamp(end))
-	if l := s.cfg.audit; l != nil {
+	l := s.cfg.audit
+	if s.cfg.netAudit != nil {
+		l = s.cfg.netAudit
+	}
+	if l != nil {
 		ev := audit.Event{Kind: "net", JobID: uuid.NewString(), Session: s.cfg.session, Start: r.Start, End: end,
 			Attrs: []slog.Attr{slog.String("method", r.Method), slog.String("host", r.Host), slog.Int("port", r.Port),
 				slog.String("path", r.Path), slog.Int("status", r.Status), slog.Int64("bytes", r.Bytes)}}

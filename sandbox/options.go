@@ -123,6 +123,7 @@ type config struct {
 	redactor      *audit.Redactor
 	secrets       *secretSet // shared with forks
 	network       *netpolicy.Policy
+	netAudit      *audit.Logger
 	// MCP bridge (mcp.go) and tracing (trace.go).
 	mcpServers     map[string]MCPServer
 	hostTools      []hostTool

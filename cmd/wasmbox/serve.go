@@ -248,6 +248,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		}
 		defer closeLog()
 		cfg.Audit = al
+		// The server logs the runs; the sandboxes log their requests.
+		cfg.Backend = sandboxBackend{opts: append(opts[:len(opts):len(opts)], sandbox.WithNetworkAudit(al))}
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -355,6 +357,7 @@ func (s sandboxSession) Run(ctx context.Context, script string, timeout time.Dur
 	return server.RunResult{
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
 		ErrorClass: string(res.ErrorClass), Truncated: res.Truncated, Duration: res.Duration,
+		Network: res.Network,
 	}, nil
 }
 
