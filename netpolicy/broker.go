@@ -423,7 +423,8 @@ func (c *Conn) Serve(in io.Reader, out io.Writer) error {
 			}
 		}
 		for _, s := range c.b.p.Secrets {
-			if s.applies(c.host) {
+			// Over TLS only: a secret never crosses the network in clear.
+			if c.tls && s.applies(c.host) {
 				req.Header.Add(s.Header, s.Value)
 			}
 		}

@@ -490,3 +490,26 @@ func TestBrokerHostIsOneLine(t *testing.T) {
 		t.Fatalf("%q", err)
 	}
 }
+
+// Over plain HTTP the brokered header is not sent (nor the guest's copy).
+func TestBrokerSecretOnlyOverTLS(t *testing.T) {
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Values("Authorization"))
+	}))
+	defer srv.Close()
+	h, port := hostPort(t, srv)
+	rules, _ := ParseAllow(h + ":" + strconv.Itoa(port))
+	s, _ := ParseSecret(h+"=Authorization: $T", func(string) string { return "plain-secret-value" })
+	b := NewBroker(&Policy{Allow: rules, Secrets: []Secret{s}}, nil)
+	g := connect(t, context.Background(), b, h, port, false)
+	fmt.Fprintf(g.w, "GET / HTTP/1.1\r\nHost: %s\r\nAuthorization: mine\r\n\r\n", net.JoinHostPort(h, strconv.Itoa(port)))
+	resp, err := http.ReadResponse(g.r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if v, _ := got.Load().([]string); len(v) != 0 {
+		t.Fatalf("the server got Authorization %q over plain HTTP", v)
+	}
+}

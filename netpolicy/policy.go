@@ -253,8 +253,9 @@ func Refused(a netip.Addr) bool {
 }
 
 // Secret is a header the host adds to every request for Host (exactly, or
-// a subdomain of it for a "*.suffix" host), replacing any copy the guest
-// sent. Its Values (the header value, and the parts of it that came from
+// a subdomain of it for a "*.suffix" host) over TLS, replacing any copy
+// the guest sent (which is dropped over plain HTTP too: the secret never
+// crosses the network in clear). Its Values (the header value, and the parts of it that came from
 // the environment) are masked in all that flows back to the guest and in
 // the host's records.
 type Secret struct {
