@@ -10,7 +10,7 @@ LDFLAGS := -s -w -buildid= -checklinkname=0
 # multi-call module of most commands; the heavy commands (gojq, GoAWK) have
 # modules of their own so that the others do not carry or initialise them;
 # shell is the bash interpreter (the live shell of every session).
-MODULES := coreutils jq awk shell
+MODULES := coreutils jq awk shell net
 # Initial memory of the tool module in 64 KiB pages: about what the Go
 # runtime reaches while it initializes, so that instantiation allocates
 # once instead of growing (copying) the memory (see tools/wasmopt).

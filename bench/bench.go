@@ -2,7 +2,8 @@
 // command, what one command and a pipeline cost against the native tools,
 // throughput of concurrent sandboxes, memory per sandbox and per command,
 // sandbox creation, Fork and Snapshot/Restore, compile and process start,
-// the cost of the kill check in guest code, and whether the host stays
+// the cost of the kill check in guest code, curl through the network
+// broker against the host's curl, and whether the host stays
 // responsive while guests spin. `wasmbox bench` prints its Report.
 //
 //	rep, err := bench.Run(ctx, bench.Config{Quick: true})
@@ -130,6 +131,7 @@ func Measurements() []Measurement {
 		{"compute", measureCompute},
 		{"tools", measureTools},
 		{"python", measurePython},
+		{"net", measureNet},
 		{"responsiveness", measureResponsiveness},
 	}
 }

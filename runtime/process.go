@@ -108,10 +108,12 @@ const MaxProcesses = 256
 
 // procTable is the children a run started through the process ABI.
 type procTable struct {
-	mu    sync.Mutex
-	procs map[*process]struct{}
-	wg    sync.WaitGroup
-	pids  atomic.Uint32 // the last pid given (ForkABI); the run's instance is 1
+	mu     sync.Mutex
+	procs  map[*process]struct{}
+	nets   map[*netSession]struct{} // connections of the network ABI
+	closed bool                     // stop ran: no new connection
+	wg     sync.WaitGroup
+	pids   atomic.Uint32 // the last pid given (ForkABI); the run's instance is 1
 }
 
 type procTableKey struct{}
@@ -119,18 +121,19 @@ type procTableKey struct{}
 // withProcs returns ctx carrying a new process table, and the func that
 // stops and waits for whatever it still runs.
 func withProcs(ctx context.Context) (context.Context, func()) {
-	t := &procTable{procs: map[*process]struct{}{}}
+	t := &procTable{procs: map[*process]struct{}{}, nets: map[*netSession]struct{}{}}
 	t.pids.Store(1)
 	return context.WithValue(ctx, procTableKey{}, t), t.stop
 }
 
 // admit registers a new forked child under ctx, with a pid of its own and
-// a context that its cancel ends; nil when MaxProcesses children run. Its
+// a context that its cancel ends; nil when MaxProcesses children run or
+// the table was stopped. Its
 // goroutine calls done when it has ended.
 func (t *procTable) admit(ctx context.Context) (*process, uint32, context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.procs) >= MaxProcesses {
+	if t.closed || len(t.procs) >= MaxProcesses {
 		return nil, 0, nil
 	}
 	pctx, cancel := context.WithCancel(ctx)
@@ -150,11 +153,35 @@ func (t *procTable) done(p *process) {
 
 func (t *procTable) stop() {
 	t.mu.Lock()
+	t.closed = true
 	for p := range t.procs {
 		p.cancel()
 	}
+	for s := range t.nets {
+		s.stop()
+	}
 	t.mu.Unlock()
 	t.wg.Wait()
+}
+
+// addNet adds a connection whose goroutine stop waits for; false once
+// stop ran.
+func (t *procTable) addNet(s *netSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.nets[s] = struct{}{}
+	t.wg.Add(1)
+	return true
+}
+
+func (t *procTable) doneNet(s *netSession) {
+	t.mu.Lock()
+	delete(t.nets, s)
+	t.mu.Unlock()
+	t.wg.Done()
 }
 
 // process is a child of the process ABI; the guest reads its result from

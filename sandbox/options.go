@@ -11,6 +11,7 @@ import (
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor/native"
 	"github.com/wasmbox/wasmbox/executor/pool"
+	"github.com/wasmbox/wasmbox/netpolicy"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
 )
@@ -121,6 +122,8 @@ type config struct {
 	audit         *audit.Logger
 	redactor      *audit.Redactor
 	secrets       *secretSet // shared with forks
+	network       *netpolicy.Policy
+	netAudit      *audit.Logger
 	// MCP bridge (mcp.go) and tracing (trace.go).
 	mcpServers     map[string]MCPServer
 	hostTools      []hostTool

@@ -62,6 +62,7 @@ import (
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/executor/pool"
+	"github.com/wasmbox/wasmbox/netpolicy"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/shell/session"
 	"github.com/wasmbox/wasmbox/shell/wire"
@@ -115,6 +116,9 @@ type Result struct {
 	// ToolCalls are the MCP tool calls the script made through the mcp
 	// command, in order (see WithMCPServers).
 	ToolCalls []ToolCall
+	// Network are the requests (and refused connects) the script made,
+	// in order (see WithNetwork).
+	Network []netpolicy.Record
 }
 
 // ResultJSON is the JSON form of a Result that `wasmbox run --json` and the
@@ -128,6 +132,8 @@ type ResultJSON struct {
 	DurationMS int64  `json:"duration_ms"`
 	// ToolCalls is left out when the run made no MCP tool call.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Network is left out when the run made no request.
+	Network []netpolicy.Record `json:"network,omitempty"`
 }
 
 // JSON returns r in its JSON form.
@@ -140,6 +146,7 @@ func (r Result) JSON() ResultJSON {
 		Truncated:  r.Truncated,
 		DurationMS: r.Duration.Milliseconds(),
 		ToolCalls:  r.ToolCalls,
+		Network:    r.Network,
 	}
 }
 

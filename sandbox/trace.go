@@ -35,8 +35,10 @@ func (s *Sandbox) startRun(ctx context.Context) (context.Context, func(res *Resu
 	ctx, span := s.tracer().Start(ctx, "sandbox.run")
 	log := &toolCallLog{}
 	ctx = context.WithValue(ctx, toolCallLogKey{}, log)
+	ctx, netRecords := s.startNetwork(ctx)
 	return ctx, func(res *Result) {
 		res.ToolCalls = log.list()
+		res.Network = netRecords()
 		span.SetAttributes(attribute.Int("exit_code", res.ExitCode), attribute.String("error_class", string(res.ErrorClass)))
 		span.End()
 	}

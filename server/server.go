@@ -102,6 +102,7 @@ import (
 	"github.com/wasmbox/wasmbox/audit"
 	"github.com/wasmbox/wasmbox/executor/pool"
 	"github.com/wasmbox/wasmbox/internal/budget"
+	"github.com/wasmbox/wasmbox/netpolicy"
 )
 
 // Error classes of a run (RunResult.ErrorClass).
@@ -145,6 +146,13 @@ type RunResult struct {
 	ErrorClass string
 	Truncated  bool
 	Duration   time.Duration
+	// Network are the run's requests (see netpolicy.Record).
+	Network []netpolicy.Record
+}
+
+// empty reports whether r is the zero result (nothing ran).
+func (r RunResult) empty() bool {
+	return r.Stdout == "" && r.Stderr == "" && r.ExitCode == 0 && r.ErrorClass == "" && !r.Truncated && r.Duration == 0 && len(r.Network) == 0
 }
 
 // Config configures a [Server].
@@ -726,6 +734,8 @@ type RunResponse struct {
 	ErrorClass string `json:"error_class"`
 	Truncated  bool   `json:"truncated"`
 	DurationMS int64  `json:"duration_ms"`
+	// Network is left out when the run made no request.
+	Network []netpolicy.Record `json:"network,omitempty"`
 }
 
 // decodeJSON reads a JSON body of at most limit bytes into v.
@@ -834,7 +844,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, pool.ErrDisabled):
 		writeError(w, http.StatusServiceUnavailable, "disabled", "execution is disabled")
 		return
-	case errors.Is(err, pool.ErrShuttingDown) && runErr == nil && res == (RunResult{}):
+	case errors.Is(err, pool.ErrShuttingDown) && runErr == nil && res.empty():
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
 		return
 	}
@@ -855,7 +865,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, e, http.StatusInternalServerError, "internal", runErr.Error())
 			return
 		}
-	} else if err != nil && res == (RunResult{}) {
+	} else if err != nil && res.empty() {
 		// Left the queue because the client went away.
 		s.fail(w, e, http.StatusServiceUnavailable, "cancelled", err.Error())
 		return
@@ -875,6 +885,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, RunResponse{
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
 		ErrorClass: res.ErrorClass, Truncated: res.Truncated, DurationMS: res.Duration.Milliseconds(),
+		Network: res.Network,
 	})
 }
 

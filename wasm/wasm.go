@@ -17,7 +17,7 @@
 // "jq" (gojq) and "awk" (GoAWK, also called gawk, mawk and nawk) are
 // separate because those engines are most of a module's size and their
 // package initialisation would otherwise run on every start of every
-// command; "shell" is the bash interpreter, the live shell of every
+// command; "net" is curl and wget, which alone link net/http; "shell" is the bash interpreter, the live shell of every
 // sandbox session (its wasmbox_session export) and sh, bash and dash.
 //
 // # Build
@@ -65,6 +65,8 @@ var (
 	awk []byte
 	//go:embed shell.wasm
 	shellWasm []byte
+	//go:embed net.wasm
+	netWasm []byte
 )
 
 //go:embed commands.txt
@@ -81,6 +83,9 @@ const (
 	// ShellModule is the bash interpreter (tools/shell): the live shell of
 	// every sandbox session, and sh, bash and dash as commands.
 	ShellModule = "shell"
+	// NetModule provides curl and wget, which reach the network through
+	// the host (runtime.NetABI).
+	NetModule = "net"
 )
 
 // Coreutils returns the multi-call tool module (a wasip1 binary). The slice
@@ -88,7 +93,9 @@ const (
 func Coreutils() []byte { return coreutils }
 
 // Modules returns the names of the embedded modules, sorted.
-func Modules() []string { return []string{AWKModule, CoreutilsModule, JQModule, ShellModule} }
+func Modules() []string {
+	return []string{AWKModule, CoreutilsModule, JQModule, NetModule, ShellModule}
+}
 
 // Module returns the bytes of the named module (see Command.Module). The
 // slice is shared: callers must not modify it.
@@ -102,6 +109,8 @@ func Module(name string) ([]byte, bool) {
 		return awk, true
 	case ShellModule:
 		return shellWasm, true
+	case NetModule:
+		return netWasm, true
 	case PythonModule:
 		m, _, ok := Python()
 		return m, ok

@@ -133,6 +133,9 @@ func engineHandler(ctx context.Context, r *engine.Run) (int, string) {
 			fallback = "--native runs host programs: they belong to the calling process"
 		case f.mcpConfig != "":
 			fallback = "--mcp-config starts host programs: they belong to the calling process"
+		case f.net.netCA != "":
+			// A FIFO or device there would hang the engine's read.
+			fallback = "--net-ca is a host file: the calling process reads it"
 		case a.cacheDir != "" || a.noCache || a.cacheMax != "":
 			fallback = "--cachedir, --nocache and --cachemax choose another runtime"
 		}

@@ -18,6 +18,7 @@ import (
 	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
 
 	"github.com/wasmbox/wasmbox/executor"
+	"github.com/wasmbox/wasmbox/netpolicy"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/vfs"
@@ -44,6 +45,7 @@ type execFlags struct {
 	noFS        bool
 	memFS       bool
 	workdirSet  bool
+	net         netFlags
 }
 
 func newExecCmd(a *app) *cobra.Command {
@@ -89,6 +91,7 @@ after D" on stderr), 137 when the memory limit was hit, 134 on a trap.`,
 	fl.BoolVar(&f.noFS, "no-fs", false, "no filesystem: the default without --mount (kept for compatibility; not with --mount or --memfs)")
 	fl.StringVar(&f.hostlogging, "hostlogging", "",
 		"log host calls on stderr: filesystem, clock, proc, poll, random, memory, sock or all (comma-separated)")
+	f.net.register(fl)
 	fl.BoolVar(&f.json, "json", false,
 		`print one JSON object {"stdout","stderr","exit_code","error_class","truncated","duration_ms"} instead of the guest's output`)
 	return cmd
@@ -169,6 +172,10 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		}
 		specs = append(specs, spec)
 	}
+	netPolicy, err := f.net.policy(a)
+	if err != nil {
+		return err
+	}
 	var scopes logging.LogScopes
 	if f.hostlogging != "" {
 		var err error
@@ -230,6 +237,8 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		}
 	}
 
+	// The guest's connections (runtime.NetABI): none without --allow-net.
+	broker := netpolicy.NewBroker(netPolicy, nil)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stdin, stopStdin := pumpStdin(runCtx, a.stdin)
@@ -263,7 +272,7 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 	if compileTimedOut {
 		res = executor.Result{ExitCode: executor.ExitTimeout, Class: executor.ClassTimeout, Err: err}
 	} else {
-		res = ex.Run(runCtx, job)
+		res = ex.Run(runtime.WithNetwork(runCtx, broker), job)
 	}
 	a.exit = res.ExitCode
 	switch {
@@ -284,6 +293,8 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		ErrorClass string `json:"error_class"`
 		Truncated  bool   `json:"truncated"`
 		DurationMS int64  `json:"duration_ms"`
+		// Network is left out when the run made no request.
+		Network []netpolicy.Record `json:"network,omitempty"`
 	}{
 		Stdout:     out.String(),
 		Stderr:     errOut.String(),
@@ -291,6 +302,7 @@ func runExec(ctx context.Context, a *app, f execFlags, args []string) error {
 		ErrorClass: string(res.Class),
 		Truncated:  out.truncated || errOut.truncated,
 		DurationMS: res.Duration.Milliseconds(),
+		Network:    broker.Records(),
 	})
 }
 

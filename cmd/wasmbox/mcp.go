@@ -84,7 +84,7 @@ Retry-After.`,
   WASMBOX_TOKEN=$(cat secret) wasmbox mcp --listen 0.0.0.0:8765`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := f.options()
+			opts, err := f.options(a)
 			if err != nil {
 				return err
 			}

@@ -41,6 +41,7 @@ type sandboxFlags struct {
 	redactOutput  bool
 	auditLog      string
 	mcpConfig     string
+	net           netFlags
 }
 
 func (f *sandboxFlags) register(cmd *cobra.Command) {
@@ -59,6 +60,7 @@ func (f *sandboxFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.redactOutput, "redact-output", false, "redact secrets from the output (values of secret host variables and of secret-named variables set with --env or by the script, known token shapes)")
 	fl.StringVar(&f.auditLog, "audit-log", "", "append a hash-chained audit log (JSON lines, always redacted) to this file")
 	fl.StringVar(&f.mcpConfig, "mcp-config", "", `MCP servers whose tools scripts may call with the mcp command: a JSON file {"mcpServers": {...}}`)
+	f.net.register(fl)
 }
 
 // protectedFiles are the files named by the flags that no mount may cover.
@@ -70,8 +72,15 @@ func (f *sandboxFlags) protectedFiles() []sandbox.ProtectedPath {
 }
 
 // options turns the flags into sandbox options, or a usage error.
-func (f *sandboxFlags) options() ([]sandbox.Option, error) {
+func (f *sandboxFlags) options(a *app) ([]sandbox.Option, error) {
 	var opts []sandbox.Option
+	p, err := f.net.policy(a)
+	if err != nil {
+		return nil, err
+	}
+	if p != nil {
+		opts = append(opts, sandbox.WithNetwork(p))
+	}
 	if f.timeout <= 0 {
 		return nil, fmt.Errorf("--timeout must be positive, got %v", f.timeout)
 	}
@@ -191,7 +200,7 @@ func (a *app) newSandbox(ctx context.Context, f *sandboxFlags) (sb *sandbox.Sand
 		}
 		f = &fc
 	}
-	opts, err := f.options()
+	opts, err := f.options(a)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -49,6 +49,7 @@ type serveFlags struct {
 	tokenFile        string
 	memoryBudget     string
 	runMemory        string
+	net              netFlags
 }
 
 // tokenEnv holds the bearer token of serve when --token-file is not given.
@@ -115,6 +116,7 @@ cancelled, sessions closed, within --shutdown-timeout.`,
 	fl.BoolVar(&f.redactOutput, "redact-output", false, "redact secrets from everything returned to clients: run output, file reads, error messages")
 	fl.DurationVar(&f.sessionTTL, "session-ttl", server.DefaultSessionTTL, "close a session idle for this long (0: never)")
 	fl.StringVar(&f.memoryBudget, "memory-budget", "", "memory budget of the process: sessions and runs reserve their memory in it, 503 past it (default: 3/4 of the machine's memory or cgroup limit)")
+	f.net.register(fl)
 	fl.StringVar(&f.runMemory, "run-memory", "", "memory budget of one run: all its commands together (default: an eighth of --memory-budget, 256MiB to 1GiB)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "require Authorization: Bearer <token> on every request, the token read from this file (default: $"+tokenEnv+")")
 	return cmd
@@ -144,6 +146,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 			return fmt.Errorf("--run-memory: %w", err)
 		}
 		runMemory = n
+	}
+	netPolicy, err := f.net.policy(a)
+	if err != nil {
+		return err
 	}
 	token, err := serveToken(f.tokenFile)
 	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
@@ -188,6 +194,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	setMemoryLimit(eng)
 
 	opts := []sandbox.Option{sandbox.WithEngine(eng), sandbox.WithRunMemory(runMemory), sandbox.WithProtectedPaths(protected...)}
+	if netPolicy != nil {
+		opts = append(opts, sandbox.WithNetwork(netPolicy))
+	}
 	for _, m := range f.mounts {
 		opts = append(opts, sandbox.WithMountSpec(m))
 	}
@@ -239,6 +248,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		}
 		defer closeLog()
 		cfg.Audit = al
+		// The server logs the runs; the sandboxes log their requests.
+		cfg.Backend = sandboxBackend{opts: append(opts[:len(opts):len(opts)], sandbox.WithNetworkAudit(al))}
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -346,6 +357,7 @@ func (s sandboxSession) Run(ctx context.Context, script string, timeout time.Dur
 	return server.RunResult{
 		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
 		ErrorClass: string(res.ErrorClass), Truncated: res.Truncated, Duration: res.Duration,
+		Network: res.Network,
 	}, nil
 }
 

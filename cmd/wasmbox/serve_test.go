@@ -33,7 +33,7 @@ func TestServe(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- doMain([]string{"--cachedir", cache, "serve", "--listen", "127.0.0.1:0", "--audit-log", logPath, "--workers", "1"},
+		done <- doMain([]string{"--cachedir", cache, "serve", "--listen", "127.0.0.1:0", "--audit-log", logPath, "--workers", "1", "--allow-net", "127.0.0.1:9"},
 			strings.NewReader(""), pw, &stderr)
 		pw.Close()
 	}()
@@ -84,6 +84,20 @@ func TestServe(t *testing.T) {
 	if json.Unmarshal(body, &res); code != 200 || res["error_class"] != "TIMEOUT" || res["exit_code"] != 124.0 {
 		t.Fatalf("timeout run: %d %s", code, body)
 	}
+	// The session's network: --allow-net of serve; the requests are in
+	// the result's "network".
+	code, body = post("/v1/sessions/"+sess.ID+"/run", `{"script":"curl -sS https://example.com/; echo rc=$?","timeout_ms":20000}`)
+	var netRes struct {
+		Stdout, Stderr string
+		Network        []struct {
+			Host   string
+			Denied bool
+		}
+	}
+	if json.Unmarshal(body, &netRes); code != 200 || netRes.Stdout != "rc=6\n" || netRes.Stderr != "wasmbox: network: example.com is not in the allowlist\n" ||
+		len(netRes.Network) != 1 || netRes.Network[0].Host != "example.com" || !netRes.Network[0].Denied {
+		t.Fatalf("network run: %d %s", code, body)
+	}
 	resp, err = http.Get(url + "/health")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("health: %v %v", err, resp)
@@ -105,7 +119,7 @@ func TestServe(t *testing.T) {
 	}
 	defer f.Close()
 	head, err := audit.VerifyFrom(f, audit.Head{})
-	if err != nil || head.Seq != 3 { // session created, two runs
+	if err != nil || head.Seq != 5 { // session created, three runs, one refused connect
 		t.Fatalf("audit log: %v, %d entries", err, head.Seq)
 	}
 }
