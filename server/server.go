@@ -194,6 +194,10 @@ type Config struct {
 	// /health and /metrics included. Without it, [Server.Serve] refuses a
 	// listener that is not on a loopback address.
 	Token string
+	// Cluster, when set, shares the sessions with the other nodes of a
+	// fleet (see [Cluster]); nil serves sessions from this process's
+	// memory alone.
+	Cluster Cluster
 }
 
 // DefaultSessionTTL is how long a session may stay idle by default.
@@ -212,6 +216,16 @@ type entry struct {
 	lastUsed time.Time
 	active   int      // requests in progress
 	secrets  []string // values its scripts assigned to secret-named variables
+
+	// With a Cluster: lock serializes this node's requests on the
+	// session; while it is held, lease is the session's lease, snap and
+	// sum name the committed snapshot sess holds, committed tells that
+	// the request committed.
+	lock      chan struct{}
+	lease     Lease
+	snap      string
+	sum       [32]byte
+	committed bool
 }
 
 // Server is the HTTP API. Create it with [New], serve with [Server.Serve],
@@ -346,7 +360,11 @@ func (s *Server) reap() {
 		case <-s.base.Done():
 			return
 		case <-t.C:
-			s.expireIdle()
+			if s.cfg.Cluster != nil {
+				s.reapCluster()
+			} else {
+				s.expireIdle()
+			}
 		}
 	}
 }
@@ -519,6 +537,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.sessions = make(map[string]*entry)
 	s.mu.Unlock()
 	for id, e := range sessions {
+		if e.sess == nil {
+			continue
+		}
 		if err := e.sess.Close(); err != nil {
 			s.cfg.Logger.Warn("closing session", "session", id, "err", err)
 		}
@@ -576,6 +597,9 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 // caller calls done when the request ends. A session idle past the TTL
 // expires here even if the reaper has not seen it yet.
 func (s *Server) session(w http.ResponseWriter, r *http.Request) (id string, e *entry, done func(), ok bool) {
+	if s.cfg.Cluster != nil {
+		return s.clusterSession(w, r)
+	}
 	id = r.PathValue("id")
 	now := s.cfg.Clock()
 	s.mu.Lock()
@@ -668,7 +692,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
 		return
 	}
-	if n >= s.cfg.MaxSessions {
+	if n >= s.cfg.MaxSessions && s.cfg.Cluster == nil {
 		writeError(w, http.StatusTooManyRequests, "too_many_sessions", fmt.Sprintf("at most %d sessions", s.cfg.MaxSessions))
 		return
 	}
@@ -683,6 +707,14 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := uuid.NewString()
+	if s.cfg.Cluster != nil {
+		if !s.createClusterSession(w, r, id, sess) {
+			return
+		}
+		s.audit(r.Context(), audit.Event{Kind: audit.KindSession, Session: id, Reason: "created"})
+		writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+		return
+	}
 	s.mu.Lock()
 	if s.closing || len(s.sessions) >= s.cfg.MaxSessions {
 		s.mu.Unlock()
@@ -697,6 +729,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Cluster != nil {
+		s.deleteClusterSession(w, r)
+		return
+	}
 	id, e, done, ok := s.session(w, r)
 	if !ok {
 		return
@@ -807,6 +843,17 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	defer cancel(nil)
 	stop := context.AfterFunc(s.base, func() { cancel(pool.ErrShuttingDown) })
 	defer stop()
+	if e.lease != nil {
+		// A node that lost the session's lease stops running it.
+		lost := e.lease.Lost()
+		go func() {
+			select {
+			case <-lost:
+				cancel(ErrLeaseLost)
+			case <-ctx.Done():
+			}
+		}()
+	}
 
 	var res RunResult
 	var runErr error
@@ -862,6 +909,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.Duration == 0 {
 		res.Duration = time.Since(start)
+	}
+	if context.Cause(ctx) == ErrLeaseLost {
+		s.clusterError(w, e, id, ErrLeaseLost)
+		return
+	}
+	if err := s.commit(r.Context(), e); err != nil {
+		s.clusterError(w, e, id, err)
+		return
 	}
 	if red := s.redactor(e); red != nil {
 		res.Stdout, res.Stderr = red.Redact(res.Stdout), red.Redact(res.Stderr)
@@ -973,6 +1028,10 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 		s.fileError(w, e, err)
 		return
 	}
+	if err := s.commit(r.Context(), e); err != nil {
+		s.clusterError(w, e, r.PathValue("id"), err)
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -981,6 +1040,8 @@ type Health struct {
 	Status   string     `json:"status"`
 	Sessions int        `json:"sessions"`
 	Pool     pool.Stats `json:"pool"`
+	// Cluster is the cluster's view of this node (with Config.Cluster).
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
@@ -991,6 +1052,15 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	h.Pool = s.pool.Stats()
+	if s.cfg.Cluster != nil {
+		cs := s.cfg.Cluster.Status()
+		s.metrics.commitStats(&cs)
+		cs.LeasesHeld = s.leasesHeld()
+		h.Cluster = &cs
+		if h.Status == "ok" && cs.NATS != "CONNECTED" {
+			h.Status = "cluster_unavailable"
+		}
+	}
 	if h.Status == "ok" && h.Pool.Mode == pool.Disabled.String() {
 		h.Status = "disabled"
 	}

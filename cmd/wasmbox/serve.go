@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -23,6 +24,7 @@ import (
 	wbruntime "github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/server"
+	"github.com/wasmbox/wasmbox/server/natscluster"
 )
 
 func init() { subcommands = append(subcommands, newServeCmd) }
@@ -49,6 +51,11 @@ type serveFlags struct {
 	tokenFile        string
 	memoryBudget     string
 	runMemory        string
+	cluster          string
+	clusterNode      string
+	clusterAddr      string
+	clusterReplicas  int
+	leaseTTL         time.Duration
 }
 
 // tokenEnv holds the bearer token of serve when --token-file is not given.
@@ -116,6 +123,11 @@ cancelled, sessions closed, within --shutdown-timeout.`,
 	fl.DurationVar(&f.sessionTTL, "session-ttl", server.DefaultSessionTTL, "close a session idle for this long (0: never)")
 	fl.StringVar(&f.memoryBudget, "memory-budget", "", "memory budget of the process: sessions and runs reserve their memory in it, 503 past it (default: 3/4 of the machine's memory or cgroup limit)")
 	fl.StringVar(&f.runMemory, "run-memory", "", "memory budget of one run: all its commands together (default: an eighth of --memory-budget, 256MiB to 1GiB)")
+	fl.StringVar(&f.cluster, "cluster", "", "serve as a node of a fleet on NATS JetStream: nats://HOST:4222[,...] (sessions, snapshots and leases in the cluster)")
+	fl.StringVar(&f.clusterNode, "cluster-node", "", "with --cluster: this node's name (default: host name and a random suffix)")
+	fl.StringVar(&f.clusterAddr, "cluster-addr", "", "with --cluster: this node's URL as clients reach it, told to clients of other nodes when this node holds their session")
+	fl.IntVar(&f.clusterReplicas, "cluster-replicas", 0, "with --cluster: replicas of the buckets it creates (0: up to 3, as many as the NATS servers)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", natscluster.DefaultLeaseTTL, "with --cluster: a session lease lives this long unrenewed (how soon a dead node's sessions resume elsewhere), if this node creates the bucket")
 	fl.StringVar(&f.tokenFile, "token-file", "", "require Authorization: Bearer <token> on every request, the token read from this file (default: $"+tokenEnv+")")
 	return cmd
 }
@@ -172,6 +184,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	protected := a.protected(
 		sandbox.ProtectedPath{Path: f.auditLog, What: "the audit log (--audit-log)"},
 		sandbox.ProtectedPath{Path: f.tokenFile, What: "the token file (--token-file)"})
+	if f.cluster == "" && (f.clusterNode != "" || f.clusterAddr != "" || f.clusterReplicas != 0) {
+		return errors.New("--cluster-node, --cluster-addr and --cluster-replicas need --cluster")
+	}
 	if err := a.checkMounts(f.mounts, protected); err != nil {
 		return a.fail(fmt.Errorf("sandbox: %w", err))
 	}
@@ -239,6 +254,18 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		}
 		defer closeLog()
 		cfg.Audit = al
+	}
+	if f.cluster != "" {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cl, err := natscluster.Open(cctx, natscluster.Config{
+			URLs: f.cluster, Node: f.clusterNode, Addr: f.clusterAddr, Replicas: f.clusterReplicas, LeaseTTL: f.leaseTTL,
+		})
+		cancel()
+		if err != nil {
+			return a.fail(err)
+		}
+		defer cl.Close()
+		cfg.Cluster = cl
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -358,3 +385,9 @@ func (s sandboxSession) WriteFile(ctx context.Context, path string, data []byte)
 }
 
 func (s sandboxSession) Close() error { return s.s.Close() }
+
+// Snapshot and Restore make the sessions movable between the nodes of a
+// cluster (server.SnapshotSession).
+func (s sandboxSession) Snapshot(w io.Writer) error { return s.s.Snapshot(w) }
+
+func (s sandboxSession) Restore(r io.Reader) error { return s.s.Restore(r) }

@@ -1,0 +1,645 @@
+// Package natscluster implements [server.Cluster] on NATS JetStream: the
+// sessions of a fleet of `wasmbox serve` nodes live in a replicated
+// key-value bucket and object store, so that any node serves any session
+// and a session survives the node that last ran it.
+//
+// # Layout
+//
+// Three JetStream assets, with the replicas of Config.Replicas:
+//
+//	KV <prefix>_sessions    "s.<id>": the session record (JSON: snapshot
+//	                        object name, its size and SHA-256, times);
+//	                        "count": the number of sessions (the cap)
+//	KV <prefix>_leases      "l.<id>": the node holding the session now;
+//	                        the bucket's TTL is the lease TTL, so a lease
+//	                        not renewed disappears
+//	Obj <prefix>_snapshots  "<id>/<unique>": zstd-compressed snapshots
+//	                        (the sandbox's versioned, checksummed format)
+//
+// A commit first stores a new snapshot object, then advances the session
+// record with compare-and-set on the revision the lease loaded: of two
+// commits from one revision exactly one wins, the other gets
+// server.ErrConflict and its object is deleted. The old object of a
+// winning commit is deleted afterwards.
+//
+// A lease is taken with a KV create (fails while another node's lease
+// lives) and renewed with compare-and-set on its own revision every third
+// of the TTL. The holder considers it lost once TTL*4/5 have passed since
+// the start of the last renewal that succeeded: before JetStream can
+// expire it, so that two nodes never both believe they hold a session.
+package natscluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wasmbox/wasmbox/server"
+)
+
+// DefaultLeaseTTL is the default lease TTL: a crashed node's sessions
+// resume elsewhere after at most this long.
+const DefaultLeaseTTL = 10 * time.Second
+
+// MaxSnapshotBytes bounds a decompressed snapshot loaded from the cluster.
+const MaxSnapshotBytes = 1 << 30
+
+// Config configures [Open].
+type Config struct {
+	// URLs are the NATS servers, comma-separated
+	// ("nats://a:4222,nats://b:4222"). Ignored when Conn is set.
+	URLs string
+	// Conn is an open connection to use instead of URLs; Close does not
+	// close it.
+	Conn *nats.Conn
+	// Node names this node (default: host name and a random suffix).
+	Node string
+	// Addr is this node's address as clients reach it
+	// ("http://10.0.0.5:8080"): other nodes answer it (409 session_busy,
+	// X-Wasmbox-Owner) to requests for a session this node holds.
+	Addr string
+	// Replicas of the buckets: 0 means min(3, the servers of the
+	// cluster known to the connection). Used when the buckets are
+	// created; existing buckets keep theirs.
+	Replicas int
+	// LeaseTTL is how long a lease lives unrenewed (default
+	// DefaultLeaseTTL; at least 300ms). It is the leases bucket's TTL,
+	// fixed by the node that creates the bucket.
+	LeaseTTL time.Duration
+	// Prefix of the bucket names (default "wasmbox").
+	Prefix string
+	// Timeout of one JetStream operation (default 5s).
+	Timeout time.Duration
+}
+
+// Cluster is a [server.Cluster] on NATS JetStream.
+type Cluster struct {
+	nc       *nats.Conn
+	ownsConn bool
+	js       jetstream.JetStream
+	sessions jetstream.KeyValue
+	leases   jetstream.KeyValue
+	snaps    jetstream.ObjectStore
+	node     string
+	addr     string
+	ttl      time.Duration
+	timeout  time.Duration
+	enc      *zstd.Encoder
+	held     atomic.Int64
+
+	wg     sync.WaitGroup // lease renewers
+	closed chan struct{}
+	once   sync.Once
+}
+
+var _ server.Cluster = (*Cluster)(nil)
+
+// Open connects to the cluster and creates the buckets that do not exist.
+func Open(ctx context.Context, cfg Config) (*Cluster, error) {
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.LeaseTTL < 300*time.Millisecond {
+		return nil, fmt.Errorf("natscluster: lease TTL %v is under 300ms", cfg.LeaseTTL)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "wasmbox"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	if cfg.Node == "" {
+		h, _ := os.Hostname()
+		cfg.Node = h + "-" + randomHex(4)
+	}
+	c := &Cluster{nc: cfg.Conn, node: cfg.Node, addr: cfg.Addr, timeout: cfg.Timeout, closed: make(chan struct{})}
+	if c.nc == nil {
+		if strings.TrimSpace(cfg.URLs) == "" {
+			return nil, errors.New("natscluster: no NATS server URL")
+		}
+		nc, err := nats.Connect(cfg.URLs, nats.Name("wasmbox "+cfg.Node), nats.MaxReconnects(-1),
+			nats.ReconnectWait(250*time.Millisecond), nats.Timeout(cfg.Timeout))
+		if err != nil {
+			return nil, fmt.Errorf("natscluster: connecting to %s: %w", cfg.URLs, err)
+		}
+		c.nc, c.ownsConn = nc, true
+	}
+	fail := func(err error) (*Cluster, error) {
+		if c.ownsConn {
+			c.nc.Close()
+		}
+		return nil, err
+	}
+	js, err := jetstream.New(c.nc, jetstream.WithDefaultTimeout(cfg.Timeout))
+	if err != nil {
+		return fail(fmt.Errorf("natscluster: %w", err))
+	}
+	c.js = js
+	replicas := cfg.Replicas
+	if replicas <= 0 {
+		replicas = min(3, max(1, len(c.nc.Servers())))
+	}
+	c.sessions, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
+		Bucket: cfg.Prefix + "_sessions", Description: "wasmbox session records",
+		History: 1, Replicas: replicas, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	c.leases, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
+		Bucket: cfg.Prefix + "_leases", Description: "wasmbox session leases",
+		History: 1, TTL: cfg.LeaseTTL, Replicas: replicas, Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if st, err := c.leases.Status(ctx); err == nil {
+		c.ttl = st.TTL() // the bucket's, if another node created it
+	}
+	if c.ttl <= 0 {
+		c.ttl = cfg.LeaseTTL
+	}
+	oc := jetstream.ObjectStoreConfig{
+		Bucket: cfg.Prefix + "_snapshots", Description: "wasmbox session snapshots (zstd)",
+		Replicas: replicas, Storage: jetstream.FileStorage,
+	}
+	c.snaps, err = js.ObjectStore(ctx, oc.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		c.snaps, err = js.CreateObjectStore(ctx, oc)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			c.snaps, err = js.ObjectStore(ctx, oc.Bucket)
+		}
+	}
+	if err != nil {
+		return fail(fmt.Errorf("natscluster: object store %s: %w", oc.Bucket, err))
+	}
+	c.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return fail(err)
+	}
+	return c, nil
+}
+
+func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("natscluster: key-value bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// Close stops the lease renewers (their leases are then lost) and closes
+// the connection if Open made it.
+func (c *Cluster) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	c.wg.Wait()
+	if c.ownsConn {
+		c.nc.Close()
+	}
+	return nil
+}
+
+// Conn is the NATS connection.
+func (c *Cluster) Conn() *nats.Conn { return c.nc }
+
+// LeaseTTL is the lease TTL in force (the leases bucket's).
+func (c *Cluster) LeaseTTL() time.Duration { return c.ttl }
+
+// Node implements server.Cluster.
+func (c *Cluster) Node() string { return c.node }
+
+// Status implements server.Cluster.
+func (c *Cluster) Status() server.ClusterStatus {
+	return server.ClusterStatus{
+		Node:       c.node,
+		NATS:       c.nc.Status().String(),
+		Server:     c.nc.ConnectedUrlRedacted(),
+		LeasesHeld: int(c.held.Load()),
+	}
+}
+
+// record is the value of a session's key.
+type record struct {
+	Snapshot string    `json:"snapshot,omitempty"` // object name; "" before the first commit
+	Size     int64     `json:"size,omitempty"`     // compressed size
+	Sum      string    `json:"sum,omitempty"`      // SHA-256 of the object, hex
+	Created  time.Time `json:"created"`
+	LastUsed time.Time `json:"last_used"`
+	Node     string    `json:"node"` // the node that wrote it
+}
+
+// holder is the value of a lease key.
+type holder struct {
+	Node  string `json:"node"`
+	Addr  string `json:"addr,omitempty"`
+	Token string `json:"token"` // unique to one lease
+}
+
+// validID accepts the ids a server makes (UUIDs), and nothing that is not
+// a valid key token.
+func validID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Cluster) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// unavailable wraps a JetStream error as server.ErrClusterUnavailable.
+func unavailable(what string, err error) error {
+	return fmt.Errorf("%w: %s: %w", server.ErrClusterUnavailable, what, err)
+}
+
+const countKey = "count"
+
+// Create implements server.Cluster.
+func (c *Cluster) Create(ctx context.Context, id string, maxSessions int) error {
+	if !validID(id) {
+		return fmt.Errorf("natscluster: bad session id %q", id)
+	}
+	if err := c.addCount(ctx, 1, maxSessions); err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	b, _ := json.Marshal(record{Created: now, LastUsed: now, Node: c.node})
+	octx, cancel := c.op(ctx)
+	defer cancel()
+	if _, err := c.sessions.Create(octx, "s."+id, b); err != nil {
+		c.addCount(context.WithoutCancel(ctx), -1, 0)
+		return unavailable("creating the session record", err)
+	}
+	return nil
+}
+
+// addCount adds d to the session count with compare-and-set; with d > 0
+// it refuses to pass maxSessions.
+func (c *Cluster) addCount(ctx context.Context, d, maxSessions int) error {
+	for try := 0; try < 1000; try++ {
+		octx, cancel := c.op(ctx)
+		n, rev := 0, uint64(0)
+		e, err := c.sessions.Get(octx, countKey)
+		switch {
+		case err == nil:
+			n, _ = strconv.Atoi(string(e.Value()))
+			rev = e.Revision()
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		default:
+			cancel()
+			return unavailable("reading the session count", err)
+		}
+		if d > 0 && n+d > maxSessions {
+			cancel()
+			return fmt.Errorf("%w: %d of %d", server.ErrTooManySessions, n, maxSessions)
+		}
+		v := []byte(strconv.Itoa(max(0, n+d)))
+		if rev == 0 {
+			_, err = c.sessions.Create(octx, countKey, v)
+		} else {
+			_, err = c.sessions.Update(octx, countKey, v, rev)
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return unavailable("updating the session count", err)
+		}
+	}
+	return unavailable("updating the session count", errors.New("too much contention"))
+}
+
+// Idle implements server.Cluster.
+func (c *Cluster) Idle(ctx context.Context, cutoff time.Time) ([]string, error) {
+	lister, err := c.sessions.ListKeysFiltered(ctx, "s.*")
+	if err != nil {
+		return nil, unavailable("listing sessions", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	lister.Stop()
+	var idle []string
+	for _, k := range keys {
+		octx, cancel := c.op(ctx)
+		e, err := c.sessions.Get(octx, k)
+		cancel()
+		if err != nil {
+			continue
+		}
+		var r record
+		if json.Unmarshal(e.Value(), &r) == nil && r.LastUsed.Before(cutoff) {
+			idle = append(idle, strings.TrimPrefix(k, "s."))
+		}
+	}
+	return idle, ctx.Err()
+}
+
+// Acquire implements server.Cluster.
+func (c *Cluster) Acquire(ctx context.Context, id string) (server.Lease, error) {
+	if !validID(id) {
+		return nil, server.ErrUnknownSession
+	}
+	select {
+	case <-c.closed:
+		return nil, unavailable("acquiring a lease", errors.New("closed"))
+	default:
+	}
+	hv, _ := json.Marshal(holder{Node: c.node, Addr: c.addr, Token: randomHex(8)})
+	key := "l." + id
+	var rev uint64
+	var start time.Time
+	for try := 0; ; try++ {
+		octx, cancel := c.op(ctx)
+		start = time.Now()
+		var err error
+		rev, err = c.leases.Create(octx, key, hv)
+		if err == nil {
+			cancel()
+			break
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			cancel()
+			return nil, unavailable("taking the lease", err)
+		}
+		e, gerr := c.leases.Get(octx, key)
+		cancel()
+		if errors.Is(gerr, jetstream.ErrKeyNotFound) && try < 3 {
+			continue // released or expired meanwhile
+		}
+		var h holder
+		if gerr == nil && json.Unmarshal(e.Value(), &h) == nil {
+			return nil, &server.OwnedError{Node: h.Node, Addr: h.Addr}
+		}
+		return nil, &server.OwnedError{Node: "?"}
+	}
+	l := &lease{c: c, id: id, key: key, hv: hv, rev: rev, lost: make(chan struct{}), stop: make(chan struct{})}
+	l.deadline.Store(start.Add(c.validFor()).UnixNano())
+	c.held.Add(1)
+	c.wg.Add(1)
+	go l.renew()
+	octx, cancel := c.op(ctx)
+	defer cancel()
+	e, err := c.sessions.Get(octx, "s."+id)
+	if err != nil {
+		l.Release()
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, server.ErrUnknownSession
+		}
+		return nil, unavailable("reading the session record", err)
+	}
+	if err := json.Unmarshal(e.Value(), &l.rec); err != nil {
+		l.Release()
+		return nil, fmt.Errorf("natscluster: session record %s: %w", id, err)
+	}
+	l.recRev = e.Revision()
+	return l, nil
+}
+
+// validFor is how long after the start of a renewal that succeeded the
+// holder still considers its lease valid: 4/5 of the TTL, so that it stops
+// before JetStream can expire the lease and another node take it.
+func (c *Cluster) validFor() time.Duration { return c.ttl * 4 / 5 }
+
+// lease is a held lease. Its methods other than Release are called by one
+// request at a time (the server serializes them).
+type lease struct {
+	c        *Cluster
+	id, key  string
+	hv       []byte
+	rev      uint64 // of the lease key
+	deadline atomic.Int64
+	lost     chan struct{}
+	lostOnce sync.Once
+	stop     chan struct{}
+	stopOnce sync.Once
+
+	rec    record
+	recRev uint64 // of the session record
+}
+
+func (l *lease) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
+
+// renew renews the lease every third of the TTL until Release, and marks
+// it lost when its deadline passes without a renewal.
+func (l *lease) renew() {
+	defer l.c.wg.Done()
+	tick := time.NewTicker(l.c.ttl / 3)
+	defer tick.Stop()
+	expire := time.NewTimer(time.Until(time.Unix(0, l.deadline.Load())))
+	defer expire.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.c.closed:
+			l.markLost()
+			return
+		case <-expire.C:
+			if time.Now().UnixNano() >= l.deadline.Load() {
+				l.markLost()
+				return
+			}
+			expire.Reset(time.Until(time.Unix(0, l.deadline.Load())))
+		case <-tick.C:
+			start := time.Now()
+			ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, l.deadline.Load()))
+			rev, err := l.c.leases.Update(ctx, l.key, l.hv, l.rev)
+			cancel()
+			switch {
+			case err == nil:
+				l.rev = rev
+				l.deadline.Store(start.Add(l.c.validFor()).UnixNano())
+			case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists):
+				l.markLost() // expired and maybe taken
+				return
+			}
+			// Other errors: retry at the next tick until the deadline.
+		}
+	}
+}
+
+// valid reports whether the lease is still held.
+func (l *lease) valid() bool {
+	select {
+	case <-l.lost:
+		return false
+	default:
+	}
+	return time.Now().UnixNano() < l.deadline.Load()
+}
+
+func (l *lease) Snapshot() string    { return l.rec.Snapshot }
+func (l *lease) LastUsed() time.Time { return l.rec.LastUsed }
+func (l *lease) Lost() <-chan struct{} {
+	return l.lost
+}
+
+// Load implements server.Lease.
+func (l *lease) Load(ctx context.Context) ([]byte, error) {
+	if l.rec.Snapshot == "" {
+		return nil, nil
+	}
+	octx, cancel := l.c.op(ctx)
+	defer cancel()
+	z, err := l.c.snaps.GetBytes(octx, l.rec.Snapshot)
+	if err != nil {
+		return nil, unavailable("loading snapshot "+l.rec.Snapshot, err)
+	}
+	if sum := sha256.Sum256(z); hex.EncodeToString(sum[:]) != l.rec.Sum {
+		return nil, fmt.Errorf("natscluster: snapshot %s: checksum mismatch", l.rec.Snapshot)
+	}
+	return decompress(z, MaxSnapshotBytes)
+}
+
+// Compress compresses a snapshot as the cluster stores it.
+func (c *Cluster) Compress(snap []byte) []byte { return c.enc.EncodeAll(snap, nil) }
+
+func decompress(z []byte, limit int64) ([]byte, error) {
+	d, err := zstd.NewReader(bytes.NewReader(z), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	b, err := io.ReadAll(io.LimitReader(d, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("natscluster: decompressing a snapshot: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("natscluster: snapshot over %d bytes", limit)
+	}
+	return b, nil
+}
+
+// Commit implements server.Lease.
+func (l *lease) Commit(ctx context.Context, snap []byte) error {
+	if !l.valid() {
+		return server.ErrLeaseLost
+	}
+	z := l.c.Compress(snap)
+	sum := sha256.Sum256(z)
+	name := l.id + "/" + strconv.FormatUint(l.recRev, 10) + "-" + randomHex(8)
+	octx, cancel := l.c.op(ctx)
+	defer cancel()
+	if _, err := l.c.snaps.PutBytes(octx, name, z); err != nil {
+		return unavailable("storing the snapshot", err)
+	}
+	rec := l.rec
+	rec.Snapshot, rec.Size, rec.Sum = name, int64(len(z)), hex.EncodeToString(sum[:])
+	rec.LastUsed, rec.Node = time.Now().UTC(), l.c.node
+	if err := l.update(octx, rec); err != nil {
+		l.c.snaps.Delete(context.WithoutCancel(octx), name)
+		return err
+	}
+	if old := l.rec.Snapshot; old != "" && old != name {
+		l.c.snaps.Delete(octx, old) // best effort: an orphan only costs space
+	}
+	l.rec = rec
+	return nil
+}
+
+// update advances the session record with compare-and-set.
+func (l *lease) update(ctx context.Context, rec record) error {
+	if !l.valid() {
+		return server.ErrLeaseLost
+	}
+	b, _ := json.Marshal(rec)
+	rev, err := l.c.sessions.Update(ctx, "s."+l.id, b, l.recRev)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return fmt.Errorf("%w (revision %d)", server.ErrConflict, l.recRev)
+	}
+	if err != nil {
+		return unavailable("advancing the session record", err)
+	}
+	l.recRev = rev
+	l.rec = rec
+	return nil
+}
+
+// Touch implements server.Lease.
+func (l *lease) Touch(ctx context.Context) error {
+	octx, cancel := l.c.op(ctx)
+	defer cancel()
+	rec := l.rec
+	rec.LastUsed = time.Now().UTC()
+	return l.update(octx, rec)
+}
+
+// Delete implements server.Lease.
+func (l *lease) Delete(ctx context.Context) error {
+	if !l.valid() {
+		return server.ErrLeaseLost
+	}
+	octx, cancel := l.c.op(ctx)
+	defer cancel()
+	err := l.c.sessions.Delete(octx, "s."+l.id, jetstream.LastRevision(l.recRev))
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err) {
+		return fmt.Errorf("%w (revision %d)", server.ErrConflict, l.recRev)
+	}
+	if err != nil {
+		return unavailable("deleting the session record", err)
+	}
+	if l.rec.Snapshot != "" {
+		l.c.snaps.Delete(octx, l.rec.Snapshot)
+	}
+	return l.c.addCount(ctx, -1, 0)
+}
+
+func isWrongLastSeq(err error) bool {
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence)
+}
+
+// Release implements server.Lease: it stops the renewer and deletes the
+// lease key if it is still this lease's.
+func (l *lease) Release() {
+	l.stopOnce.Do(func() {
+		close(l.stop)
+		l.c.held.Add(-1)
+		// The renewer has stopped touching l.rev once stop is seen;
+		// wait for it through a fresh read of the key instead of
+		// sharing l.rev: delete only the revision this lease wrote.
+		ctx, cancel := context.WithTimeout(context.Background(), l.c.timeout)
+		defer cancel()
+		e, err := l.c.leases.Get(ctx, l.key)
+		if err == nil && bytes.Equal(e.Value(), l.hv) {
+			l.c.leases.Delete(ctx, l.key, jetstream.LastRevision(e.Revision()))
+		}
+	})
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
