@@ -211,7 +211,13 @@ func (s *Server) clusterSession(w http.ResponseWriter, r *http.Request) (id stri
 		}
 	}
 	e.lease = lease
+	e.mutated, e.clean = false, false
 	return id, e, func() {
+		if e.mutated && !e.clean {
+			// Changed in memory and not committed: what this node
+			// holds is not the session any more.
+			e.snap, e.sum = "\x00uncommitted", [32]byte{}
+		}
 		if !e.committed && e.lease != nil {
 			if err := e.lease.Touch(context.WithoutCancel(ctx)); err != nil {
 				s.cfg.Logger.Warn("cluster touch", "session", id, "err", err)
@@ -284,17 +290,16 @@ func (s *Server) commit(ctx context.Context, e *entry) error {
 	}
 	sum := sha256.Sum256(buf.Bytes())
 	if sum == e.sum {
+		e.clean = true
 		return nil // unchanged
 	}
 	start := time.Now()
 	err := e.lease.Commit(context.WithoutCancel(ctx), buf.Bytes())
 	s.metrics.observeCommit(time.Since(start))
 	if err != nil {
-		// What this node holds is no longer what the cluster has.
-		e.snap, e.sum = "\x00uncommitted", [32]byte{}
-		return err
+		return err // done() forgets what this node holds
 	}
-	e.snap, e.sum, e.committed = e.lease.Snapshot(), sum, true
+	e.snap, e.sum, e.committed, e.clean = e.lease.Snapshot(), sum, true, true
 	return nil
 }
 
@@ -385,17 +390,4 @@ func (s *Server) reapCluster() {
 		}
 		lease.Release()
 	}
-}
-
-// leasesHeld counts the leases this node's requests hold now.
-func (s *Server) leasesHeld() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, e := range s.sessions {
-		if len(e.lock) > 0 {
-			n++
-		}
-	}
-	return n
 }

@@ -226,6 +226,10 @@ type entry struct {
 	snap      string
 	sum       [32]byte
 	committed bool
+	// mutated tells that the request may have changed sess; clean that
+	// what sess holds is what the cluster has (commit succeeded or had
+	// nothing to do).
+	mutated, clean bool
 }
 
 // Server is the HTTP API. Create it with [New], serve with [Server.Serve],
@@ -843,6 +847,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	defer cancel(nil)
 	stop := context.AfterFunc(s.base, func() { cancel(pool.ErrShuttingDown) })
 	defer stop()
+	e.mutated = true
 	if e.lease != nil {
 		// A node that lost the session's lease stops running it.
 		lost := e.lease.Lost()
@@ -1024,6 +1029,7 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	e.mutated = true
 	if err := e.sess.WriteFile(r.Context(), p, data); err != nil {
 		s.fileError(w, e, err)
 		return
@@ -1055,7 +1061,6 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Cluster != nil {
 		cs := s.cfg.Cluster.Status()
 		s.metrics.commitStats(&cs)
-		cs.LeasesHeld = s.leasesHeld()
 		h.Cluster = &cs
 		if h.Status == "ok" && cs.NATS != "CONNECTED" {
 			h.Status = "cluster_unavailable"

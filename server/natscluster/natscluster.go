@@ -94,6 +94,7 @@ type Cluster struct {
 	ownsConn bool
 	js       jetstream.JetStream
 	sessions jetstream.KeyValue
+	bucket   string // of sessions
 	leases   jetstream.KeyValue
 	snaps    jetstream.ObjectStore
 	node     string
@@ -155,6 +156,7 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 	if replicas <= 0 {
 		replicas = min(3, max(1, len(c.nc.Servers())))
 	}
+	c.bucket = cfg.Prefix + "_sessions"
 	c.sessions, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
 		Bucket: cfg.Prefix + "_sessions", Description: "wasmbox session records",
 		History: 1, Replicas: replicas, Storage: jetstream.FileStorage,
@@ -247,7 +249,8 @@ type record struct {
 	Sum      string    `json:"sum,omitempty"`      // SHA-256 of the object, hex
 	Created  time.Time `json:"created"`
 	LastUsed time.Time `json:"last_used"`
-	Node     string    `json:"node"` // the node that wrote it
+	Node     string    `json:"node"`  // the node that wrote it
+	Write    string    `json:"write"` // unique to the write
 }
 
 // holder is the value of a lease key.
@@ -331,7 +334,7 @@ func (c *Cluster) addCount(ctx context.Context, d, maxSessions int) error {
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !isWrongLastSeq(err) {
 			return unavailable("updating the session count", err)
 		}
 	}
@@ -388,7 +391,7 @@ func (c *Cluster) Acquire(ctx context.Context, id string) (server.Lease, error) 
 			cancel()
 			break
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
+		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongLastSeq(err) {
 			cancel()
 			return nil, unavailable("taking the lease", err)
 		}
@@ -408,21 +411,15 @@ func (c *Cluster) Acquire(ctx context.Context, id string) (server.Lease, error) 
 	c.held.Add(1)
 	c.wg.Add(1)
 	go l.renew()
-	octx, cancel := c.op(ctx)
-	defer cancel()
-	e, err := c.sessions.Get(octx, "s."+id)
+	rec, rev, err := c.getRecord(ctx, id)
 	if err != nil {
 		l.Release()
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, server.ErrUnknownSession
 		}
-		return nil, unavailable("reading the session record", err)
+		return nil, err
 	}
-	if err := json.Unmarshal(e.Value(), &l.rec); err != nil {
-		l.Release()
-		return nil, fmt.Errorf("natscluster: session record %s: %w", id, err)
-	}
-	l.recRev = e.Revision()
+	l.rec, l.recRev = rec, rev
 	return l, nil
 }
 
@@ -480,7 +477,7 @@ func (l *lease) renew() {
 			case err == nil:
 				l.rev = rev
 				l.deadline.Store(start.Add(l.c.validFor()).UnixNano())
-			case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists):
+			case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) || isWrongLastSeq(err):
 				l.markLost() // expired and maybe taken
 				return
 			}
@@ -569,21 +566,60 @@ func (l *lease) Commit(ctx context.Context, snap []byte) error {
 }
 
 // update advances the session record with compare-and-set.
+//
+// A write whose answer is lost (a timeout while a NATS server dies) may
+// still be applied later, and a retry of the request would then apply its
+// run twice. So an unanswered write is settled before update returns: the
+// record is read back; if it is this write, it committed; if it is still
+// the revision this write expected, that revision is rewritten as it was
+// (with compare-and-set on it), after which the lost write can never
+// apply, and the commit is reported as not made.
 func (l *lease) update(ctx context.Context, rec record) error {
 	if !l.valid() {
 		return server.ErrLeaseLost
 	}
+	rec.Write = randomHex(8)
 	b, _ := json.Marshal(rec)
-	rev, err := l.c.sessions.Update(ctx, "s."+l.id, b, l.recRev)
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	key := "s." + l.id
+	rev, err := l.c.sessions.Update(ctx, key, b, l.recRev)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSeq(err) {
 		return fmt.Errorf("%w (revision %d)", server.ErrConflict, l.recRev)
 	}
-	if err != nil {
-		return unavailable("advancing the session record", err)
+	if err == nil {
+		l.recRev, l.rec = rev, rec
+		return nil
 	}
-	l.recRev = rev
-	l.rec = rec
-	return nil
+	// Unanswered: settle it while the lease is valid.
+	werr := err
+	old := l.rec
+	old.Write = randomHex(8)
+	ob, _ := json.Marshal(old)
+	for l.valid() {
+		octx, cancel := l.c.op(context.WithoutCancel(ctx))
+		cur, curRev, err := l.c.getRecord(octx, l.id)
+		if err == nil {
+			switch {
+			case cur.Write == rec.Write:
+				cancel()
+				l.recRev, l.rec = curRev, rec
+				return nil // it did commit
+			case curRev != l.recRev:
+				cancel()
+				return fmt.Errorf("%w (revision %d)", server.ErrConflict, l.recRev)
+			}
+			if rev, err := l.c.sessions.Update(octx, key, ob, l.recRev); err == nil {
+				cancel()
+				l.recRev, l.rec = rev, old
+				return unavailable("advancing the session record", werr)
+			}
+		}
+		cancel()
+		select {
+		case <-l.lost:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return server.ErrLeaseLost
 }
 
 // Touch implements server.Lease.
@@ -617,7 +653,8 @@ func (l *lease) Delete(ctx context.Context) error {
 
 func isWrongLastSeq(err error) bool {
 	var ae *jetstream.APIError
-	return errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence)
+	return errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // Release implements server.Lease: it stops the renewer and deletes the
@@ -642,4 +679,45 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// getRecord reads session id's record from the stream's leader. (A KV
+// Get may be answered by any replica, which can lag behind the last
+// commit: compare-and-set on its revision would then fail.)
+func (c *Cluster) getRecord(ctx context.Context, id string) (record, uint64, error) {
+	octx, cancel := c.op(ctx)
+	defer cancel()
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + c.bucket + ".s." + id})
+	msg, err := c.nc.RequestWithContext(octx, "$JS.API.STREAM.MSG.GET.KV_"+c.bucket, req)
+	if err != nil {
+		return record{}, 0, unavailable("reading the session record", err)
+	}
+	var resp struct {
+		Error *struct {
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+		Message *struct {
+			Seq  uint64 `json:"seq"`
+			Data []byte `json:"data"`
+			Hdrs []byte `json:"hdrs"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return record{}, 0, unavailable("reading the session record", err)
+	}
+	if resp.Error != nil {
+		if resp.Error.ErrCode == 10037 { // no message found
+			return record{}, 0, jetstream.ErrKeyNotFound
+		}
+		return record{}, 0, unavailable("reading the session record", errors.New(resp.Error.Description))
+	}
+	if resp.Message == nil || bytes.Contains(resp.Message.Hdrs, []byte("KV-Operation")) {
+		return record{}, 0, jetstream.ErrKeyNotFound // deleted or purged
+	}
+	var r record
+	if err := json.Unmarshal(resp.Message.Data, &r); err != nil {
+		return record{}, 0, fmt.Errorf("natscluster: session record %s: %w", id, err)
+	}
+	return r, resp.Message.Seq, nil
 }
