@@ -131,6 +131,7 @@ func Measurements() []Measurement {
 		{"tools", measureTools},
 		{"python", measurePython},
 		{"responsiveness", measureResponsiveness},
+		{"cluster", measureCluster},
 	}
 }
 

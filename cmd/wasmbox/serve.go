@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -25,6 +24,7 @@ import (
 	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/server"
 	"github.com/wasmbox/wasmbox/server/natscluster"
+	"github.com/wasmbox/wasmbox/server/sandboxbackend"
 )
 
 func init() { subcommands = append(subcommands, newServeCmd) }
@@ -222,7 +222,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 
 	red := audit.NewRedactor()
 	cfg := server.Config{
-		Backend:        sandboxBackend{opts: opts},
+		Backend:        sandboxbackend.Backend{Opts: opts},
 		MaxSessions:    f.maxSessions,
 		DefaultTimeout: f.timeout,
 		MaxTimeout:     f.maxTimeout,
@@ -348,46 +348,3 @@ func openAuditLog(path string, red *audit.Redactor) (*audit.Logger, func(), erro
 	}
 	return l, func() { l.Close() }, nil
 }
-
-// sandboxBackend makes a sandbox per session. The server runs every Run
-// through its pool, so the sandboxes are created without one.
-type sandboxBackend struct{ opts []sandbox.Option }
-
-func (b sandboxBackend) NewSession(ctx context.Context) (server.Session, error) {
-	s, err := sandbox.New(ctx, b.opts...)
-	if err != nil {
-		return nil, err
-	}
-	return sandboxSession{s}, nil
-}
-
-type sandboxSession struct{ s *sandbox.Sandbox }
-
-func (s sandboxSession) Run(ctx context.Context, script string, timeout time.Duration) (server.RunResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	res, err := s.s.Run(ctx, script)
-	if err != nil {
-		return server.RunResult{}, err
-	}
-	return server.RunResult{
-		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
-		ErrorClass: string(res.ErrorClass), Truncated: res.Truncated, Duration: res.Duration,
-	}, nil
-}
-
-func (s sandboxSession) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	return s.s.ReadFile(path)
-}
-
-func (s sandboxSession) WriteFile(ctx context.Context, path string, data []byte) error {
-	return s.s.WriteFile(path, data, 0o644)
-}
-
-func (s sandboxSession) Close() error { return s.s.Close() }
-
-// Snapshot and Restore make the sessions movable between the nodes of a
-// cluster (server.SnapshotSession).
-func (s sandboxSession) Snapshot(w io.Writer) error { return s.s.Snapshot(w) }
-
-func (s sandboxSession) Restore(r io.Reader) error { return s.s.Restore(r) }

@@ -19,10 +19,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/server"
 	"github.com/wasmbox/wasmbox/server/natscluster"
 	"github.com/wasmbox/wasmbox/server/natscluster/embedded"
+	"github.com/wasmbox/wasmbox/server/sandboxbackend"
 )
 
 var soak = flag.Int("cluster.soak", 0, "run the soak test with this many runs per client")
@@ -66,39 +66,6 @@ func startNATS(t *testing.T, n int) *embedded.Cluster {
 	return c
 }
 
-// backend makes real sandboxes (as `wasmbox serve` does).
-type backend struct{}
-
-func (backend) NewSession(ctx context.Context) (server.Session, error) {
-	s, err := sandbox.New(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return session{s}, nil
-}
-
-type session struct{ s *sandbox.Sandbox }
-
-var _ server.SnapshotSession = session{}
-
-func (s session) Run(ctx context.Context, script string, timeout time.Duration) (server.RunResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	res, err := s.s.Run(ctx, script)
-	if err != nil {
-		return server.RunResult{}, err
-	}
-	return server.RunResult{Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
-		ErrorClass: string(res.ErrorClass), Truncated: res.Truncated, Duration: res.Duration}, nil
-}
-func (s session) ReadFile(ctx context.Context, p string) ([]byte, error) { return s.s.ReadFile(p) }
-func (s session) WriteFile(ctx context.Context, p string, b []byte) error {
-	return s.s.WriteFile(p, b, 0o644)
-}
-func (s session) Close() error               { return s.s.Close() }
-func (s session) Snapshot(w io.Writer) error { return s.s.Snapshot(w) }
-func (s session) Restore(r io.Reader) error  { return s.s.Restore(r) }
-
 // node is one serve node: the real server handler on a loopback HTTP
 // server, with its own NATS connection.
 type node struct {
@@ -127,7 +94,7 @@ func startNode(t *testing.T, name, urls string, opts ...nats.Option) *node {
 		t.Fatal(err)
 	}
 	srv, err := server.New(server.Config{
-		Backend: backend{}, Cluster: cl, MaxSessions: 16, SessionTTL: time.Hour,
+		Backend: sandboxbackend.Backend{}, Cluster: cl, MaxSessions: 16, SessionTTL: time.Hour,
 		DefaultTimeout: time.Minute,
 	})
 	if err != nil {

@@ -90,19 +90,23 @@ type Config struct {
 
 // Cluster is a [server.Cluster] on NATS JetStream.
 type Cluster struct {
-	nc       *nats.Conn
-	ownsConn bool
-	js       jetstream.JetStream
-	sessions jetstream.KeyValue
-	bucket   string // of sessions
-	leases   jetstream.KeyValue
-	snaps    jetstream.ObjectStore
-	node     string
-	addr     string
-	ttl      time.Duration
-	timeout  time.Duration
-	enc      *zstd.Encoder
-	held     atomic.Int64
+	nc           *nats.Conn
+	ownsConn     bool
+	js           jetstream.JetStream
+	sessions     jetstream.KeyValue
+	bucket       string // of sessions
+	leases       jetstream.KeyValue
+	leasesBucket string
+	snaps        jetstream.ObjectStore
+	node         string
+	addr         string
+	ttl          time.Duration
+	timeout      time.Duration
+	enc          *zstd.Encoder
+	held         atomic.Int64
+
+	mu   sync.Mutex
+	mine map[string]*lease // the leases this node holds, by session
 
 	wg     sync.WaitGroup // lease renewers
 	closed chan struct{}
@@ -129,7 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 		h, _ := os.Hostname()
 		cfg.Node = h + "-" + randomHex(4)
 	}
-	c := &Cluster{nc: cfg.Conn, node: cfg.Node, addr: cfg.Addr, timeout: cfg.Timeout, closed: make(chan struct{})}
+	c := &Cluster{nc: cfg.Conn, node: cfg.Node, addr: cfg.Addr, timeout: cfg.Timeout, closed: make(chan struct{}), mine: map[string]*lease{}}
 	if c.nc == nil {
 		if strings.TrimSpace(cfg.URLs) == "" {
 			return nil, errors.New("natscluster: no NATS server URL")
@@ -164,6 +168,7 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return fail(err)
 	}
+	c.leasesBucket = cfg.Prefix + "_leases"
 	c.leases, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
 		Bucket: cfg.Prefix + "_leases", Description: "wasmbox session leases",
 		History: 1, TTL: cfg.LeaseTTL, Replicas: replicas, Storage: jetstream.FileStorage,
@@ -378,35 +383,72 @@ func (c *Cluster) Acquire(ctx context.Context, id string) (server.Lease, error) 
 		return nil, unavailable("acquiring a lease", errors.New("closed"))
 	default:
 	}
+	c.mu.Lock()
+	if c.mine[id] != nil {
+		c.mu.Unlock()
+		return nil, &server.OwnedError{Node: c.node, Addr: c.addr}
+	}
+	c.mine[id] = &lease{} // reserved
+	c.mu.Unlock()
+	l, err := c.acquire(ctx, id)
+	c.mu.Lock()
+	if err != nil {
+		delete(c.mine, id)
+	} else {
+		c.mine[id] = l
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (c *Cluster) acquire(ctx context.Context, id string) (*lease, error) {
 	hv, _ := json.Marshal(holder{Node: c.node, Addr: c.addr, Token: randomHex(8)})
 	key := "l." + id
 	var rev uint64
 	var start time.Time
+	// A create: compare-and-set on "no message" or on the delete marker
+	// of the last release, both read from the stream's leader (a KV
+	// Create reads through any replica, which may not have seen the
+	// release yet, and would call a free lease taken).
+	var expect uint64
 	for try := 0; ; try++ {
 		octx, cancel := c.op(ctx)
 		start = time.Now()
 		var err error
-		rev, err = c.leases.Create(octx, key, hv)
+		rev, err = c.leases.Update(octx, key, hv, expect)
+		cancel()
 		if err == nil {
-			cancel()
 			break
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !isWrongLastSeq(err) {
-			cancel()
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !isWrongLastSeq(err) {
 			return nil, unavailable("taking the lease", err)
 		}
-		e, gerr := c.leases.Get(octx, key)
-		cancel()
-		if errors.Is(gerr, jetstream.ErrKeyNotFound) && try < 3 {
-			continue // released or expired meanwhile
+		data, seq, deleted, err := c.getLast(ctx, c.leasesBucket, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			expect = 0 // expired meanwhile
+		case err != nil:
+			return nil, err
+		case deleted:
+			expect = seq // released
+		default:
+			var h holder
+			json.Unmarshal(data, &h)
+			if h.Node != c.node {
+				return nil, &server.OwnedError{Node: h.Node, Addr: h.Addr}
+			}
+			// This node's, yet none of its leases: left over from a
+			// release whose answer was lost. Take it over.
+			expect = seq
 		}
-		var h holder
-		if gerr == nil && json.Unmarshal(e.Value(), &h) == nil {
-			return nil, &server.OwnedError{Node: h.Node, Addr: h.Addr}
+		if try >= 5 {
+			return nil, &server.OwnedError{Node: "?"}
 		}
-		return nil, &server.OwnedError{Node: "?"}
 	}
-	l := &lease{c: c, id: id, key: key, hv: hv, rev: rev, lost: make(chan struct{}), stop: make(chan struct{})}
+	l := &lease{c: c, id: id, key: key, hv: hv, rev: rev, lost: make(chan struct{}), stop: make(chan struct{}), renewed: make(chan struct{})}
 	l.deadline.Store(start.Add(c.validFor()).UnixNano())
 	c.held.Add(1)
 	c.wg.Add(1)
@@ -440,6 +482,7 @@ type lease struct {
 	lostOnce sync.Once
 	stop     chan struct{}
 	stopOnce sync.Once
+	renewed  chan struct{} // closed when renew has returned
 
 	rec    record
 	recRev uint64 // of the session record
@@ -451,6 +494,7 @@ func (l *lease) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
 // it lost when its deadline passes without a renewal.
 func (l *lease) renew() {
 	defer l.c.wg.Done()
+	defer close(l.renewed)
 	tick := time.NewTicker(l.c.ttl / 3)
 	defer tick.Stop()
 	expire := time.NewTimer(time.Until(time.Unix(0, l.deadline.Load())))
@@ -507,14 +551,27 @@ func (l *lease) Load(ctx context.Context) ([]byte, error) {
 	if l.rec.Snapshot == "" {
 		return nil, nil
 	}
-	octx, cancel := l.c.op(ctx)
-	defer cancel()
-	z, err := l.c.snaps.GetBytes(octx, l.rec.Snapshot)
+	// A read of a large object can come back damaged on a loaded
+	// machine (the client's digest check catches it: ErrDigestMismatch);
+	// it is read again, a few times. What is used is checked against the
+	// record's own SHA-256 in any case.
+	var z []byte
+	var err error
+	for try := 0; try < 4; try++ {
+		octx, cancel := l.c.op(ctx)
+		z, err = l.c.snaps.GetBytes(octx, l.rec.Snapshot)
+		cancel()
+		if err == nil {
+			if sum := sha256.Sum256(z); hex.EncodeToString(sum[:]) != l.rec.Sum {
+				err = fmt.Errorf("snapshot %s: checksum mismatch", l.rec.Snapshot)
+			}
+		}
+		if err == nil || ctx.Err() != nil || !l.valid() {
+			break
+		}
+	}
 	if err != nil {
 		return nil, unavailable("loading snapshot "+l.rec.Snapshot, err)
-	}
-	if sum := sha256.Sum256(z); hex.EncodeToString(sum[:]) != l.rec.Sum {
-		return nil, fmt.Errorf("natscluster: snapshot %s: checksum mismatch", l.rec.Snapshot)
 	}
 	return decompress(z, MaxSnapshotBytes)
 }
@@ -658,20 +715,22 @@ func isWrongLastSeq(err error) bool {
 }
 
 // Release implements server.Lease: it stops the renewer and deletes the
-// lease key if it is still this lease's.
+// lease key if it is still at the revision this lease last wrote.
 func (l *lease) Release() {
 	l.stopOnce.Do(func() {
 		close(l.stop)
-		l.c.held.Add(-1)
-		// The renewer has stopped touching l.rev once stop is seen;
-		// wait for it through a fresh read of the key instead of
-		// sharing l.rev: delete only the revision this lease wrote.
-		ctx, cancel := context.WithTimeout(context.Background(), l.c.timeout)
-		defer cancel()
-		e, err := l.c.leases.Get(ctx, l.key)
-		if err == nil && bytes.Equal(e.Value(), l.hv) {
-			l.c.leases.Delete(ctx, l.key, jetstream.LastRevision(e.Revision()))
+		<-l.renewed // l.rev is settled
+		if l.valid() {
+			ctx, cancel := context.WithTimeout(context.Background(), l.c.timeout)
+			l.c.leases.Delete(ctx, l.key, jetstream.LastRevision(l.rev))
+			cancel()
 		}
+		l.c.held.Add(-1)
+		l.c.mu.Lock()
+		if l.c.mine[l.id] == l {
+			delete(l.c.mine, l.id)
+		}
+		l.c.mu.Unlock()
 	})
 }
 
@@ -685,12 +744,30 @@ func randomHex(n int) string {
 // Get may be answered by any replica, which can lag behind the last
 // commit: compare-and-set on its revision would then fail.)
 func (c *Cluster) getRecord(ctx context.Context, id string) (record, uint64, error) {
+	data, seq, deleted, err := c.getLast(ctx, c.bucket, "s."+id)
+	if err == nil && deleted {
+		err = jetstream.ErrKeyNotFound
+	}
+	if err != nil {
+		return record{}, 0, err
+	}
+	var r record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return record{}, 0, fmt.Errorf("natscluster: session record %s: %w", id, err)
+	}
+	return r, seq, nil
+}
+
+// getLast reads the last message of a key of a KV bucket from the
+// stream's leader: its data and revision, and whether it is a delete or
+// purge marker. jetstream.ErrKeyNotFound when there is none.
+func (c *Cluster) getLast(ctx context.Context, bucket, key string) (data []byte, seq uint64, deleted bool, err error) {
 	octx, cancel := c.op(ctx)
 	defer cancel()
-	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + c.bucket + ".s." + id})
-	msg, err := c.nc.RequestWithContext(octx, "$JS.API.STREAM.MSG.GET.KV_"+c.bucket, req)
+	req, _ := json.Marshal(map[string]string{"last_by_subj": "$KV." + bucket + "." + key})
+	msg, err := c.nc.RequestWithContext(octx, "$JS.API.STREAM.MSG.GET.KV_"+bucket, req)
 	if err != nil {
-		return record{}, 0, unavailable("reading the session record", err)
+		return nil, 0, false, unavailable("reading "+key, err)
 	}
 	var resp struct {
 		Error *struct {
@@ -704,20 +781,17 @@ func (c *Cluster) getRecord(ctx context.Context, id string) (record, uint64, err
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return record{}, 0, unavailable("reading the session record", err)
+		return nil, 0, false, unavailable("reading "+key, err)
 	}
 	if resp.Error != nil {
 		if resp.Error.ErrCode == 10037 { // no message found
-			return record{}, 0, jetstream.ErrKeyNotFound
+			return nil, 0, false, jetstream.ErrKeyNotFound
 		}
-		return record{}, 0, unavailable("reading the session record", errors.New(resp.Error.Description))
+		return nil, 0, false, unavailable("reading "+key, errors.New(resp.Error.Description))
 	}
-	if resp.Message == nil || bytes.Contains(resp.Message.Hdrs, []byte("KV-Operation")) {
-		return record{}, 0, jetstream.ErrKeyNotFound // deleted or purged
+	if resp.Message == nil {
+		return nil, 0, false, jetstream.ErrKeyNotFound
 	}
-	var r record
-	if err := json.Unmarshal(resp.Message.Data, &r); err != nil {
-		return record{}, 0, fmt.Errorf("natscluster: session record %s: %w", id, err)
-	}
-	return r, resp.Message.Seq, nil
+	m := resp.Message
+	return m.Data, m.Seq, bytes.Contains(m.Hdrs, []byte("KV-Operation")), nil
 }
