@@ -325,3 +325,27 @@ func TestSoak(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestSequentialNeverBusy: a client that waits for each answer is never
+// told that the session is busy, on the same node or moving between
+// nodes: the lease of the previous request is released before its answer,
+// and the release is seen by the next request wherever it lands (leases
+// and records are read from the stream's leader, not from a replica that
+// may lag).
+func TestSequentialNeverBusy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 3)
+	nodes := []*node{startNode(t, "a", nc.URLs()), startNode(t, "b", nc.URLs()), startNode(t, "c", nc.URLs())}
+	id := createSession(t, nodes[0])
+	for i := 1; i <= 45; i++ {
+		n := nodes[0]
+		if i > 15 {
+			n = nodes[i%3] // round robin after 15 on one node
+		}
+		code, r, err := run(ctx, n, id, counter)
+		if err != nil || code != http.StatusOK || r.Stdout != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("run %d on %s: %d %+v %v", i, n.name, code, r, err)
+		}
+	}
+}
