@@ -11,7 +11,8 @@
 //	GET    /v1/sessions/{id}/files?path=/abs   -> 200 raw bytes
 //	PUT    /v1/sessions/{id}/files?path=/abs   raw body -> 204
 //	DELETE /v1/sessions/{id}            -> 204
-//	GET    /health                      -> 200 {"status", "sessions", "pool"}
+//	GET    /health                      -> 200 {"status", "sessions", "pool", "cluster"?}
+//	GET    /health?ready                -> the same; 503 when status is not "ok"
 //	GET    /metrics                     -> Prometheus text format
 //
 // A script is bytes: "script" is its text when it is UTF-8, "script_b64"
@@ -1068,6 +1069,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.Status == "ok" && h.Pool.Mode == pool.Disabled.String() {
 		h.Status = "disabled"
+	}
+	if r.URL.Query().Has("ready") && h.Status != "ok" {
+		// A readiness probe: this node cannot serve now.
+		writeJSON(w, http.StatusServiceUnavailable, h)
+		return
 	}
 	writeJSON(w, http.StatusOK, h)
 }

@@ -255,6 +255,13 @@ func TestPartition(t *testing.T) {
 	if res.err != nil || res.code != http.StatusServiceUnavailable || res.r.Code != "lease_lost" {
 		t.Fatalf("partitioned run: %d %+v %v, want 503 lease_lost", res.code, res.r, res.err)
 	}
+	// A tells a readiness probe that it cannot serve; B can.
+	if code, body, err := do(ctx, "GET", a.url+"/health?ready", nil); err != nil || code != http.StatusServiceUnavailable || !strings.Contains(string(body), `"status":"cluster_unavailable"`) {
+		t.Fatalf("partitioned node's readiness: %d %s %v", code, body, err)
+	}
+	if code, body, err := do(ctx, "GET", b.url+"/health?ready", nil); err != nil || code != http.StatusOK {
+		t.Fatalf("B's readiness: %d %s %v", code, body, err)
+	}
 	// A serves nothing of the session while partitioned.
 	if code, r, err := run(ctx, a, id, `cat g`); err != nil || code != http.StatusServiceUnavailable {
 		t.Fatalf("partitioned node answered %d %+v %v", code, r, err)
