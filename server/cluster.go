@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wasmbox/wasmbox/audit"
+	"github.com/wasmbox/wasmbox/internal/budget"
 )
 
 // Cluster is the shared state of a fleet of servers (Config.Cluster;
@@ -201,10 +202,13 @@ func (s *Server) clusterSession(w http.ResponseWriter, r *http.Request) (id stri
 		if err := s.resume(ctx, e, lease); err != nil {
 			release()
 			unlock()
-			if errors.Is(err, errResume) {
+			switch {
+			case errors.Is(err, budget.ErrExceeded):
+				memoryBudgetFull(w, "cannot resume the session", err)
+			case errors.Is(err, errResume):
 				s.cfg.Logger.Error("resume", "session", id, "err", err)
 				writeError(w, http.StatusInternalServerError, "internal", "session "+strconv.Quote(id)+": "+err.Error())
-			} else {
+			default:
 				s.clusterError(w, nil, id, err)
 			}
 			return id, nil, nil, false
@@ -349,16 +353,25 @@ func (s *Server) deleteClusterSession(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// clusterCacheIdle bounds how long a node keeps in memory a session it
+// has not used: the copy only saves a restore, and with a load balancer
+// without affinity every node would otherwise hold every session.
+const clusterCacheIdle = 2 * time.Minute
+
 // reapCluster deletes the sessions idle cluster-wide for longer than the
 // TTL (each under its lease, so never one in use), and drops from memory
-// the sessions this node has not used for that long.
+// the sessions this node has not used for clusterCacheIdle (or the TTL).
 func (s *Server) reapCluster() {
 	now := s.cfg.Clock()
 	cutoff := now.Add(-s.cfg.SessionTTL)
+	cacheIdle := clusterCacheIdle
+	if s.cfg.SessionTTL >= 0 {
+		cacheIdle = min(s.cfg.SessionTTL, clusterCacheIdle)
+	}
 	var drop []Session
 	s.mu.Lock()
 	for id, e := range s.sessions {
-		if e.active == 0 && now.Sub(e.lastUsed) > s.cfg.SessionTTL {
+		if e.active == 0 && now.Sub(e.lastUsed) > cacheIdle {
 			delete(s.sessions, id)
 			if e.sess != nil {
 				drop = append(drop, e.sess)
@@ -368,6 +381,9 @@ func (s *Server) reapCluster() {
 	s.mu.Unlock()
 	for _, sess := range drop {
 		sess.Close()
+	}
+	if s.cfg.SessionTTL < 0 {
+		return // sessions never expire
 	}
 	ctx, cancel := context.WithTimeout(s.base, time.Minute)
 	defer cancel()

@@ -356,7 +356,10 @@ func (s *Server) reap() {
 	defer close(s.reaped)
 	ttl := s.cfg.SessionTTL
 	if ttl < 0 {
-		return
+		if s.cfg.Cluster == nil {
+			return
+		}
+		ttl = 4 * clusterCacheIdle // still drop the idle copies of cluster sessions
 	}
 	t := time.NewTicker(min(max(ttl/4, 5*time.Millisecond), time.Minute))
 	defer t.Stop()

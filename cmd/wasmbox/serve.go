@@ -95,11 +95,22 @@ starts; what does not fit gets 503 memory_budget with Retry-After. The audit log
 the values scripts assign to secret-named variables; what clients get back
 (run output, file reads, errors) only with --redact-output.
 
+With --cluster nats://HOST:4222[,...] the server is a node of a fleet on
+NATS JetStream: sessions live in the cluster (records and leases in KV
+buckets, snapshots in an object store), any node serves any session, and a
+session survives the node that ran it. A request takes the session's
+lease, resumes it from its last commit unless this node holds it, and
+commits a changed session with compare-and-set before answering: a lost
+race is 409 conflict, another node's live lease 409 session_busy (with the
+owner; retry), an unreachable cluster or a lease not renewed in time 503.
+--max-sessions and --session-ttl count cluster-wide. See docs/cluster.md.
+
 SIGINT or SIGTERM stop it: new runs are refused, running ones
 cancelled, sessions closed, within --shutdown-timeout.`,
 		Example: `  wasmbox serve --listen 127.0.0.1:8080
   wasmbox serve --audit-log audit.jsonl --mount ./repo:/work:rw --native git
-  wasmbox serve --listen 0.0.0.0:8080 --allow-non-loopback --token-file /run/secrets/wasmbox-token`,
+  wasmbox serve --listen 0.0.0.0:8080 --allow-non-loopback --token-file /run/secrets/wasmbox-token
+  wasmbox serve --cluster nats://nats-0:4222,nats://nats-1:4222 --cluster-addr http://10.0.0.5:8080 ...`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.serve(cmd.Context(), f)

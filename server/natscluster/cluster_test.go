@@ -356,3 +356,40 @@ func TestSequentialNeverBusy(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionTTLClusterWide: a session idle for longer than the TTL is
+// deleted from the cluster by a node's reaper (under its lease), whichever
+// node used it last, and gives its place under the cap back.
+func TestSessionTTLClusterWide(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	a := startNodeTTL(t, "a", nc.URLs(), 300*time.Millisecond)
+	id := createSession(t, a)
+	if code, r, err := run(ctx, a, id, `echo x > f`); err != nil || code != http.StatusOK {
+		t.Fatalf("run: %d %+v %v", code, r, err)
+	}
+	for {
+		code, r, err := run(ctx, a, id, `true`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code == http.StatusNotFound {
+			break // expired and deleted
+		}
+		if code != http.StatusOK && !retriable(code, r) {
+			t.Fatalf("run: %d %+v", code, r)
+		}
+		// Each run counts as a use: wait longer than the TTL before the
+		// next one.
+		select {
+		case <-ctx.Done():
+			t.Fatal("the session never expired")
+		case <-time.After(time.Second):
+		}
+	}
+	// All 16 places are free again.
+	for range 16 {
+		createSession(t, a)
+	}
+}

@@ -81,6 +81,12 @@ type node struct {
 // startNode starts a serve node connected to the NATS servers at urls.
 func startNode(t *testing.T, name, urls string, opts ...nats.Option) *node {
 	t.Helper()
+	return startNodeTTL(t, name, urls, time.Hour, opts...)
+}
+
+// startNodeTTL starts a serve node whose sessions expire after ttl.
+func startNodeTTL(t *testing.T, name, urls string, ttl time.Duration, opts ...nats.Option) *node {
+	t.Helper()
 	opts = append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond), nats.Timeout(2 * time.Second)}, opts...)
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
@@ -94,7 +100,7 @@ func startNode(t *testing.T, name, urls string, opts ...nats.Option) *node {
 		t.Fatal(err)
 	}
 	srv, err := server.New(server.Config{
-		Backend: sandboxbackend.Backend{}, Cluster: cl, MaxSessions: 16, SessionTTL: time.Hour,
+		Backend: sandboxbackend.Backend{}, Cluster: cl, MaxSessions: 16, SessionTTL: ttl,
 		DefaultTimeout: time.Minute,
 	})
 	if err != nil {

@@ -551,13 +551,24 @@ func (l *lease) Load(ctx context.Context) ([]byte, error) {
 	if l.rec.Snapshot == "" {
 		return nil, nil
 	}
-	// A read of a large object can come back damaged on a loaded
-	// machine (the client's digest check catches it: ErrDigestMismatch);
-	// it is read again, a few times. What is used is checked against the
-	// record's own SHA-256 in any case.
+	// An object read goes to any replica: one that has not caught up
+	// with the commit yet says "object not found", and a read of a large
+	// object can come back damaged on a loaded machine (the client's
+	// digest check catches it: ErrDigestMismatch). It is read again, with
+	// a growing pause, while the lease lasts. What is used is checked
+	// against the record's own SHA-256 in any case.
 	var z []byte
 	var err error
-	for try := 0; try < 4; try++ {
+	pause := 10 * time.Millisecond
+	for try := 0; try < 10; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+			case <-l.lost:
+			case <-time.After(pause):
+			}
+			pause *= 2
+		}
 		octx, cancel := l.c.op(ctx)
 		z, err = l.c.snaps.GetBytes(octx, l.rec.Snapshot)
 		cancel()
