@@ -219,10 +219,11 @@ func (s *Server) clusterSession(w http.ResponseWriter, r *http.Request) (id stri
 	return id, e, func() {
 		if e.mutated && !e.clean {
 			// Changed in memory and not committed: what this node
-			// holds is not the session any more.
+			// holds is not the session any more. (Not touched either:
+			// the request failed.)
 			e.snap, e.sum = "\x00uncommitted", [32]byte{}
 		}
-		if !e.committed && e.lease != nil {
+		if !e.committed && (!e.mutated || e.clean) && e.lease != nil {
 			if err := e.lease.Touch(context.WithoutCancel(ctx)); err != nil {
 				s.cfg.Logger.Warn("cluster touch", "session", id, "err", err)
 			}
