@@ -150,6 +150,27 @@ func TestCommitRace(t *testing.T) {
 		}
 	}
 	t.Logf("wins: %v", wins)
+
+	// Only the last commit's snapshot is kept: losers' objects and the
+	// ones a commit replaced are deleted (the latter in the background).
+	objs, err := js.ObjectStore(ctx, "wasmbox_snapshots")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		list, err := objs.List(ctx)
+		if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
+			t.Fatal(err)
+		}
+		if len(list) == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d snapshot objects left, want 1", len(list))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // TestRaceHTTP: clients hammer one session through two nodes at once.

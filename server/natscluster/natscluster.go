@@ -622,14 +622,22 @@ func (l *lease) Commit(ctx context.Context, snap []byte) error {
 	rec := l.rec
 	rec.Snapshot, rec.Size, rec.Sum = name, int64(len(z)), hex.EncodeToString(sum[:])
 	rec.LastUsed, rec.Node = time.Now().UTC(), l.c.node
+	old := l.rec.Snapshot
 	if err := l.update(octx, rec); err != nil {
 		l.c.snaps.Delete(context.WithoutCancel(octx), name)
 		return err
 	}
-	if old := l.rec.Snapshot; old != "" && old != name {
-		l.c.snaps.Delete(octx, old) // best effort: an orphan only costs space
+	if old != "" && old != name {
+		// Off the request's path (Close waits for it); best effort: an
+		// orphan only costs space.
+		l.c.wg.Add(1)
+		go func() {
+			defer l.c.wg.Done()
+			dctx, cancel := context.WithTimeout(context.Background(), l.c.timeout)
+			defer cancel()
+			l.c.snaps.Delete(dctx, old)
+		}()
 	}
-	l.rec = rec
 	return nil
 }
 
