@@ -67,7 +67,7 @@ func measureCluster(ctx context.Context, e *Env) ([]Row, error) {
 			row("resume on a new node, "+sz.name+" of files", Duration, resume, nil,
 				"lease, record and snapshot read, new sandbox restored from it"))
 	}
-	for nodes := 1; nodes <= 3; nodes++ {
+	for nodes := 0; nodes <= 3; nodes++ {
 		r, err := measureClusterThroughput(ctx, e, nc.URLs(), nodes)
 		if err != nil {
 			return rows, fmt.Errorf("%d nodes: %w", nodes, err)
@@ -170,18 +170,24 @@ func measureCommitResume(ctx context.Context, e *Env, a, b *natscluster.Cluster,
 // server handler on loopback HTTP) and has 6 clients, each with its own
 // session kept on one node (a load balancer with session affinity), run
 // the counter for a while. Every run commits.
+//
+// nodes 0 is the baseline: one server without a cluster.
 func measureClusterThroughput(ctx context.Context, e *Env, urls string, nodes int) (Row, error) {
 	var urlsOf []string
-	for i := range nodes {
-		cl, err := natscluster.Open(ctx, natscluster.Config{URLs: urls, Node: fmt.Sprintf("bench-node-%d", i), Replicas: 3})
-		if err != nil {
-			return Row{}, err
+	for i := range max(nodes, 1) {
+		cfg := server.Config{
+			Backend:     sandboxbackend.Backend{Opts: []sandbox.Option{sandbox.WithEngine(e.Engine)}},
+			MaxSessions: 1 << 20,
 		}
-		defer cl.Close()
-		srv, err := server.New(server.Config{
-			Backend: sandboxbackend.Backend{Opts: []sandbox.Option{sandbox.WithEngine(e.Engine)}},
-			Cluster: cl, MaxSessions: 1 << 20,
-		})
+		if nodes > 0 {
+			cl, err := natscluster.Open(ctx, natscluster.Config{URLs: urls, Node: fmt.Sprintf("bench-node-%d", i), Replicas: 3})
+			if err != nil {
+				return Row{}, err
+			}
+			defer cl.Close()
+			cfg.Cluster = cl
+		}
+		srv, err := server.New(cfg)
 		if err != nil {
 			return Row{}, err
 		}
@@ -201,7 +207,7 @@ func measureClusterThroughput(ctx context.Context, e *Env, urls string, nodes in
 	ids := make([]string, clients)
 	for c := range clients {
 		var r struct{ ID string }
-		if err := post(ctx, urlsOf[c%nodes]+"/v1/sessions", nil, &r); err != nil {
+		if err := post(ctx, urlsOf[c%len(urlsOf)]+"/v1/sessions", nil, &r); err != nil {
 			return Row{}, err
 		}
 		ids[c] = r.ID
@@ -219,7 +225,7 @@ func measureClusterThroughput(ctx context.Context, e *Env, urls string, nodes in
 			for i := 1; time.Now().Before(deadline); i++ {
 				t0 := time.Now()
 				var r server.RunResponse
-				err := post(ctx, urlsOf[c%nodes]+"/v1/sessions/"+ids[c]+"/run", map[string]any{"script": `x=$((x+1)); echo $x >> f; echo $x`}, &r)
+				err := post(ctx, urlsOf[c%len(urlsOf)]+"/v1/sessions/"+ids[c]+"/run", map[string]any{"script": `x=$((x+1)); echo $x >> f; echo $x`}, &r)
 				if err == nil && r.Stdout != fmt.Sprintf("%d\n", i) {
 					err = fmt.Errorf("run %d saw %q", i, r.Stdout)
 				}
@@ -239,8 +245,11 @@ func measureClusterThroughput(ctx context.Context, e *Env, urls string, nodes in
 	if err := errors.Join(errs...); err != nil {
 		return Row{}, err
 	}
-	r := row(fmt.Sprintf("runs/s, %d serve node(s)", nodes), Duration, lat, nil,
-		fmt.Sprintf("%d clients, a session each, kept on one node; every run commits; latency per run", clients))
+	name, note := fmt.Sprintf("runs/s, %d serve node(s)", nodes), fmt.Sprintf("%d clients, a session each, kept on one node; every run commits; latency per run", clients)
+	if nodes == 0 {
+		name, note = "runs/s, 1 serve without --cluster", fmt.Sprintf("baseline: the same %d clients and runs, sessions in memory; latency per run", clients)
+	}
+	r := row(name, Duration, lat, nil, note)
 	r.PerSecond = float64(runs.Load()) / elapsed.Seconds()
 	return r, nil
 }

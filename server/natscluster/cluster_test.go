@@ -1,6 +1,7 @@
 package natscluster_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,6 +101,18 @@ func TestCommitRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	wins := map[string]int{}
+	// Odd rounds commit snapshots too large to be kept in the record
+	// (the object store), even rounds small ones (inline).
+	payload := func(round, i int) []byte {
+		b := []byte(fmt.Sprintf("round %d by %d", round, i))
+		if round%2 == 1 {
+			rng := rand.New(rand.NewPCG(uint64(round), uint64(i)))
+			for len(b) < natscluster.MaxInline+64<<10 {
+				b = append(b, byte(rng.Uint32()))
+			}
+		}
+		return b
+	}
 	for round := range 20 {
 		la, err := a.Acquire(ctx, id)
 		if err != nil {
@@ -119,7 +132,7 @@ func TestCommitRace(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for i, l := range []server.Lease{la, lb} {
-			wg.Go(func() { errs[i] = l.Commit(ctx, []byte(fmt.Sprintf("round %d by %d", round, i))) })
+			wg.Go(func() { errs[i] = l.Commit(ctx, payload(round, i)) })
 		}
 		wg.Wait()
 		ok := 0
@@ -145,14 +158,15 @@ func TestCommitRace(t *testing.T) {
 		}
 		data, err := l.Load(ctx)
 		l.Release()
-		if err != nil || string(data) != fmt.Sprintf("round %d by %d", round, winner) {
-			t.Fatalf("round %d: loaded %q %v, want the winner's (%d)", round, data, err, winner)
+		if err != nil || !bytes.Equal(data, payload(round, winner)) {
+			t.Fatalf("round %d: loaded %d bytes %q... %v, want the winner's (%d)", round, len(data), data[:min(len(data), 20)], err, winner)
 		}
 	}
 	t.Logf("wins: %v", wins)
 
-	// Only the last commit's snapshot is kept: losers' objects and the
-	// ones a commit replaced are deleted (the latter in the background).
+	// Only the last commit's snapshot is kept (round 19's, an object):
+	// losers' objects and the ones a commit replaced are deleted (the
+	// latter in the background).
 	objs, err := js.ObjectStore(ctx, "wasmbox_snapshots")
 	if err != nil {
 		t.Fatal(err)
