@@ -62,7 +62,7 @@ func measureCluster(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		rows = append(rows,
 			row("commit, "+sz.name+" of files", Duration, commit, nil,
-				fmt.Sprintf("a run's commit: snapshot (%s), zstd, object store put, CAS on the record; R3", fmtSize(snapLen))),
+				fmt.Sprintf("a run's commit: snapshot (%s), zstd, store (in the record up to 256 KiB compressed, else object store), CAS on the record; R3", fmtSize(snapLen))),
 			row("  of which snapshot and zstd, "+sz.name, Duration, snapOnly, nil, "the part of the commit on the node, before NATS"),
 			row("resume on a new node, "+sz.name+" of files", Duration, resume, nil,
 				"lease, record and snapshot read, new sandbox restored from it"))
