@@ -340,8 +340,9 @@ func TestSessionCapAndDelete(t *testing.T) {
 	}
 }
 
-// TestSoak runs the counter from several clients on several sessions for
-// -cluster.soak runs each, with a NATS server and a node restarted.
+// TestSoak runs the counter from 4 clients on 4 sessions through 3
+// nodes for -cluster.soak runs each; one NATS server is killed when the
+// first client is halfway.
 func TestSoak(t *testing.T) {
 	if *soak == 0 {
 		t.Skip("soak: go test ./server/natscluster -run TestSoak -cluster.soak 500")
@@ -356,7 +357,10 @@ func TestSoak(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(c), 7))
 			for i := 1; i <= *soak; i++ {
-				r := runRetry(ctx, t, nodes[rng.IntN(2)], id, counter)
+				if c == 0 && i == *soak/2 {
+					nc.Kill(2)
+				}
+				r := runRetry(ctx, t, nodes[rng.IntN(3)], id, counter)
 				if r.Stdout != fmt.Sprintf("%d\n", i) {
 					t.Errorf("client %d run %d: %+v", c, i, r)
 					return
