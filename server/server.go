@@ -35,7 +35,11 @@
 // method_not_allowed, 413 too_large (body, script or file over its limit),
 // 429 too_many_sessions, 503 worker_unavailable or memory_budget (both
 // with Retry-After), disabled or shutting_down, 507 no_space, 500
-// internal. memory_budget: the process's memory budget has no room for a
+// internal. With a Cluster also 409 session_busy (another node holds the
+// session now; with "owner" and "owner_addr") and conflict (the request's
+// commit lost the race; its changes were dropped), and 503
+// cluster_unavailable and lease_lost (with Retry-After; nothing was
+// committed). memory_budget: the process's memory budget has no room for a
 // new session (its filesystem quota and shell) or a run (its run budget);
 // the Backend reports it with an error wrapping budget.ErrExceeded
 // (sandbox.ErrMemoryBudget).
@@ -72,6 +76,14 @@
 // scripts assigned to secret-named variables added to what the Redactor
 // replaces. Redaction of output is off by default because it changes what
 // an agent sees (a file read back would differ from the file written).
+//
+// # Cluster
+//
+// With Config.Cluster the server is a node of a fleet that shares its
+// sessions (see [Cluster]; `wasmbox serve --cluster` uses NATS JetStream):
+// any node serves any session, MaxSessions and SessionTTL count across the
+// fleet, and /health gains "cluster" (NATS connection, leases held,
+// commits and their latency).
 //
 // Runs go through the interactive lane of the execution pool; /health and
 // /metrics do not, so they answer while every worker is busy.
