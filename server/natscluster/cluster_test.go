@@ -432,3 +432,66 @@ func TestSessionTTLClusterWide(t *testing.T) {
 		createSession(t, a)
 	}
 }
+
+// TestTamperedSnapshotRefused: a snapshot whose bytes do not match the
+// SHA-256 in its record (inline or in the object store) is refused with
+// an error, never restored.
+func TestTamperedSnapshotRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	c, err := natscluster.Open(ctx, natscluster.Config{URLs: nc.URLs(), Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	js, err := jetstream.New(c.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := js.KeyValue(ctx, "wasmbox_sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{10, natscluster.MaxInline + 1<<10} {
+		id := fmt.Sprintf("tamper-%d", size)
+		if err := c.Create(ctx, id, 10); err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := make([]byte, size)
+		rng := rand.New(rand.NewPCG(1, uint64(size)))
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		if err := l.Commit(ctx, data); err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+		// Change the record's checksum, as a corrupted or forged
+		// record would.
+		e, err := sessions.Get(ctx, "s."+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec map[string]any
+		json.Unmarshal(e.Value(), &rec)
+		rec["sum"] = strings.Repeat("0", 64)
+		b, _ := json.Marshal(rec)
+		if _, err := sessions.Put(ctx, "s."+id, b); err != nil {
+			t.Fatal(err)
+		}
+		l, err = c.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Load(ctx)
+		l.Release()
+		if err == nil || !strings.Contains(err.Error(), "checksum mismatch") || got != nil {
+			t.Fatalf("size %d: Load of a tampered snapshot: %d bytes, %v", size, len(got), err)
+		}
+	}
+}

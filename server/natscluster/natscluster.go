@@ -575,7 +575,7 @@ func (l *lease) Load(ctx context.Context) ([]byte, error) {
 	var z []byte
 	var err error
 	pause := 10 * time.Millisecond
-	for try := 0; try < 10; try++ {
+	for try := 0; try < 7; try++ { // pauses of 10 ms .. 320 ms, 630 ms in all
 		if try > 0 {
 			select {
 			case <-ctx.Done():
