@@ -133,6 +133,7 @@ func Measurements() []Measurement {
 		{"python", measurePython},
 		{"net", measureNet},
 		{"responsiveness", measureResponsiveness},
+		{"cluster", measureCluster},
 	}
 }
 

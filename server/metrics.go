@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -16,6 +18,16 @@ type metrics struct {
 	duration prometheus.Histogram
 	rejected prometheus.Counter
 	requests *prometheus.CounterVec
+
+	// With a Cluster.
+	leasesHeld       prometheus.Gauge
+	commits          prometheus.Histogram
+	resumes          prometheus.Histogram
+	clusterConflicts prometheus.Counter
+
+	commitMu                         sync.Mutex
+	commitN, conflictN               uint64
+	commitLast, commitSum, commitMax time.Duration
 }
 
 func newMetrics(s *Server) *metrics {
@@ -38,8 +50,29 @@ func newMetrics(s *Server) *metrics {
 			Name: "wasmbox_http_requests_total",
 			Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"}),
+		leasesHeld: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "wasmbox_cluster_leases_held",
+			Help: "Session leases this node holds now.",
+		}),
+		commits: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "wasmbox_cluster_commit_seconds",
+			Help:    "Time to commit a changed session (snapshot stored, record advanced).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5ms .. ~4s
+		}),
+		resumes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "wasmbox_cluster_resume_seconds",
+			Help:    "Time to resume a session from its committed snapshot on this node.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		clusterConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "wasmbox_cluster_conflicts_total",
+			Help: "Requests answered 409 conflict: their commit lost the race for the session's revision.",
+		}),
 	}
 	m.reg.MustRegister(m.runs, m.duration, m.rejected, m.requests, poolCollector{s})
+	if s.cfg.Cluster != nil {
+		m.reg.MustRegister(m.leasesHeld, m.commits, m.resumes, m.clusterConflicts, clusterCollector{s})
+	}
 	for _, c := range []string{"OK", ClassTimeout, ClassCancelled, ClassLimitExceeded, ClassDenied, ClassNotFound} {
 		m.runs.WithLabelValues(c)
 	}
@@ -139,4 +172,41 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 		disabled = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descPoolState, prometheus.GaugeValue, disabled)
+}
+
+func (m *metrics) observeCommit(d time.Duration) {
+	m.commits.Observe(d.Seconds())
+	m.commitMu.Lock()
+	m.commitN++
+	m.commitLast, m.commitSum, m.commitMax = d, m.commitSum+d, max(m.commitMax, d)
+	m.commitMu.Unlock()
+}
+
+// commitStats fills the commit fields of a ClusterStatus.
+func (m *metrics) commitStats(cs *ClusterStatus) {
+	m.commitMu.Lock()
+	defer m.commitMu.Unlock()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	cs.Commits, cs.Conflicts = m.commitN, m.conflictN
+	cs.CommitMS.Last, cs.CommitMS.Max = ms(m.commitLast), ms(m.commitMax)
+	if m.commitN > 0 {
+		cs.CommitMS.Mean = ms(m.commitSum / time.Duration(m.commitN))
+	}
+}
+
+// clusterCollector exports the NATS connection state as
+// wasmbox_cluster_connected (1 when connected).
+type clusterCollector struct{ s *Server }
+
+var clusterConnectedDesc = prometheus.NewDesc("wasmbox_cluster_connected", "1 when this node is connected to the NATS cluster.", []string{"node"}, nil)
+
+func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) { ch <- clusterConnectedDesc }
+
+func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.cfg.Cluster.Status()
+	v := 0.0
+	if st.NATS == "CONNECTED" {
+		v = 1
+	}
+	ch <- prometheus.MustNewConstMetric(clusterConnectedDesc, prometheus.GaugeValue, v, st.Node)
 }

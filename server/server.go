@@ -11,7 +11,8 @@
 //	GET    /v1/sessions/{id}/files?path=/abs   -> 200 raw bytes
 //	PUT    /v1/sessions/{id}/files?path=/abs   raw body -> 204
 //	DELETE /v1/sessions/{id}            -> 204
-//	GET    /health                      -> 200 {"status", "sessions", "pool"}
+//	GET    /health                      -> 200 {"status", "sessions", "pool", "cluster"?}
+//	GET    /health?ready                -> the same; 503 when status is not "ok"
 //	GET    /metrics                     -> Prometheus text format
 //
 // A script is bytes: "script" is its text when it is UTF-8, "script_b64"
@@ -34,7 +35,11 @@
 // method_not_allowed, 413 too_large (body, script or file over its limit),
 // 429 too_many_sessions, 503 worker_unavailable or memory_budget (both
 // with Retry-After), disabled or shutting_down, 507 no_space, 500
-// internal. memory_budget: the process's memory budget has no room for a
+// internal. With a Cluster also 409 session_busy (another node holds the
+// session now; with "owner" and "owner_addr") and conflict (the request's
+// commit lost the race; its changes were dropped), and 503
+// cluster_unavailable and lease_lost (with Retry-After; nothing was
+// committed). memory_budget: the process's memory budget has no room for a
 // new session (its filesystem quota and shell) or a run (its run budget);
 // the Backend reports it with an error wrapping budget.ErrExceeded
 // (sandbox.ErrMemoryBudget).
@@ -71,6 +76,14 @@
 // scripts assigned to secret-named variables added to what the Redactor
 // replaces. Redaction of output is off by default because it changes what
 // an agent sees (a file read back would differ from the file written).
+//
+// # Cluster
+//
+// With Config.Cluster the server is a node of a fleet that shares its
+// sessions (see [Cluster]; `wasmbox serve --cluster` uses NATS JetStream):
+// any node serves any session, MaxSessions and SessionTTL count across the
+// fleet, and /health gains "cluster" (NATS connection, leases held,
+// commits and their latency).
 //
 // Runs go through the interactive lane of the execution pool; /health and
 // /metrics do not, so they answer while every worker is busy.
@@ -202,6 +215,10 @@ type Config struct {
 	// /health and /metrics included. Without it, [Server.Serve] refuses a
 	// listener that is not on a loopback address.
 	Token string
+	// Cluster, when set, shares the sessions with the other nodes of a
+	// fleet (see [Cluster]); nil serves sessions from this process's
+	// memory alone.
+	Cluster Cluster
 }
 
 // DefaultSessionTTL is how long a session may stay idle by default.
@@ -220,6 +237,20 @@ type entry struct {
 	lastUsed time.Time
 	active   int      // requests in progress
 	secrets  []string // values its scripts assigned to secret-named variables
+
+	// With a Cluster: lock serializes this node's requests on the
+	// session; while it is held, lease is the session's lease, snap and
+	// sum name the committed snapshot sess holds, committed tells that
+	// the request committed.
+	lock      chan struct{}
+	lease     Lease
+	snap      string
+	sum       [32]byte
+	committed bool
+	// mutated tells that the request may have changed sess; clean that
+	// what sess holds is what the cluster has (commit succeeded or had
+	// nothing to do).
+	mutated, clean bool
 }
 
 // Server is the HTTP API. Create it with [New], serve with [Server.Serve],
@@ -345,7 +376,10 @@ func (s *Server) reap() {
 	defer close(s.reaped)
 	ttl := s.cfg.SessionTTL
 	if ttl < 0 {
-		return
+		if s.cfg.Cluster == nil {
+			return
+		}
+		ttl = 4 * clusterCacheIdle // still drop the idle copies of cluster sessions
 	}
 	t := time.NewTicker(min(max(ttl/4, 5*time.Millisecond), time.Minute))
 	defer t.Stop()
@@ -354,7 +388,11 @@ func (s *Server) reap() {
 		case <-s.base.Done():
 			return
 		case <-t.C:
-			s.expireIdle()
+			if s.cfg.Cluster != nil {
+				s.reapCluster()
+			} else {
+				s.expireIdle()
+			}
 		}
 	}
 }
@@ -527,6 +565,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.sessions = make(map[string]*entry)
 	s.mu.Unlock()
 	for id, e := range sessions {
+		if e.sess == nil {
+			continue
+		}
 		if err := e.sess.Close(); err != nil {
 			s.cfg.Logger.Warn("closing session", "session", id, "err", err)
 		}
@@ -584,6 +625,9 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 // caller calls done when the request ends. A session idle past the TTL
 // expires here even if the reaper has not seen it yet.
 func (s *Server) session(w http.ResponseWriter, r *http.Request) (id string, e *entry, done func(), ok bool) {
+	if s.cfg.Cluster != nil {
+		return s.clusterSession(w, r)
+	}
 	id = r.PathValue("id")
 	now := s.cfg.Clock()
 	s.mu.Lock()
@@ -676,7 +720,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
 		return
 	}
-	if n >= s.cfg.MaxSessions {
+	if n >= s.cfg.MaxSessions && s.cfg.Cluster == nil {
 		writeError(w, http.StatusTooManyRequests, "too_many_sessions", fmt.Sprintf("at most %d sessions", s.cfg.MaxSessions))
 		return
 	}
@@ -691,6 +735,14 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := uuid.NewString()
+	if s.cfg.Cluster != nil {
+		if !s.createClusterSession(w, r, id, sess) {
+			return
+		}
+		s.audit(r.Context(), audit.Event{Kind: audit.KindSession, Session: id, Reason: "created"})
+		writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+		return
+	}
 	s.mu.Lock()
 	if s.closing || len(s.sessions) >= s.cfg.MaxSessions {
 		s.mu.Unlock()
@@ -705,6 +757,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Cluster != nil {
+		s.deleteClusterSession(w, r)
+		return
+	}
 	id, e, done, ok := s.session(w, r)
 	if !ok {
 		return
@@ -817,6 +873,18 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	defer cancel(nil)
 	stop := context.AfterFunc(s.base, func() { cancel(pool.ErrShuttingDown) })
 	defer stop()
+	e.mutated = true
+	if e.lease != nil {
+		// A node that lost the session's lease stops running it.
+		lost := e.lease.Lost()
+		go func() {
+			select {
+			case <-lost:
+				cancel(ErrLeaseLost)
+			case <-ctx.Done():
+			}
+		}()
+	}
 
 	var res RunResult
 	var runErr error
@@ -872,6 +940,14 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.Duration == 0 {
 		res.Duration = time.Since(start)
+	}
+	if context.Cause(ctx) == ErrLeaseLost {
+		s.clusterError(w, e, id, ErrLeaseLost)
+		return
+	}
+	if err := s.commit(r.Context(), e); err != nil {
+		s.clusterError(w, e, id, err)
+		return
 	}
 	if red := s.redactor(e); red != nil {
 		res.Stdout, res.Stderr = red.Redact(res.Stdout), red.Redact(res.Stderr)
@@ -980,8 +1056,13 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	e.mutated = true
 	if err := e.sess.WriteFile(r.Context(), p, data); err != nil {
 		s.fileError(w, e, err)
+		return
+	}
+	if err := s.commit(r.Context(), e); err != nil {
+		s.clusterError(w, e, r.PathValue("id"), err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -992,6 +1073,8 @@ type Health struct {
 	Status   string     `json:"status"`
 	Sessions int        `json:"sessions"`
 	Pool     pool.Stats `json:"pool"`
+	// Cluster is the cluster's view of this node (with Config.Cluster).
+	Cluster *ClusterStatus `json:"cluster,omitempty"`
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
@@ -1002,8 +1085,21 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	h.Pool = s.pool.Stats()
+	if s.cfg.Cluster != nil {
+		cs := s.cfg.Cluster.Status()
+		s.metrics.commitStats(&cs)
+		h.Cluster = &cs
+		if h.Status == "ok" && cs.NATS != "CONNECTED" {
+			h.Status = "cluster_unavailable"
+		}
+	}
 	if h.Status == "ok" && h.Pool.Mode == pool.Disabled.String() {
 		h.Status = "disabled"
+	}
+	if r.URL.Query().Has("ready") && h.Status != "ok" {
+		// A readiness probe: this node cannot serve now.
+		writeJSON(w, http.StatusServiceUnavailable, h)
+		return
 	}
 	writeJSON(w, http.StatusOK, h)
 }

@@ -378,8 +378,16 @@ func TestDisabledPool(t *testing.T) {
 	ts := start(t, Config{Pool: p}, echoRun)
 	id := ts.newSession(t)
 	wantError(t, do(t, "POST", ts.url+"/v1/sessions/"+id+"/run", strings.NewReader(`{"script":"x"}`)), 503, "disabled")
-	if h := do(t, "GET", ts.url+"/health", nil); h.json(t)["status"] != "disabled" {
+	if h := do(t, "GET", ts.url+"/health", nil); h.json(t)["status"] != "disabled" || h.status != 200 {
 		t.Fatalf("health %s", h.body)
+	}
+	// A readiness probe is told 503 with the same body.
+	if h := do(t, "GET", ts.url+"/health?ready", nil); h.json(t)["status"] != "disabled" || h.status != 503 {
+		t.Fatalf("health?ready %d %s", h.status, h.body)
+	}
+	ok := start(t, Config{}, echoRun)
+	if h := do(t, "GET", ok.url+"/health?ready", nil); h.json(t)["status"] != "ok" || h.status != 200 {
+		t.Fatalf("health?ready %d %s", h.status, h.body)
 	}
 }
 

@@ -23,6 +23,8 @@ import (
 	wbruntime "github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/server"
+	"github.com/wasmbox/wasmbox/server/natscluster"
+	"github.com/wasmbox/wasmbox/server/sandboxbackend"
 )
 
 func init() { subcommands = append(subcommands, newServeCmd) }
@@ -50,6 +52,11 @@ type serveFlags struct {
 	memoryBudget     string
 	runMemory        string
 	net              netFlags
+	cluster          string
+	clusterNode      string
+	clusterAddr      string
+	clusterReplicas  int
+	leaseTTL         time.Duration
 }
 
 // tokenEnv holds the bearer token of serve when --token-file is not given.
@@ -89,11 +96,22 @@ starts; what does not fit gets 503 memory_budget with Retry-After. The audit log
 the values scripts assign to secret-named variables; what clients get back
 (run output, file reads, errors) only with --redact-output.
 
+With --cluster nats://HOST:4222[,...] the server is a node of a fleet on
+NATS JetStream: sessions live in the cluster (records and leases in KV
+buckets, snapshots in an object store), any node serves any session, and a
+session survives the node that ran it. A request takes the session's
+lease, resumes it from its last commit unless this node holds it, and
+commits a changed session with compare-and-set before answering: a lost
+race is 409 conflict, another node's live lease 409 session_busy (with the
+owner; retry), an unreachable cluster or a lease not renewed in time 503.
+--max-sessions and --session-ttl count cluster-wide. See docs/cluster.md.
+
 SIGINT or SIGTERM stop it: new runs are refused, running ones
 cancelled, sessions closed, within --shutdown-timeout.`,
 		Example: `  wasmbox serve --listen 127.0.0.1:8080
   wasmbox serve --audit-log audit.jsonl --mount ./repo:/work:rw --native git
-  wasmbox serve --listen 0.0.0.0:8080 --allow-non-loopback --token-file /run/secrets/wasmbox-token`,
+  wasmbox serve --listen 0.0.0.0:8080 --allow-non-loopback --token-file /run/secrets/wasmbox-token
+  wasmbox serve --cluster nats://nats-0:4222,nats://nats-1:4222 --cluster-addr http://10.0.0.5:8080 ...`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.serve(cmd.Context(), f)
@@ -118,6 +136,11 @@ cancelled, sessions closed, within --shutdown-timeout.`,
 	fl.StringVar(&f.memoryBudget, "memory-budget", "", "memory budget of the process: sessions and runs reserve their memory in it, 503 past it (default: 3/4 of the machine's memory or cgroup limit)")
 	f.net.register(fl)
 	fl.StringVar(&f.runMemory, "run-memory", "", "memory budget of one run: all its commands together (default: an eighth of --memory-budget, 256MiB to 1GiB)")
+	fl.StringVar(&f.cluster, "cluster", "", "serve as a node of a fleet on NATS JetStream: nats://HOST:4222[,...] (sessions, snapshots and leases in the cluster)")
+	fl.StringVar(&f.clusterNode, "cluster-node", "", "with --cluster: this node's name (default: host name and a random suffix)")
+	fl.StringVar(&f.clusterAddr, "cluster-addr", "", "with --cluster: this node's URL as clients reach it, told to clients of other nodes when this node holds their session")
+	fl.IntVar(&f.clusterReplicas, "cluster-replicas", 0, "with --cluster: replicas of the buckets it creates (0: up to 3, as many as the NATS servers)")
+	fl.DurationVar(&f.leaseTTL, "lease-ttl", natscluster.DefaultLeaseTTL, "with --cluster: a session lease lives this long unrenewed (how soon a dead node's sessions resume elsewhere), if this node creates the bucket")
 	fl.StringVar(&f.tokenFile, "token-file", "", "require Authorization: Bearer <token> on every request, the token read from this file (default: $"+tokenEnv+")")
 	return cmd
 }
@@ -178,6 +201,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	protected := a.protected(
 		sandbox.ProtectedPath{Path: f.auditLog, What: "the audit log (--audit-log)"},
 		sandbox.ProtectedPath{Path: f.tokenFile, What: "the token file (--token-file)"})
+	if f.cluster == "" && (f.clusterNode != "" || f.clusterAddr != "" || f.clusterReplicas != 0) {
+		return errors.New("--cluster-node, --cluster-addr and --cluster-replicas need --cluster")
+	}
 	if err := a.checkMounts(f.mounts, protected); err != nil {
 		return a.fail(fmt.Errorf("sandbox: %w", err))
 	}
@@ -216,7 +242,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 
 	red := audit.NewRedactor()
 	cfg := server.Config{
-		Backend:        sandboxBackend{opts: opts},
+		Backend:        sandboxbackend.Backend{Opts: opts},
 		MaxSessions:    f.maxSessions,
 		DefaultTimeout: f.timeout,
 		MaxTimeout:     f.maxTimeout,
@@ -249,7 +275,19 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		defer closeLog()
 		cfg.Audit = al
 		// The server logs the runs; the sandboxes log their requests.
-		cfg.Backend = sandboxBackend{opts: append(opts[:len(opts):len(opts)], sandbox.WithNetworkAudit(al))}
+		cfg.Backend = sandboxbackend.Backend{Opts: append(opts[:len(opts):len(opts)], sandbox.WithNetworkAudit(al))}
+	}
+	if f.cluster != "" {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cl, err := natscluster.Open(cctx, natscluster.Config{
+			URLs: f.cluster, Node: f.clusterNode, Addr: f.clusterAddr, Replicas: f.clusterReplicas, LeaseTTL: f.leaseTTL,
+		})
+		cancel()
+		if err != nil {
+			return a.fail(err)
+		}
+		defer cl.Close()
+		cfg.Cluster = cl
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -332,41 +370,3 @@ func openAuditLog(path string, red *audit.Redactor) (*audit.Logger, func(), erro
 	}
 	return l, func() { l.Close() }, nil
 }
-
-// sandboxBackend makes a sandbox per session. The server runs every Run
-// through its pool, so the sandboxes are created without one.
-type sandboxBackend struct{ opts []sandbox.Option }
-
-func (b sandboxBackend) NewSession(ctx context.Context) (server.Session, error) {
-	s, err := sandbox.New(ctx, b.opts...)
-	if err != nil {
-		return nil, err
-	}
-	return sandboxSession{s}, nil
-}
-
-type sandboxSession struct{ s *sandbox.Sandbox }
-
-func (s sandboxSession) Run(ctx context.Context, script string, timeout time.Duration) (server.RunResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	res, err := s.s.Run(ctx, script)
-	if err != nil {
-		return server.RunResult{}, err
-	}
-	return server.RunResult{
-		Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode,
-		ErrorClass: string(res.ErrorClass), Truncated: res.Truncated, Duration: res.Duration,
-		Network: res.Network,
-	}, nil
-}
-
-func (s sandboxSession) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	return s.s.ReadFile(path)
-}
-
-func (s sandboxSession) WriteFile(ctx context.Context, path string, data []byte) error {
-	return s.s.WriteFile(path, data, 0o644)
-}
-
-func (s sandboxSession) Close() error { return s.s.Close() }

@@ -1,0 +1,410 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/wasmbox/wasmbox/audit"
+	"github.com/wasmbox/wasmbox/internal/budget"
+)
+
+// Cluster is the shared state of a fleet of servers (Config.Cluster;
+// package server/natscluster implements it on NATS JetStream). With a
+// Cluster, a server is stateless between requests: each request on a
+// session takes the session's lease, resumes the session from its last
+// committed snapshot unless this node already holds that snapshot in
+// memory, and, when the request changed the session, commits a new
+// snapshot with compare-and-set on the revision it loaded before it
+// answers. The lease is released when the request ends.
+//
+// A request for a session whose lease another node holds is answered 409
+// session_busy with the owner (JSON "owner", header X-Wasmbox-Owner, and
+// Retry-After): this server does not forward. A commit that loses the
+// race for its revision is 409 conflict and the run's result is dropped,
+// never merged. A node that cannot reach the cluster, or whose lease could
+// not be renewed in time, answers 503 cluster_unavailable or lease_lost
+// and runs nothing. Config.MaxSessions and Config.SessionTTL count
+// cluster-wide.
+type Cluster interface {
+	// Node names this node.
+	Node() string
+	// Create registers a new session id, unless MaxSessions sessions
+	// exist already (an error wrapping ErrTooManySessions).
+	Create(ctx context.Context, id string, maxSessions int) error
+	// Acquire takes the lease of session id: an *OwnedError when another
+	// node holds it, an error wrapping ErrUnknownSession when there is
+	// no such session, ErrClusterUnavailable when the cluster cannot be
+	// reached.
+	Acquire(ctx context.Context, id string) (Lease, error)
+	// Idle lists the sessions not used since before cutoff.
+	Idle(ctx context.Context, cutoff time.Time) ([]string, error)
+	// Status is the cluster's view of this node, for /health.
+	Status() ClusterStatus
+}
+
+// Lease is a node's hold on one session, renewed until Release.
+type Lease interface {
+	// Snapshot names the committed snapshot the lease loaded ("" for a
+	// session never committed: a fresh one).
+	Snapshot() string
+	// LastUsed is when the session was last used, cluster-wide.
+	LastUsed() time.Time
+	// Load returns the committed snapshot's bytes (in the sandbox's
+	// snapshot format).
+	Load(ctx context.Context) ([]byte, error)
+	// Commit stores snap as the session's new state, with
+	// compare-and-set on the revision the lease loaded (or last
+	// committed): an error wrapping ErrConflict when another commit won.
+	Commit(ctx context.Context, snap []byte) error
+	// Touch records a use of the session without changing it.
+	Touch(ctx context.Context) error
+	// Delete removes the session and its snapshot.
+	Delete(ctx context.Context) error
+	// Lost is closed when the lease could not be renewed in time: the
+	// node must stop using the session.
+	Lost() <-chan struct{}
+	// Release gives the lease back. It is idempotent.
+	Release()
+}
+
+// SnapshotSession is a Session whose whole state can be written and
+// restored; a Backend's sessions must implement it to serve in a cluster.
+type SnapshotSession interface {
+	Session
+	Snapshot(w io.Writer) error
+	Restore(r io.Reader) error
+}
+
+// ClusterStatus is the "cluster" object of GET /health.
+type ClusterStatus struct {
+	Node       string `json:"node"`
+	NATS       string `json:"nats"`        // connection state: CONNECTED, RECONNECTING, ...
+	Server     string `json:"server"`      // the NATS server connected to
+	LeasesHeld int    `json:"leases_held"` // leases this node holds now
+	Commits    uint64 `json:"commits"`     // commits by this node
+	Conflicts  uint64 `json:"conflicts"`   // commits that lost their race
+	CommitMS   struct {
+		Last float64 `json:"last"`
+		Mean float64 `json:"mean"`
+		Max  float64 `json:"max"`
+	} `json:"commit_ms"`
+}
+
+// Errors of a Cluster.
+var (
+	ErrConflict           = errors.New("commit lost the race: another commit advanced the session first")
+	ErrUnknownSession     = errors.New("unknown session")
+	ErrTooManySessions    = errors.New("too many sessions")
+	ErrClusterUnavailable = errors.New("cluster unavailable")
+	ErrLeaseLost          = errors.New("the session's lease could not be renewed in time")
+)
+
+// OwnedError is the error of Cluster.Acquire when another node holds the
+// session's lease.
+type OwnedError struct {
+	Node string // the owner's node name
+	Addr string // the owner's advertised address, if any
+}
+
+func (e *OwnedError) Error() string {
+	s := "session is in use on node " + strconv.Quote(e.Node)
+	if e.Addr != "" {
+		s += " (" + e.Addr + ")"
+	}
+	return s
+}
+
+// clusterError answers a Cluster error.
+func (s *Server) clusterError(w http.ResponseWriter, e *entry, id string, err error) {
+	var owned *OwnedError
+	switch {
+	case errors.As(err, &owned):
+		w.Header().Set("Retry-After", "1")
+		if owned.Addr != "" {
+			w.Header().Set("X-Wasmbox-Owner", owned.Addr)
+		}
+		writeJSON(w, http.StatusConflict, map[string]string{
+			"error": err.Error() + "; retry later or there", "code": "session_busy", "owner": owned.Node, "owner_addr": owned.Addr,
+		})
+	case errors.Is(err, ErrConflict):
+		s.metrics.clusterConflicts.Inc()
+		s.metrics.commitMu.Lock()
+		s.metrics.conflictN++
+		s.metrics.commitMu.Unlock()
+		s.fail(w, e, http.StatusConflict, "conflict", "session "+strconv.Quote(id)+": "+err.Error()+"; this request's changes were discarded")
+	case errors.Is(err, ErrUnknownSession):
+		writeError(w, http.StatusNotFound, "not_found", "unknown session "+strconv.Quote(id))
+	case errors.Is(err, ErrLeaseLost):
+		w.Header().Set("Retry-After", "1")
+		s.fail(w, e, http.StatusServiceUnavailable, "lease_lost", "session "+strconv.Quote(id)+": "+err.Error()+"; its changes were discarded")
+	default:
+		s.cfg.Logger.Warn("cluster", "session", id, "err", err)
+		w.Header().Set("Retry-After", "1")
+		s.fail(w, e, http.StatusServiceUnavailable, "cluster_unavailable", "session "+strconv.Quote(id)+": "+err.Error())
+	}
+}
+
+// clusterSession is Server.session with a Cluster: it waits for this
+// node's other requests on the session, takes the lease, and resumes the
+// session from its committed snapshot unless it is in memory already.
+func (s *Server) clusterSession(w http.ResponseWriter, r *http.Request) (id string, e *entry, done func(), ok bool) {
+	id = r.PathValue("id")
+	ctx := r.Context()
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
+		return id, nil, nil, false
+	}
+	e = s.sessions[id]
+	if e == nil {
+		e = &entry{lock: make(chan struct{}, 1)}
+		s.sessions[id] = e
+	}
+	e.active++
+	s.mu.Unlock()
+	unuse := func() {
+		s.mu.Lock()
+		e.active--
+		e.lastUsed = s.cfg.Clock()
+		if e.active == 0 && e.sess == nil && s.sessions[id] == e {
+			delete(s.sessions, id)
+		}
+		s.mu.Unlock()
+	}
+	select {
+	case e.lock <- struct{}{}:
+	case <-ctx.Done():
+		unuse()
+		writeError(w, http.StatusServiceUnavailable, "cancelled", ctx.Err().Error())
+		return id, nil, nil, false
+	}
+	unlock := func() { <-e.lock; unuse() }
+	lease, err := s.cfg.Cluster.Acquire(ctx, id)
+	if err != nil {
+		unlock()
+		s.clusterError(w, nil, id, err)
+		return id, nil, nil, false
+	}
+	s.metrics.leasesHeld.Inc()
+	release := func() {
+		lease.Release()
+		s.metrics.leasesHeld.Dec()
+	}
+	if e.sess == nil || e.snap != lease.Snapshot() {
+		if err := s.resume(ctx, e, lease); err != nil {
+			release()
+			unlock()
+			switch {
+			case errors.Is(err, budget.ErrExceeded):
+				memoryBudgetFull(w, "cannot resume the session", err)
+			case errors.Is(err, errResume):
+				s.cfg.Logger.Error("resume", "session", id, "err", err)
+				writeError(w, http.StatusInternalServerError, "internal", "session "+strconv.Quote(id)+": "+err.Error())
+			default:
+				s.clusterError(w, nil, id, err)
+			}
+			return id, nil, nil, false
+		}
+	}
+	e.lease = lease
+	e.mutated, e.clean = false, false
+	return id, e, func() {
+		if e.mutated && !e.clean {
+			// Changed in memory and not committed: what this node
+			// holds is not the session any more. (Not touched either:
+			// the request failed.)
+			e.snap, e.sum = "\x00uncommitted", [32]byte{}
+		}
+		if !e.committed && (!e.mutated || e.clean) && e.lease != nil {
+			if err := e.lease.Touch(context.WithoutCancel(ctx)); err != nil {
+				s.cfg.Logger.Warn("cluster touch", "session", id, "err", err)
+			}
+		}
+		e.lease, e.committed = nil, false
+		release()
+		unlock()
+	}, true
+}
+
+var errResume = errors.New("cannot resume the session")
+
+// resume replaces e's session by one restored from the lease's snapshot.
+// e.lock is held.
+func (s *Server) resume(ctx context.Context, e *entry, lease Lease) error {
+	start := time.Now()
+	var data []byte
+	if lease.Snapshot() != "" {
+		var err error
+		if data, err = lease.Load(ctx); err != nil {
+			return err
+		}
+	}
+	sess, err := s.cfg.Backend.NewSession(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errResume, err)
+	}
+	ss, ok := sess.(SnapshotSession)
+	if !ok {
+		sess.Close()
+		return fmt.Errorf("%w: the backend's sessions cannot be snapshotted", errResume)
+	}
+	if data != nil {
+		if err := ss.Restore(bytes.NewReader(data)); err != nil {
+			sess.Close()
+			return fmt.Errorf("%w: %w", errResume, err)
+		}
+	}
+	if e.sess != nil {
+		e.sess.Close()
+	}
+	s.mu.Lock()
+	e.sess = sess
+	s.mu.Unlock()
+	e.snap, e.sum = lease.Snapshot(), sha256.Sum256(data)
+	if data == nil {
+		e.sum = [32]byte{}
+	}
+	s.metrics.resumes.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// commit stores e's session in the cluster if it changed since the
+// snapshot e holds; e.lock and e.lease are held. It returns nil without a
+// Cluster.
+func (s *Server) commit(ctx context.Context, e *entry) error {
+	if s.cfg.Cluster == nil || e.lease == nil {
+		return nil
+	}
+	select {
+	case <-e.lease.Lost():
+		return ErrLeaseLost
+	default:
+	}
+	ss := e.sess.(SnapshotSession)
+	var buf bytes.Buffer
+	if err := ss.Snapshot(&buf); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	if sum == e.sum {
+		e.clean = true
+		return nil // unchanged
+	}
+	start := time.Now()
+	err := e.lease.Commit(context.WithoutCancel(ctx), buf.Bytes())
+	s.metrics.observeCommit(time.Since(start))
+	if err != nil {
+		return err // done() forgets what this node holds
+	}
+	e.snap, e.sum, e.committed, e.clean = e.lease.Snapshot(), sum, true, true
+	return nil
+}
+
+// createClusterSession is createSession with a Cluster.
+func (s *Server) createClusterSession(w http.ResponseWriter, r *http.Request, id string, sess Session) bool {
+	if _, ok := sess.(SnapshotSession); !ok {
+		sess.Close()
+		writeError(w, http.StatusInternalServerError, "internal", "the backend's sessions cannot be snapshotted for a cluster")
+		return false
+	}
+	if err := s.cfg.Cluster.Create(r.Context(), id, s.cfg.MaxSessions); err != nil {
+		sess.Close()
+		if errors.Is(err, ErrTooManySessions) {
+			writeError(w, http.StatusTooManyRequests, "too_many_sessions", fmt.Sprintf("at most %d sessions in the cluster", s.cfg.MaxSessions))
+		} else {
+			s.clusterError(w, nil, id, err)
+		}
+		return false
+	}
+	s.mu.Lock()
+	s.sessions[id] = &entry{sess: sess, lastUsed: s.cfg.Clock(), lock: make(chan struct{}, 1)}
+	s.mu.Unlock()
+	return true
+}
+
+// deleteClusterSession is deleteSession with a Cluster.
+func (s *Server) deleteClusterSession(w http.ResponseWriter, r *http.Request) {
+	id, e, done, ok := s.clusterSession(w, r)
+	if !ok {
+		return
+	}
+	err := e.lease.Delete(r.Context())
+	if err == nil {
+		s.mu.Lock()
+		sess := e.sess
+		e.sess = nil
+		s.mu.Unlock()
+		sess.Close()
+		e.committed = true // nothing to touch
+	}
+	done()
+	if err != nil {
+		s.clusterError(w, nil, id, err)
+		return
+	}
+	s.audit(r.Context(), audit.Event{Kind: audit.KindSession, Session: id, Reason: "deleted"})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// clusterCacheIdle bounds how long a node keeps in memory a session it
+// has not used: the copy only saves a restore, and with a load balancer
+// without affinity every node would otherwise hold every session.
+const clusterCacheIdle = 2 * time.Minute
+
+// reapCluster deletes the sessions idle cluster-wide for longer than the
+// TTL (each under its lease, so never one in use), and drops from memory
+// the sessions this node has not used for clusterCacheIdle (or the TTL).
+func (s *Server) reapCluster() {
+	now := s.cfg.Clock()
+	cutoff := now.Add(-s.cfg.SessionTTL)
+	cacheIdle := clusterCacheIdle
+	if s.cfg.SessionTTL >= 0 {
+		cacheIdle = min(s.cfg.SessionTTL, clusterCacheIdle)
+	}
+	var drop []Session
+	s.mu.Lock()
+	for id, e := range s.sessions {
+		if e.active == 0 && now.Sub(e.lastUsed) > cacheIdle {
+			delete(s.sessions, id)
+			if e.sess != nil {
+				drop = append(drop, e.sess)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, sess := range drop {
+		sess.Close()
+	}
+	if s.cfg.SessionTTL < 0 {
+		return // sessions never expire
+	}
+	ctx, cancel := context.WithTimeout(s.base, time.Minute)
+	defer cancel()
+	ids, err := s.cfg.Cluster.Idle(ctx, cutoff)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.cfg.Logger.Warn("cluster reaper", "err", err)
+		}
+		return
+	}
+	for _, id := range ids {
+		lease, err := s.cfg.Cluster.Acquire(ctx, id)
+		if err != nil {
+			continue
+		}
+		if lease.LastUsed().Before(cutoff) {
+			if err := lease.Delete(ctx); err == nil {
+				s.audit(context.WithoutCancel(s.base), audit.Event{Kind: audit.KindSession, Session: id, Reason: "expired"})
+			}
+		}
+		lease.Release()
+	}
+}
