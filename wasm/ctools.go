@@ -11,8 +11,9 @@ import _ "embed"
 // commands.txt in place of the Go tools' lines for the same names) give
 // them grep, egrep, fgrep, sed, awk, mawk and nawk; the Go tools of those
 // names stay in the coreutils module for its native tests, unreachable by
-// name, and GoAWK stays reachable as gawk (its gawk extensions, system()
-// and pipes, which mawk built for WASI lacks).
+// name, and GoAWK stays reachable as gawk (its gawk extensions). mawk's
+// system() and pipes run sandbox commands through the runtime's process
+// ABI (build/ctools/mawk_wasi.c).
 var (
 	//go:embed ctools/grep.wasm
 	grepWasm []byte

@@ -179,9 +179,13 @@ mk "$SEDSRC" sed/sed
 
 # --- mawk -------------------------------------------------------------------
 log "mawk"
+# Its children (system(), pipes) go through the runtime's process ABI
+# (mawk_wasi.c, patches/mawk-wasi-pipes.patch): configure is told that
+# fork, pipe and wait exist, which makes it use "real pipes".
+$CC $OPT -c "$HERE/mawk_wasi.c" -o "$WORK/mawk_wasi.o"
 (cd "$MAWKSRC" &&
-	CC=$CC CFLAGS="$OPT $EMU" LDFLAGS="-lwasi-emulated-signal" LIBS="$COMPAT" \
-		./configure -q $HOST >"$WORK/mawk.configure.log" 2>&1) || {
+	CC=$CC CFLAGS="$OPT $EMU" LDFLAGS="-lwasi-emulated-signal" LIBS="$COMPAT $WORK/mawk_wasi.o" \
+		./configure -q $HOST ac_cv_func_fork=yes ac_cv_func_pipe=yes ac_cv_func_wait=yes >"$WORK/mawk.configure.log" 2>&1) || {
 	tail -40 "$WORK/mawk.configure.log"; log "mawk: configure failed"; exit 1; }
 mk "$MAWKSRC" mawk
 /usr/bin/llvm-strip-19 -o "$OUT/mawk.wasm" "$MAWKSRC/mawk"
@@ -195,6 +199,6 @@ printf '%s\n' "awk mawk" "egrep grep" "fgrep grep" "grep grep" "mawk mawk" "nawk
 	echo "# The inputs of the modules of wasm/ctools (build/ctools/build.sh)."
 	(cd "$WORK/src" && sha256sum *.dsc)
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
-	(cd "$ROOT" && sha256sum build/ctools/build.sh build/ctools/wasi_compat.[ch] $(ls build/ctools/patches/*.patch 2>/dev/null))
+	(cd "$ROOT" && sha256sum build/ctools/build.sh build/ctools/wasi_compat.[ch] build/ctools/mawk_wasi.c $(ls build/ctools/patches/*.patch 2>/dev/null))
 } > "$OUT/ctools.inputs"
 log "built $(cd "$OUT" && for f in *.wasm; do printf '%s (%s bytes) ' "$f" "$(wc -c < "$f")"; done)in $(( $(date +%s) - start ))s"
