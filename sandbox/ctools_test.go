@@ -91,7 +91,8 @@ func TestCToolsSedInPlace(t *testing.T) {
 	wantEqual(t, res.Stderr, "sed: can't read /tmp/s/none: No such file or directory\n")
 }
 
-// TestCToolsAwk: -F, -v, printf, arrays, getline from a file, exit status.
+// TestCToolsAwk: -F, -v, printf, arrays, getline from a file and from a
+// command, system(), output pipes, exit status.
 func TestCToolsAwk(t *testing.T) {
 	sb := newSandbox(t)
 	mkdirs(t, sb, "/tmp/a")
@@ -106,6 +107,8 @@ func TestCToolsAwk(t *testing.T) {
 		{`echo 'foo bar' | awk '{gsub(/o/, "0"); sub(/^f/, "F"); print toupper(substr($0, 1, 3)), index($0, "bar")}'`, "F00 5\n"},
 		{`awk 'BEGIN {x = "a(b"; if (match("xa(b", "a\\(b")) print RSTART, RLENGTH}'`, "2 3\n"},
 		{`awk 'BEGIN { print 1/3 }' OFMT=%.2f; awk -v OFS=- 'BEGIN { $0 = "p q"; $1 = $1; print }'`, "0.333333\np-q\n"},
+		// Children through the runtime's process ABI (build/ctools/mawk_wasi.c).
+		{`awk 'BEGIN { r = system("echo hi; exit 3"); print "r=" r; print "b\na" | "sort"; close("sort"); "echo yo" | getline v; print v; while (("printf \"1\\n2\\n\"" | getline l) > 0) n += l; print n }'`, "hi\nr=3\na\nb\nyo\n3\n"},
 		{`awk '{'; echo $?`, "awk: line 2: missing } near end of file\n2\n"},
 		{`awk 'BEGIN { if (match("x", /a(/)) print }'; echo $?`, "awk: line 1: regular expression compile failed (missing ')')\na(\n2\n"},
 	} {
