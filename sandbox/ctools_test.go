@@ -141,6 +141,7 @@ func TestCToolsHostileRegex(t *testing.T) {
 	for _, script := range []string{
 		`grep -E '^(.*)(.*)(.*)(.*)\4\3\2\1$' /tmp/ab.txt`,
 		`sed -E 's/^(.*)(.*)(.*)(.*)\4\3\2\1$/x/' /tmp/ab.txt`,
+		`awk 'BEGIN { for (;;) x++ }'`,
 	} {
 		res, err := sb.Run(context.Background(), script)
 		if err != nil {
@@ -157,4 +158,18 @@ func TestCToolsHostileRegex(t *testing.T) {
 	wantEqual(t, res.Stderr, "grep: (standard input): exceeded PCRE's backtracking limit\n")
 	res = run(t, sb, `echo ok | grep -c ok`)
 	wantEqual(t, res.Stdout, "1\n")
+}
+
+// TestCToolsMemoryBomb: mawk doubling a string ends at the per-command
+// memory limit like any guest (status 137 and the runtime's message), and
+// the sandbox goes on.
+func TestCToolsMemoryBomb(t *testing.T) {
+	sb := newSandbox(t, WithTimeout(time.Minute), WithLimits(Limits{MemoryPerCommand: 32 << 20}))
+	res := run(t, sb, `awk 'BEGIN { s = "xxxxxxxxxxxxxxxx"; while (1) s = s s }'; echo "status $?"`)
+	wantEqual(t, res.Stdout, "status 137\n")
+	if !strings.Contains(res.Stderr, "memory limit (32 MiB) exceeded") {
+		t.Errorf("stderr %q; want the memory limit's message", res.Stderr)
+	}
+	res = run(t, sb, `echo ok | awk '{print}'`)
+	wantEqual(t, res.Stdout, "ok\n")
 }
