@@ -81,7 +81,7 @@ GREPSRC=$(ls -d "$WORK"/src/grep-*/)
 SEDSRC=$(ls -d "$WORK"/src/sed-*/)
 MAWKSRC=$(ls -d "$WORK"/src/mawk-*/)
 PCRE2SRC=$(ls -d "$WORK"/src/pcre2-*/)
-# The newest of the three changelogs: one date for every file.
+# The newest of the four changelogs: one date for every file.
 SOURCE_DATE_EPOCH=0
 for s in "$GREPSRC" "$SEDSRC" "$MAWKSRC" "$PCRE2SRC"; do
 	t=$(cd "$s" && dpkg-parsechangelog -STimestamp)
