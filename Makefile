@@ -11,6 +11,8 @@ LDFLAGS := -s -w -buildid= -checklinkname=0
 # modules of their own so that the others do not carry or initialise them;
 # shell is the bash interpreter (the live shell of every session).
 MODULES := coreutils jq awk shell net
+# The C tools' part of the command index (make ctools).
+CTOOLS_INDEX := wasm/ctools/commands.txt
 # Initial memory of the tool module in 64 KiB pages: about what the Go
 # runtime reaches while it initializes, so that instantiation allocates
 # once instead of growing (copying) the memory (see tools/wasmopt).
@@ -19,7 +21,7 @@ MIN_PAGES := 128
 GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file \
 	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq sqlite3
 
-.PHONY: all wasm wasm-head wasm-check python python-check posix-testdata posix-check test check golden
+.PHONY: all wasm wasm-head wasm-check python python-check posix-testdata posix-check ctools ctools-check test check golden
 
 all: wasm
 
@@ -27,7 +29,9 @@ all: wasm
 # post-link data-segment merge (tools/wasmopt) is deterministic. The index
 # (wasm/commands.txt: "NAME MODULE [ALIAS_OF]" lines, sorted) comes from a
 # native build of each program with the tag wasmbox_index, which makes it
-# print its part of the index (see cmd.Multicall).
+# print its part of the index (see cmd.Multicall), and from the C tools'
+# part (wasm/ctools/commands.txt, written by make ctools), whose names
+# replace the Go tools' lines of the same names.
 wasm:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	$(GO) build -o $$tmp/wasmopt ./tools/wasmopt; \
@@ -38,7 +42,7 @@ wasm:
 		$$tmp/$$m.index >> $$tmp/commands.txt; \
 		echo "built $(OUT)/$$m.wasm ($$(wc -c < $(OUT)/$$m.wasm) bytes)"; \
 	done; \
-	LC_ALL=C sort $$tmp/commands.txt > $(OUT)/commands.txt; \
+	awk 'NR == FNR { c[$$1] = 1; print; next } !($$1 in c)' $(CTOOLS_INDEX) $$tmp/commands.txt | LC_ALL=C sort > $(OUT)/commands.txt; \
 	dup=$$(cut -d' ' -f1 $(OUT)/commands.txt | uniq -d); \
 	if [ -n "$$dup" ]; then echo "commands in more than one module:" $$dup; exit 1; fi; \
 	echo "built $(OUT)/commands.txt ($$(wc -l < $(OUT)/commands.txt) names)"
@@ -88,6 +92,24 @@ posix-check:
 	build/posix/testdata.sh $$tmp; \
 	cmp -s $$tmp/forktest.wasm testdata/posix/forktest.wasm || { echo "testdata/posix/forktest.wasm differs from the rebuild: run make posix-testdata and commit"; exit 1; }; \
 	echo "testdata/posix/forktest.wasm is up to date"
+
+# GNU grep, GNU sed and mawk for wasm32-wasi (wasm/ctools/, embedded by
+# package wasm), from Debian's source packages with Debian's clang/lld 19
+# and wasi-libc (build/ctools/build.sh installs them with apt-get; it
+# needs root). Not part of `make wasm`: it takes minutes. Run make wasm
+# after it when wasm/ctools/commands.txt changed. ctools-check rebuilds
+# them and fails if a byte differs.
+CTOOLS_FILES := grep.wasm sed.wasm mawk.wasm commands.txt ctools.inputs
+
+ctools:
+	build/ctools/build.sh wasm/ctools
+
+ctools-check:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	build/ctools/build.sh $$tmp; \
+	for f in $(CTOOLS_FILES); do \
+		cmp -s $$tmp/$$f wasm/ctools/$$f || { echo "wasm/ctools/$$f differs from the rebuild: run make ctools and commit"; diff $$tmp/ctools.inputs wasm/ctools/ctools.inputs || true; exit 1; }; \
+	done; echo "wasm/ctools/ is up to date"
 
 test:
 	$(GO) test ./...

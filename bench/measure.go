@@ -692,6 +692,29 @@ func measureStartup(ctx context.Context, e *Env) ([]Row, error) {
 		cold = append(cold, seconds(d))
 	}
 	rows := []Row{row("cold compile of the tool module", Duration, cold, nil, "sandbox.NewEngine with the disk cache disabled")}
+	// Each module on its own: what the first use of its commands costs
+	// without the disk cache (NewEngine compiles only the shell and
+	// coreutils; the others are compiled on first use).
+	for _, name := range wasm.Modules() {
+		bin, _ := wasm.Module(name)
+		var ds []float64
+		for i := 0; i < n; i++ {
+			rt, err := runtime.New(ctx, runtime.Config{DisableCache: true})
+			if err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			_, err = rt.Compile(ctx, name, bin)
+			d := time.Since(start)
+			rt.Close(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("compile %s: %w", name, err)
+			}
+			ds = append(ds, seconds(d))
+		}
+		rows = append(rows, row("cold compile: "+name+" module", Duration, ds, nil,
+			fmt.Sprintf("%d bytes; runtime.Compile with the disk cache disabled", len(bin))))
+	}
 	if e.Binary == "" {
 		return rows, nil
 	}

@@ -123,6 +123,9 @@ func measureTools(ctx context.Context, e *Env) ([]Row, error) {
 		{name: "grep literal > file", script: "grep needle IN > OUT", native: []string{"sh", "-c", "grep needle IN > OUT"}, out: true},
 		{name: "grep -c regex", script: "grep -c 'ne[e]dle  *[a-k]' IN", native: []string{"grep", "-c", "ne[e]dle  *[a-k]", "IN"}},
 		{name: "grep -ic", script: "grep -ic NEEDLE IN", native: []string{"grep", "-ic", "NEEDLE", "IN"}},
+		// No line matches (grep exits 1): every line goes through the regex.
+		{name: "grep -cE '[0-9]+x'", script: "grep -cE '[0-9]+x' IN; test $? = 1", native: []string{"sh", "-c", "grep -cE '[0-9]+x' IN; test $? = 1"}, note: "no line matches"},
+		{name: "sed s/a/A/g > file", script: "sed s/a/A/g IN > OUT", native: []string{"sh", "-c", "sed s/a/A/g IN > OUT"}, out: true},
 		{name: "sort > file", script: "sort IN > OUT", native: []string{"sort", "-o", "OUT", "IN"}, out: true},
 		{name: "sort -n -k1,1 > file", script: "sort -n -k1,1 NUMS > OUT", native: []string{"sort", "-s", "-n", "-k1,1", "-o", "OUT", "NUMS"}, out: true, note: "ours is stable like sort -s"},
 		{name: "sha256sum", script: "sha256sum IN", native: []string{"sha256sum", "IN"}},

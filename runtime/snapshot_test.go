@@ -806,7 +806,7 @@ func runAll(t *testing.T, rt *runtime.Runtime, after func(i int)) {
 		args := map[string][]string{
 			wasm.CoreutilsModule: {"echo", "ok"},
 			wasm.JQModule:        {"jq", "-n", `"ok"`},
-			wasm.AWKModule:       {"awk", `BEGIN{print "ok"}`},
+			wasm.AWKModule:       {"gawk", `BEGIN{print "ok"}`}, // awk is mawk (wasm.MawkModule)
 		}[name]
 		r, err := h.run(ctx, cmd{args: args}, runtime.RunOptions{})
 		if err != nil || r.status != 0 || !strings.Contains(r.stdout, "ok") {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -146,7 +147,7 @@ func buildFromSource() (map[string][]byte, []Command, error) {
 	defer os.RemoveAll(dir)
 	bins := map[string][]byte{}
 	var index []byte
-	for _, m := range Modules() {
+	for _, m := range GoModules() {
 		wasmOut, nativeOut := filepath.Join(dir, m+".wasm"), filepath.Join(dir, m)
 		build := exec.Command("go", "build", "-buildmode=c-shared", "-ldflags=-checklinkname=0", "-o", wasmOut, "../tools/"+m)
 		build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
@@ -165,7 +166,19 @@ func buildFromSource() (map[string][]byte, []Command, error) {
 			return nil, nil, err
 		}
 	}
-	return bins, parseIndex(string(index)), nil
+	// The C tools are not built from tools/ (make ctools): the committed
+	// modules, and their index lines in place of the Go tools' (as make
+	// wasm merges them).
+	cmds := parseIndex(string(ctoolsIndex))
+	for _, m := range CModules() {
+		bins[m], _ = Module(m)
+	}
+	for _, c := range parseIndex(string(index)) {
+		if !slices.ContainsFunc(cmds, func(x Command) bool { return x.Name == c.Name }) {
+			cmds = append(cmds, c)
+		}
+	}
+	return bins, cmds, nil
 }
 
 // module returns the compiled module that runs argv0 (by its base name);

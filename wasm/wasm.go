@@ -14,11 +14,13 @@
 //	}
 //
 // The modules are Modules(): "coreutils" provides almost every command;
-// "jq" (gojq) and "awk" (GoAWK, also called gawk, mawk and nawk) are
-// separate because those engines are most of a module's size and their
-// package initialisation would otherwise run on every start of every
-// command; "net" is curl and wget, which alone link net/http; "shell" is the bash interpreter, the live shell of every
-// sandbox session (its wasmbox_session export) and sh, bash and dash.
+// "jq" (gojq) and "awk" (GoAWK, the gawk command) are separate because
+// those engines are most of a module's size and their package
+// initialisation would otherwise run on every start of every command;
+// "net" is curl and wget, which alone link net/http;
+// "shell" is the bash interpreter, the live shell of every sandbox session
+// (its wasmbox_session export) and sh, bash and dash; "grep", "sed" and
+// "mawk" are the C tools (CModules, see ctools.go).
 //
 // # Build
 //
@@ -78,7 +80,8 @@ const (
 	CoreutilsModule = "coreutils"
 	// JQModule provides jq.
 	JQModule = "jq"
-	// AWKModule provides awk and its aliases gawk, mawk and nawk.
+	// AWKModule is GoAWK: the gawk command (awk, mawk and nawk are
+	// MawkModule's).
 	AWKModule = "awk"
 	// ShellModule is the bash interpreter (tools/shell): the live shell of
 	// every sandbox session, and sh, bash and dash as commands.
@@ -94,6 +97,12 @@ func Coreutils() []byte { return coreutils }
 
 // Modules returns the names of the embedded modules, sorted.
 func Modules() []string {
+	return []string{AWKModule, CoreutilsModule, GrepModule, JQModule, MawkModule, NetModule, SedModule, ShellModule}
+}
+
+// GoModules returns the names of the Go tool modules (`make wasm`
+// builds tools/NAME for each), sorted.
+func GoModules() []string {
 	return []string{AWKModule, CoreutilsModule, JQModule, NetModule, ShellModule}
 }
 
@@ -111,6 +120,12 @@ func Module(name string) ([]byte, bool) {
 		return shellWasm, true
 	case NetModule:
 		return netWasm, true
+	case GrepModule:
+		return grepWasm, true
+	case SedModule:
+		return sedWasm, true
+	case MawkModule:
+		return mawkWasm, true
 	case PythonModule:
 		m, _, ok := Python()
 		return m, ok

@@ -22,13 +22,18 @@ func TestIndex(t *testing.T) {
 	if c, ok := Lookup("["); !ok || c.AliasOf != "test" {
 		t.Errorf(`Lookup("[") = %+v, %v; want an alias of test`, c, ok)
 	}
-	// The heavy commands have modules of their own.
+	// The heavy commands have modules of their own; grep, sed and awk are
+	// the C tools (one module, one behaviour per name), gawk is GoAWK.
 	for _, want := range []Command{
 		{Name: "jq", Module: JQModule},
-		{Name: "awk", Module: AWKModule},
 		{Name: "gawk", Module: AWKModule, AliasOf: "awk"},
-		{Name: "mawk", Module: AWKModule, AliasOf: "awk"},
-		{Name: "nawk", Module: AWKModule, AliasOf: "awk"},
+		{Name: "awk", Module: MawkModule},
+		{Name: "mawk", Module: MawkModule},
+		{Name: "nawk", Module: MawkModule},
+		{Name: "grep", Module: GrepModule},
+		{Name: "egrep", Module: GrepModule},
+		{Name: "fgrep", Module: GrepModule},
+		{Name: "sed", Module: SedModule},
 	} {
 		if c, ok := Lookup(want.Name); !ok || c != want {
 			t.Errorf("Lookup(%q) = %+v, %v; want %+v", want.Name, c, ok, want)
@@ -71,7 +76,7 @@ func TestIndex(t *testing.T) {
 // TestDataSegmentsMerged proves the committed modules went through
 // tools/wasmopt: the Go linker alone emits tens of thousands of segments.
 func TestDataSegmentsMerged(t *testing.T) {
-	for _, m := range Modules() {
+	for _, m := range GoModules() {
 		t.Run(m, func(t *testing.T) {
 			mod, _ := Module(m)
 			checkSegmentsMerged(t, mod)

@@ -1,0 +1,204 @@
+#!/bin/bash
+# build/ctools/build.sh OUTDIR: builds GNU grep, GNU sed and an awk for
+# wasm32-wasi from Debian's source packages with Debian's clang/lld 19 and
+# wasi-libc, and writes
+#   OUTDIR/grep.wasm     GNU grep (grep, egrep, fgrep)
+#   OUTDIR/sed.wasm      GNU sed
+#   OUTDIR/awk.wasm      the awk (see README.md for which and why)
+#   OUTDIR/ctools.inputs the source packages and toolchain they used
+# Run by `make ctools` (and `make ctools-check`); not part of `make wasm`.
+#
+# Each is a plain WASI command (_start); the runtime adds the sched_yield
+# import that its fuel metering calls (wasmbin.AddYieldImport).
+#
+# Reproducible: the build runs in a fixed directory (WORK) with fixed
+# SOURCE_DATE_EPOCH, locale and time zone, and -ffile-prefix-map.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$ROOT/build/ctools
+OUT=$(mkdir -p "${1:-$ROOT/wasm/ctools}" && cd "${1:-$ROOT/wasm/ctools}" && pwd)
+WORK=${CTOOLS_WORK:-/tmp/wasmbox-ctools-build}
+JOBS=${JOBS:-2}
+
+# The source packages (Debian 12, bookworm). A security update of one of
+# them makes apt-get source fail for the old version: update the pin here,
+# run make ctools and commit the result.
+GREP_VER=3.8-5
+SED_VER=4.9-1+deb12u1
+MAWK_VER=1.3.4.20200120-3.1
+PCRE2_VER=10.42-1
+TOOLCHAIN_PKGS="clang-19 lld-19 llvm-19 wasi-libc libclang-rt-19-dev-wasm32"
+BUILD_PKGS="dpkg-dev make patch"
+
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+export LC_ALL=C TZ=UTC
+unset CFLAGS CPPFLAGS LDFLAGS LIBS MAKEFLAGS MFLAGS CC
+start=$(date +%s)
+
+log() { echo "ctools: $*" >&2; }
+
+# clang-19 runs binaryen's wasm-opt on what it links for wasm32 whenever it
+# finds one on PATH, which gives other bytes than the recorded build.
+if command -v wasm-opt >/dev/null; then
+	log "wasm-opt ($(command -v wasm-opt)) is on PATH: clang-19 would run it on the modules, which then differ from the recorded build; remove binaryen or take it off PATH"
+	exit 1
+fi
+
+# --- packages -------------------------------------------------------------
+if ! grep -rqs 'deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+	. /etc/os-release
+	log "adding a deb-src entry for $VERSION_CODENAME"
+	cat > /etc/apt/sources.list.d/wasmbox-src.sources <<SRC
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: $VERSION_CODENAME $VERSION_CODENAME-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://deb.debian.org/debian-security
+Suites: $VERSION_CODENAME-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+fi
+if [ -z "${CTOOLS_NO_APT:-}" ]; then
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $TOOLCHAIN_PKGS $BUILD_PKGS >/dev/null
+fi
+
+# --- sources ----------------------------------------------------------------
+rm -rf "$WORK"
+mkdir -p "$WORK/src" "$WORK/bin"
+cd "$WORK/src"
+apt-get source -qq "grep=$GREP_VER" "sed=$SED_VER" "mawk=$MAWK_VER" "pcre2=$PCRE2_VER" >/dev/null 2>&1 || {
+	log "apt-get source failed: are the pinned versions (build/ctools/build.sh) still in the archive?"
+	apt-cache policy grep sed mawk libpcre2-8-0 >&2 || true
+	exit 1
+}
+GREPSRC=$(ls -d "$WORK"/src/grep-*/)
+SEDSRC=$(ls -d "$WORK"/src/sed-*/)
+MAWKSRC=$(ls -d "$WORK"/src/mawk-*/)
+PCRE2SRC=$(ls -d "$WORK"/src/pcre2-*/)
+# The newest of the four changelogs: one date for every file.
+SOURCE_DATE_EPOCH=0
+for s in "$GREPSRC" "$SEDSRC" "$MAWKSRC" "$PCRE2SRC"; do
+	t=$(cd "$s" && dpkg-parsechangelog -STimestamp)
+	[ "$t" -gt "$SOURCE_DATE_EPOCH" ] && SOURCE_DATE_EPOCH=$t
+done
+export SOURCE_DATE_EPOCH
+for tool in grep sed mawk; do
+	src=$(ls -d "$WORK"/src/$tool-*/)
+	for p in "$HERE"/patches/$tool-*.patch; do
+		[ -e "$p" ] || continue
+		log "applying $(basename "$p")"
+		patch -d "$src" -p1 -s < "$p"
+	done
+done
+# Debian's patches (and ours) leave some inputs of the autotools newer
+# than their outputs (make would run automake): one time for every file.
+find "$GREPSRC" "$SEDSRC" "$MAWKSRC" "$PCRE2SRC" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+
+# --- toolchain --------------------------------------------------------------
+# Debian's wasi-libc installs its headers and libraries under
+# /usr/{include,lib}/wasm32-wasi, which is a sysroot of /usr for clang.
+cat > "$WORK/bin/cc" <<CC
+#!/bin/sh
+exec /usr/bin/clang-19 --target=wasm32-wasi --sysroot=/usr -ffile-prefix-map=$WORK=/build "\$@"
+CC
+chmod +x "$WORK/bin/cc"
+CC=$WORK/bin/cc
+AR=/usr/bin/llvm-ar-19
+RANLIB=/usr/bin/llvm-ranlib-19
+# WASI has no signals, process clocks, getpid or mmap; wasi-libc emulates
+# what the tools use of them (signal() for SIGPIPE, clock(), getpid(),
+# anonymous mmap).
+EMU="-D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_PROCESS_CLOCKS -D_WASI_EMULATED_GETPID -D_WASI_EMULATED_MMAN"
+EMULIBS="-lwasi-emulated-signal -lwasi-emulated-process-clocks -lwasi-emulated-getpid -lwasi-emulated-mman"
+OPT="-O2 -g0"
+$CC $OPT -c "$HERE/wasi_compat.c" -o "$WORK/wasi_compat.o"
+COMPAT="$WORK/wasi_compat.o"
+
+# What configure cannot find out by running a program (it cross-compiles)
+# or finds missing although the tools never reach it (see README.md).
+GNULIB_CACHE="ac_cv_func_pipe=yes ac_cv_func_dup=yes ac_cv_func_dup2=yes gl_cv_func_dup2_works=yes
+	ac_cv_func_getdtablesize=yes ac_cv_have_decl_getdtablesize=yes
+	gl_cv_func_setlocale_null_all_mtsafe=yes gl_cv_func_setlocale_null_one_mtsafe=yes"
+HOST="--host=wasm32-unknown-wasi --build=x86_64-linux-gnu"
+
+# gnu_build DIR CONFIGURE_ARGS...: configure and build a gnulib package;
+# the compat declarations go at the end of its config.h.
+gnu_build() {
+	local dir=$1; shift
+	(cd "$dir" &&
+		CC=$CC AR=$AR RANLIB=$RANLIB CFLAGS="$OPT $EMU" LDFLAGS="$EMULIBS" LIBS="$COMPAT" \
+			./configure -q $HOST --disable-nls --disable-threads "$@" $GNULIB_CACHE >"$WORK/$(basename "$dir").configure.log" 2>&1 &&
+		cat "$HERE/wasi_compat.h" >> config.h) || {
+		tail -40 "$WORK/$(basename "$dir").configure.log"; log "$dir: configure failed"; exit 1; }
+}
+# mk DIR TARGET...: make in DIR, its log in WORK.
+mk() {
+	local dir=$1; shift
+	make -s -j"$JOBS" -C "$dir" "$@" >>"$WORK/make.log" 2>&1 || {
+		tail -40 "$WORK/make.log"; log "make -C $dir $*: failed"; exit 1; }
+}
+
+# --- PCRE2, for grep -P -------------------------------------------------------
+# The library's files as its NON-AUTOTOOLS-BUILD lists them, with the
+# generic config.h and character tables (no JIT: it emits machine code;
+# pcre2_jit_compile.c then only has the entry points, which fail).
+log "pcre2"
+PCRE2=$WORK/pcre2
+mkdir -p "$PCRE2/include" "$PCRE2/obj"
+cp "$PCRE2SRC/src/config.h.generic" "$PCRE2SRC/src/config.h"
+cp "$PCRE2SRC/src/pcre2.h.generic" "$PCRE2/include/pcre2.h"
+cp "$PCRE2SRC/src/pcre2_chartables.c.dist" "$PCRE2SRC/src/pcre2_chartables.c"
+for f in auto_possess chartables compile config context convert dfa_match error extuni find_bracket \
+	jit_compile maketables match match_data newline ord2utf pattern_info script_run serialize string_utils study \
+	substitute substring tables ucd valid_utf xclass; do
+	$CC $OPT -DHAVE_CONFIG_H -DPCRE2_CODE_UNIT_WIDTH=8 -DPCRE2_STATIC -DSUPPORT_UNICODE -DHAVE_MEMMOVE \
+		-I"$PCRE2/include" -c "$PCRE2SRC/src/pcre2_$f.c" -o "$PCRE2/obj/pcre2_$f.o"
+done
+$AR rcsD "$PCRE2/libpcre2-8.a" "$PCRE2"/obj/*.o
+
+# --- GNU grep ---------------------------------------------------------------
+log "grep"
+gnu_build "$GREPSRC" --without-libsigsegv --enable-perl-regexp \
+	PCRE_CFLAGS="-I$PCRE2/include -DPCRE2_STATIC" PCRE_LIBS="$PCRE2/libpcre2-8.a"
+mk "$GREPSRC/lib"
+mk "$GREPSRC/src" grep
+/usr/bin/llvm-strip-19 -o "$OUT/grep.wasm" "$GREPSRC/src/grep"
+
+# --- GNU sed ----------------------------------------------------------------
+log "sed"
+# No fchmod in WASI: gnulib's copy_acl then uses chmod (wasi_compat.c).
+gnu_build "$SEDSRC" --disable-acl --without-selinux ac_cv_func_fchmod=no
+mk "$SEDSRC" sed/sed
+/usr/bin/llvm-strip-19 -o "$OUT/sed.wasm" "$SEDSRC/sed/sed"
+
+# --- mawk -------------------------------------------------------------------
+log "mawk"
+# Its children (system(), pipes) go through the runtime's process ABI
+# (mawk_wasi.c, patches/mawk-wasi-pipes.patch): configure is told that
+# fork, pipe and wait exist, which makes it use "real pipes".
+$CC $OPT -c "$HERE/mawk_wasi.c" -o "$WORK/mawk_wasi.o"
+(cd "$MAWKSRC" &&
+	CC=$CC CFLAGS="$OPT $EMU" LDFLAGS="-lwasi-emulated-signal" LIBS="$COMPAT $WORK/mawk_wasi.o" \
+		./configure -q $HOST ac_cv_func_fork=yes ac_cv_func_pipe=yes ac_cv_func_wait=yes >"$WORK/mawk.configure.log" 2>&1) || {
+	tail -40 "$WORK/mawk.configure.log"; log "mawk: configure failed"; exit 1; }
+mk "$MAWKSRC" mawk
+/usr/bin/llvm-strip-19 -o "$OUT/mawk.wasm" "$MAWKSRC/mawk"
+
+# --- the index: the command names of these modules ---------------------------
+# (make wasm merges it into wasm/commands.txt, see package wasm)
+printf '%s\n' "awk mawk" "egrep grep" "fgrep grep" "grep grep" "mawk mawk" "nawk mawk" "sed sed" > "$OUT/commands.txt"
+
+# --- inputs -------------------------------------------------------------------
+{
+	echo "# The inputs of the modules of wasm/ctools (build/ctools/build.sh)."
+	(cd "$WORK/src" && sha256sum *.dsc)
+	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
+	(cd "$ROOT" && sha256sum build/ctools/build.sh build/ctools/wasi_compat.[ch] build/ctools/mawk_wasi.c $(ls build/ctools/patches/*.patch 2>/dev/null))
+} > "$OUT/ctools.inputs"
+log "built $(cd "$OUT" && for f in *.wasm; do printf '%s (%s bytes) ' "$f" "$(wc -c < "$f")"; done)in $(( $(date +%s) - start ))s"

@@ -1,0 +1,175 @@
+package sandbox
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The C tools (GNU grep, GNU sed, mawk: wasm/ctools, build/ctools) as a
+// script sees them: the names resolve to them, and they behave as the
+// Debian programs do in the cases below (each expectation checked
+// against Debian 12's grep 3.8, sed 4.9 and mawk 1.3.4 on the host).
+
+func mkdirs(t *testing.T, sb *Sandbox, dir string) {
+	t.Helper()
+	if err := sb.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCToolsNames: grep, egrep, fgrep, sed, awk, mawk and nawk are the C
+// programs; gawk is GoAWK.
+func TestCToolsNames(t *testing.T) {
+	sb := newSandbox(t)
+	res := run(t, sb, `grep --version | head -n1; egrep --version | head -n1; fgrep -V | head -n1; sed --version | head -n1
+awk -W version 2>&1 | head -n1 | cut -d' ' -f1-2; mawk -W version 2>&1 | head -n1 | cut -d' ' -f1; nawk -W version 2>&1 | head -n1 | cut -d' ' -f1
+gawk --version | grep -o GoAWK`)
+	wantEqual(t, res.Stdout, "grep (GNU grep) 3.8\ngrep (GNU grep) 3.8\ngrep (GNU grep) 3.8\nsed (GNU sed) 4.9\nmawk 1.3.4\nmawk\nmawk\nGoAWK\n")
+}
+
+// TestCToolsGrep: exit statuses, options and regular-expression corners.
+func TestCToolsGrep(t *testing.T) {
+	sb := newSandbox(t)
+	mkdirs(t, sb, "/tmp/g/sub")
+	if err := sb.WriteFile("/tmp/g/a.txt", []byte("apple pie\nBanana split\ncherry 42x\nabcabc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.WriteFile("/tmp/g/sub/b.txt", []byte("apple juice\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.WriteFile("/tmp/g/z.bin", []byte("one\x00two apple\x00three\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ script, out string }{
+		{`grep apple a.txt; echo $?`, "apple pie\n0\n"},
+		{`grep nothing a.txt; echo $?`, "1\n"},
+		{`grep apple missing.txt; echo $?`, "grep: missing.txt: No such file or directory\n2\n"},
+		{`grep -q apple missing.txt a.txt; echo $?`, "grep: missing.txt: No such file or directory\n0\n"}, // -q: a match wins over an error
+		{`grep 'a[' a.txt; echo $?`, "grep: Invalid regular expression\n2\n"},
+		{`grep -in banana a.txt`, "2:Banana split\n"},
+		{`grep -o '[0-9]\+x' a.txt`, "42x\n"},
+		{`grep -cE '[0-9]+x' a.txt`, "1\n"},
+		{`grep -E '^(abc)\1$' a.txt`, "abcabc\n"},        // a back-reference
+		{`grep -E 'a{2}|c{1,2}h' a.txt`, "cherry 42x\n"}, // intervals
+		{`grep '[[:upper:]]' a.txt`, "Banana split\n"},   // classes
+		{`grep -w 'pie' a.txt; grep -x 'abcabc' a.txt`, "apple pie\nabcabc\n"},
+		{`grep -oP '\d+(?=x)' a.txt`, "42\n"}, // PCRE: -P
+		{`egrep 'pie|split' a.txt | wc -l; fgrep 'a[' a.txt; echo $?`, "2\n1\n"},
+		{`grep -r apple . | sort`, "grep: ./z.bin: binary file matches\n./a.txt:apple pie\n./sub/b.txt:apple juice\n"},
+		{`grep -rl --include='*.txt' apple | sort`, "a.txt\nsub/b.txt\n"},
+		{`grep -z apple z.bin | tr '\0' '\n'`, "two apple\n"},
+		{`grep -c apple z.bin`, "1\n"},
+		{`grep apple z.bin`, "grep: z.bin: binary file matches\n"},
+		{`printf 'x\ny\n' | grep -v x`, "y\n"},
+	} {
+		res := run(t, sb, "cd /tmp/g && { "+c.script+"; } 2>&1")
+		if res.Stdout != c.out {
+			t.Errorf("%s:\n got %q\nwant %q", c.script, res.Stdout, c.out)
+		}
+	}
+}
+
+// TestCToolsSedInPlace: sed -i rewrites a file of the sandbox's
+// filesystem in place and keeps its mode (WASI has no permission bits:
+// the patched sed asks the host, build/ctools/patches/sed-inplace-mode.patch).
+func TestCToolsSedInPlace(t *testing.T) {
+	sb := newSandbox(t)
+	mkdirs(t, sb, "/tmp/s")
+	if err := sb.WriteFile("/tmp/s/run.sh", []byte("echo alpha\necho beta\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.WriteFile("/tmp/s/notes", []byte("a\nb\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, sb, `cd /tmp/s && sed -i 's/alpha/ALPHA/' run.sh && sed -i.bak -e '1d' notes && ./run.sh && cat notes notes.bak && stat -c '%a %n' run.sh notes && ls`)
+	wantEqual(t, res.Stderr, "")
+	wantEqual(t, res.Stdout, "ALPHA\nbeta\nb\na\nb\n755 run.sh\n640 notes\nnotes\nnotes.bak\nrun.sh\n")
+	res = run(t, sb, `sed -n '2{p;q}' /tmp/s/run.sh; printf 'a.b\n' | sed -E 's/(a)\.(b)/\2\1/'; printf 'x\n' | sed 'y/x/y/;s/y/&&/'; sed -i s/a/b/ /tmp/s/none; echo $?`)
+	wantEqual(t, res.Stdout, "echo beta\nba\nyy\n2\n")
+	wantEqual(t, res.Stderr, "sed: can't read /tmp/s/none: No such file or directory\n")
+}
+
+// TestCToolsAwk: -F, -v, printf, arrays, getline from a file and from a
+// command, system(), output pipes, exit status.
+func TestCToolsAwk(t *testing.T) {
+	sb := newSandbox(t)
+	mkdirs(t, sb, "/tmp/a")
+	if err := sb.WriteFile("/tmp/a/d.csv", []byte("x,1\ny,2\nx,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ script, out string }{
+		{`awk -F, '{s[$1]+=$2} END {for (k in s) print k, s[k]}' d.csv | sort`, "x 4\ny 2\n"},
+		{`awk -F, -v m=2 '$2 >= m {printf "%-3s|%5.2f|%d|%c|%x\n", $1, $2, $2*10, 65+$2, 255}' d.csv`, "y  | 2.00|20|C|ff\nx  | 3.00|30|D|ff\n"},
+		{`awk 'BEGIN {while ((getline l < "d.csv") > 0) n++; print n; exit 3}'; echo $?`, "3\n3\n"},
+		{`echo 'a b c' | awk '{$2 = "X"; print; print NF, $NF, length($0)}'`, "a X c\n3 c 5\n"},
+		{`echo 'foo bar' | awk '{gsub(/o/, "0"); sub(/^f/, "F"); print toupper(substr($0, 1, 3)), index($0, "bar")}'`, "F00 5\n"},
+		{`awk 'BEGIN {x = "a(b"; if (match("xa(b", "a\\(b")) print RSTART, RLENGTH}'`, "2 3\n"},
+		{`awk 'BEGIN { print 1/3 }' OFMT=%.2f; awk -v OFS=- 'BEGIN { $0 = "p q"; $1 = $1; print }'`, "0.333333\np-q\n"},
+		// Children through the runtime's process ABI (build/ctools/mawk_wasi.c).
+		{`awk 'BEGIN { r = system("echo hi; exit 3"); print "r=" r; print "b\na" | "sort"; close("sort"); "echo yo" | getline v; print v; while (("printf \"1\\n2\\n\"" | getline l) > 0) n += l; print n }'`, "hi\nr=3\na\nb\nyo\n3\n"},
+		{`awk '{'; echo $?`, "awk: line 2: missing } near end of file\n2\n"},
+		{`awk 'BEGIN { if (match("x", /a(/)) print }'; echo $?`, "awk: line 1: regular expression compile failed (missing ')')\na(\n2\n"},
+	} {
+		res := run(t, sb, "cd /tmp/a && { "+c.script+"; } 2>&1")
+		if res.Stdout != c.out {
+			t.Errorf("%s:\n got %q\nwant %q", c.script, res.Stdout, c.out)
+		}
+	}
+}
+
+// TestCToolsHostileRegex: a back-reference pattern whose matching is
+// exponential in the line's length (GNU grep takes minutes natively on
+// this line) is killed at the run's deadline like any other guest: the
+// C modules are metered (their loops reach sched_yield), so the kill
+// needs no help from the program. The sandbox stays usable.
+func TestCToolsHostileRegex(t *testing.T) {
+	sb := newSandbox(t, WithTimeout(2*time.Second))
+	if err := sb.WriteFile("/tmp/ab.txt", []byte(strings.Repeat("ab", 2000)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	watchdog := time.AfterFunc(time.Minute, func() {
+		select {
+		case <-done:
+		default:
+			panic("grep with a hostile regular expression outlived its 2s deadline by a minute")
+		}
+	})
+	defer watchdog.Stop()
+	for _, script := range []string{
+		`grep -E '^(.*)(.*)(.*)(.*)\4\3\2\1$' /tmp/ab.txt`,
+		`sed -E 's/^(.*)(.*)(.*)(.*)\4\3\2\1$/x/' /tmp/ab.txt`,
+		`awk 'BEGIN { for (;;) x++ }'`,
+	} {
+		res, err := sb.Run(context.Background(), script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ErrorClass != ClassTimeout || res.ExitCode != 124 {
+			t.Errorf("%s: %+v; want a TIMEOUT", script, res)
+		}
+	}
+	close(done)
+	// PCRE2 bounds its backtracking by itself: grep -P reports it.
+	res := run(t, sb, `printf 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\n' | grep -P '^(a|aa|aaa)+$'; echo $?`)
+	wantEqual(t, res.Stdout, "2\n")
+	wantEqual(t, res.Stderr, "grep: (standard input): exceeded PCRE's backtracking limit\n")
+	res = run(t, sb, `echo ok | grep -c ok`)
+	wantEqual(t, res.Stdout, "1\n")
+}
+
+// TestCToolsMemoryBomb: mawk doubling a string ends at the per-command
+// memory limit like any guest (status 137 and the runtime's message), and
+// the sandbox goes on.
+func TestCToolsMemoryBomb(t *testing.T) {
+	sb := newSandbox(t, WithTimeout(time.Minute), WithLimits(Limits{MemoryPerCommand: 32 << 20}))
+	res := run(t, sb, `awk 'BEGIN { s = "xxxxxxxxxxxxxxxx"; while (1) s = s s }'; echo "status $?"`)
+	wantEqual(t, res.Stdout, "status 137\n")
+	if !strings.Contains(res.Stderr, "memory limit (32 MiB) exceeded") {
+		t.Errorf("stderr %q; want the memory limit's message", res.Stderr)
+	}
+	res = run(t, sb, `echo ok | awk '{print}'`)
+	wantEqual(t, res.Stdout, "ok\n")
+}

@@ -1,0 +1,47 @@
+package wasm
+
+import _ "embed"
+
+// The C tools: GNU grep, GNU sed and mawk for wasm32-wasi (wasm/ctools,
+// built by `make ctools` from Debian's source packages, see
+// build/ctools). They are plain WASI commands (_start), not multi-call Go
+// reactors: each module is one program, started afresh for every run
+// (a few milliseconds of C start-up, no snapshot). Their lines of the
+// command index (wasm/ctools/commands.txt, which `make wasm` merges into
+// commands.txt in place of the Go tools' lines for the same names) give
+// them grep, egrep, fgrep, sed, awk, mawk and nawk; the Go tools of those
+// names stay in the coreutils module for its native tests, unreachable by
+// name, and GoAWK stays reachable as gawk (its gawk extensions). mawk's
+// system() and pipes run sandbox commands through the runtime's process
+// ABI (build/ctools/mawk_wasi.c).
+var (
+	//go:embed ctools/grep.wasm
+	grepWasm []byte
+	//go:embed ctools/sed.wasm
+	sedWasm []byte
+	//go:embed ctools/mawk.wasm
+	mawkWasm []byte
+	// ctoolsIndex is their part of commands.txt (make wasm merges it).
+	//go:embed ctools/commands.txt
+	ctoolsIndex []byte
+)
+
+// The module names of the C tools (see Module).
+const (
+	// GrepModule is GNU grep (grep; egrep and fgrep run it as grep -E
+	// and grep -F, as Debian's scripts of those names do).
+	GrepModule = "grep"
+	// SedModule is GNU sed.
+	SedModule = "sed"
+	// MawkModule is mawk: awk, mawk and nawk.
+	MawkModule = "mawk"
+)
+
+// CModules returns the names of the C tool modules, sorted. They are
+// among Modules, but are built by `make ctools`, not by `make wasm`.
+func CModules() []string { return []string{GrepModule, MawkModule, SedModule} }
+
+// IsCModule reports whether name is one of CModules.
+func IsCModule(name string) bool {
+	return name == GrepModule || name == SedModule || name == MawkModule
+}
