@@ -66,7 +66,7 @@ func TestServe(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 204 {
 		t.Fatalf("put: %v %v", err, resp)
 	}
-	code, body = post("/v1/sessions/"+sess.ID+"/run", `{"script":"cat /home/user/in.txt; echo done > /home/user/out.txt; exit 3","timeout_ms":20000}`)
+	code, body = post("/v1/sessions/"+sess.ID+"/run", `{"script":"cat /home/user/in.txt; echo done > /home/user/out.txt; exit 3","timeout_ms":300000}`)
 	var res map[string]any
 	if json.Unmarshal(body, &res); code != 200 || res["stdout"] != "from the client\n" || res["exit_code"] != 3.0 || res["error_class"] != "" {
 		t.Fatalf("run: %d %s", code, body)
@@ -85,8 +85,9 @@ func TestServe(t *testing.T) {
 		t.Fatalf("timeout run: %d %s", code, body)
 	}
 	// The session's network: --allow-net of serve; the requests are in
-	// the result's "network".
-	code, body = post("/v1/sessions/"+sess.ID+"/run", `{"script":"curl -sS https://example.com/; echo rc=$?","timeout_ms":20000}`)
+	// the result's "network". The first curl compiles net.wasm inside
+	// the run's deadline: the timeout is generous for a loaded machine.
+	code, body = post("/v1/sessions/"+sess.ID+"/run", `{"script":"curl -sS https://example.com/; echo rc=$?","timeout_ms":300000}`)
 	var netRes struct {
 		Stdout, Stderr string
 		Network        []struct {
