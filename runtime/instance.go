@@ -162,6 +162,11 @@ func (in *Instance) callCtx(ctx context.Context) context.Context {
 	if in.r.ownWASI {
 		cctx = preview1.WithState(cctx, in.opts.WASI)
 	}
+	b := in.opts.Budget
+	if b == nil {
+		b = in.r.budget
+	}
+	cctx = context.WithValue(cctx, forkEnvKey{}, &forkEnv{r: in.r, m: in.m, limit: in.opts.MemoryLimit, budget: b})
 	return cctx
 }
 

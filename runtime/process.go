@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero"
@@ -110,6 +111,7 @@ type procTable struct {
 	mu    sync.Mutex
 	procs map[*process]struct{}
 	wg    sync.WaitGroup
+	pids  atomic.Uint32 // the last pid given (ForkABI); the run's instance is 1
 }
 
 type procTableKey struct{}
@@ -118,7 +120,32 @@ type procTableKey struct{}
 // stops and waits for whatever it still runs.
 func withProcs(ctx context.Context) (context.Context, func()) {
 	t := &procTable{procs: map[*process]struct{}{}}
+	t.pids.Store(1)
 	return context.WithValue(ctx, procTableKey{}, t), t.stop
+}
+
+// admit registers a new forked child under ctx, with a pid of its own and
+// a context that its cancel ends; nil when MaxProcesses children run. Its
+// goroutine calls done when it has ended.
+func (t *procTable) admit(ctx context.Context) (*process, uint32, context.Context) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.procs) >= MaxProcesses {
+		return nil, 0, nil
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	p := &process{cancel: cancel, exited: make(chan struct{})}
+	t.procs[p] = struct{}{}
+	t.wg.Add(1)
+	return p, t.pids.Add(1), pctx
+}
+
+// done unregisters a child that admit registered.
+func (t *procTable) done(p *process) {
+	t.mu.Lock()
+	delete(t.procs, p)
+	t.mu.Unlock()
+	t.wg.Done()
 }
 
 func (t *procTable) stop() {
@@ -177,6 +204,17 @@ func (p *process) TryRead(b []byte) (int, error) {
 // blocking).
 func (p *process) Read(b []byte) (int, error) {
 	<-p.exited
+	return p.TryRead(b)
+}
+
+// ReadContext is Read that gives up when ctx is done (a blocking read of a
+// guest that its run's end kills).
+func (p *process) ReadContext(ctx context.Context, b []byte) (int, error) {
+	select {
+	case <-p.exited:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 	return p.TryRead(b)
 }
 

@@ -140,6 +140,7 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	}
 	// Children of the process ABI never outlive the run.
 	cctx, stopProcs := withProcs(cctx)
+	cctx = context.WithValue(cctx, forkEnvKey{}, &forkEnv{r: r, m: m, limit: limit, budget: b})
 	defer stopProcs()
 
 	if snap != nil {

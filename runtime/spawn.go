@@ -11,6 +11,8 @@ import (
 	"github.com/wasmbox/wasmbox/third_party/wazero"
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
+
+	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
 
 // SpawnModuleName is the name of the host module with the spawn call.
@@ -185,7 +187,7 @@ func containsNUL(s string) bool {
 
 func newSpawnModule(r wazero.Runtime) wazero.HostModuleBuilder {
 	i32 := api.ValueTypeI32
-	return addCwdFunction(newCallFunctions(newProcessFunctions(addMetaFunctions(r.NewHostModuleBuilder(SpawnModuleName))))).
+	return addForkFunctions(addCwdFunction(newCallFunctions(newProcessFunctions(addMetaFunctions(r.NewHostModuleBuilder(SpawnModuleName)))))).
 		NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(spawnHost), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("req_ptr", "req_len", "status_ptr").
@@ -224,6 +226,14 @@ func spawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr ui
 	if s == nil {
 		return ErrnoAcces
 	}
+	if st := preview1.StateFrom(ctx); st != nil {
+		// The child's streams are what the caller's descriptors 0, 1
+		// and 2 refer to now: after a dup2, a pipe or a file (exec in a
+		// forked child of a pipeline, see ForkABI).
+		stdio, release := lendStdio(st, req.StdinNull)
+		defer release()
+		req.Stdio = stdio
+	}
 	status, err := s.Spawn(ctx, req)
 	if ctx.Err() != nil {
 		// The caller's run is being killed (Ctrl-C, a deadline), which
@@ -256,4 +266,30 @@ func spawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr ui
 		return ErrnoFault
 	}
 	return ErrnoSuccess
+}
+
+// lendStdio lends the caller's descriptors 0, 1 and 2 to a spawn child; a
+// descriptor that is not open (or stdin with stdinNull) gives none.
+func lendStdio(st *preview1.State, stdinNull bool) (*Stdio, func()) {
+	stdio := &Stdio{}
+	var releases []func()
+	if !stdinNull {
+		if r, rel, err := st.LendReader(0); err == nil {
+			stdio.Stdin = r
+			releases = append(releases, rel)
+		}
+	}
+	if w, rel, err := st.LendWriter(1); err == nil {
+		stdio.Stdout = w
+		releases = append(releases, rel)
+	}
+	if w, rel, err := st.LendWriter(2); err == nil {
+		stdio.Stderr = w
+		releases = append(releases, rel)
+	}
+	return stdio, func() {
+		for _, r := range releases {
+			r()
+		}
+	}
 }

@@ -137,7 +137,13 @@ func (s *State) readStream(ctx context.Context, e *entry, b []byte) (int, Errno)
 			}
 		}
 	}
-	n, err := e.r.Read(b)
+	var n int
+	var err error
+	if cr, ok := e.r.(contextReader); ok {
+		n, err = cr.ReadContext(ctx, b)
+	} else {
+		n, err = e.r.Read(b)
+	}
 	return s.streamResult(ctx, n, err)
 }
 
@@ -229,6 +235,8 @@ func (s *State) writeStream(ctx context.Context, e *entry, b []byte) (int, Errno
 		if err == wasi.ErrWouldBlock {
 			return 0, ErrnoAgain
 		}
+	} else if cw, ok := e.w.(contextWriter); ok {
+		n, err = cw.WriteContext(ctx, b)
 	} else {
 		n, err = e.w.Write(b)
 	}

@@ -1,0 +1,64 @@
+/* Internals of libwasmbox_posix shared by its files (build/posix/README.md). */
+#ifndef WASMBOX_POSIX_INTERNAL_H
+#define WASMBOX_POSIX_INTERNAL_H
+
+#include <stdint.h>
+#include <setjmp.h>
+
+/* Binaryen's Asyncify turns calls of these imports into calls of the
+ * functions it adds (asyncify.sh runs it). */
+#define ASYNCIFY(name) __attribute__((import_module("asyncify"), import_name(#name)))
+ASYNCIFY(start_unwind) void asyncify_start_unwind(void *data);
+ASYNCIFY(stop_unwind) void asyncify_stop_unwind(void);
+ASYNCIFY(start_rewind) void asyncify_start_rewind(void *data);
+ASYNCIFY(stop_rewind) void asyncify_stop_rewind(void);
+
+/* Asyncify's data: the next byte to use and the end of the buffer. */
+struct wb_async {
+	unsigned char *cur, *end;
+};
+
+/* What unwound the stack to the trampoline (wb_op) and what the rewind
+ * that follows returns to (wb_rewind). */
+enum { WB_NONE, WB_SETJMP, WB_LONGJMP, WB_FORK };
+extern volatile int __wb_op, __wb_rewind;
+extern struct wb_async __wb_hdr;
+extern __wasmbox_jmp_buf *volatile __wb_target;
+extern volatile int __wb_payload;
+extern volatile int __wb_fork_result, __wb_fork_errno;
+extern volatile uint32_t __wb_fork_pid, __wb_fork_handle;
+
+/* The unwind area of longjmp and fork. */
+#ifndef WASMBOX_SCRATCH
+#define WASMBOX_SCRATCH (64 * 1024)
+#endif
+extern unsigned char __wb_scratch[WASMBOX_SCRATCH];
+
+/* sp.s */
+uint32_t __wb_get_sp(void);
+void __wb_set_sp(uint32_t);
+
+/* start.c */
+int __wb_loop(void);
+void __wb_fatal(const char *msg, unsigned long n);
+/* fork.c; weak: linked only with fork */
+void __wb_do_fork(void) __attribute__((weak));
+
+/* Host calls (module "wasmbox"): a WASI errno each. */
+#define WASMBOX(name) __attribute__((import_module("wasmbox"), import_name(#name)))
+WASMBOX(fork) uint32_t __wb_host_fork(uint32_t *ret);
+WASMBOX(proc_self) uint32_t __wb_host_proc_self(uint32_t *ret);
+WASMBOX(fd_dup) uint32_t __wb_host_fd_dup(uint32_t fd, uint32_t min, uint32_t *ret);
+WASMBOX(fd_dup2) uint32_t __wb_host_fd_dup2(uint32_t oldfd, uint32_t newfd);
+WASMBOX(pipe) uint32_t __wb_host_pipe(uint32_t *fds);
+WASMBOX(proc_kill) uint32_t __wb_host_proc_kill(uint32_t pfd, uint32_t sig);
+WASMBOX(spawn) uint32_t __wb_host_spawn(const char *req, uint32_t len, uint32_t *status);
+
+/* wait.c: the children of this process. */
+void __wb_child_add(int pid, int handle);
+void __wb_children_forget(void);
+int __wb_child_handle(int pid);
+/* proc.c */
+void __wb_forget_pid(void);
+
+#endif

@@ -1,0 +1,127 @@
+/* getpid, getppid, kill, pipe, dup, dup2, fcntl(F_DUPFD) over the host's
+ * calls (see README.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <unistd.h>
+#include <wasi/api.h>
+#include "internal.h"
+
+static uint32_t self[2]; /* pid, ppid; 0 until asked */
+
+void __wb_forget_pid(void) { self[0] = self[1] = 0; }
+
+static int ask_self(void) {
+	if (self[0] == 0) {
+		uint32_t e = __wb_host_proc_self(self);
+		if (e) {
+			errno = (int)e;
+			self[0] = self[1] = 0;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+pid_t getpid(void) { return ask_self() < 0 ? 1 : (pid_t)self[0]; }
+pid_t getppid(void) { return ask_self() < 0 ? 0 : (pid_t)self[1]; }
+
+int kill(pid_t pid, int sig) {
+	if (sig < 0 || sig > 31) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (pid == getpid() || pid == 0 || pid == -1) {
+		/* This process (or its group: it has no other member it
+		 * could name). */
+		if (sig == 0)
+			return 0;
+		__wasi_proc_exit(128 + sig);
+	}
+	int h = __wb_child_handle(pid < 0 ? -pid : pid);
+	if (h < 0) {
+		errno = ESRCH;
+		return -1;
+	}
+	if (sig == 0)
+		return 0;
+	uint32_t e = __wb_host_proc_kill((uint32_t)h, (uint32_t)sig);
+	if (e) {
+		errno = (int)e;
+		return -1;
+	}
+	return 0;
+}
+
+int pipe2(int fds[2], int flags) {
+	uint32_t p[2];
+	uint32_t e = __wb_host_pipe(p);
+	if (e) {
+		errno = (int)e;
+		return -1;
+	}
+	/* The host's pipes are non-blocking (for Go guests); POSIX's are
+	 * blocking unless asked. */
+	if (!(flags & O_NONBLOCK)) {
+		(void)__wasi_fd_fdstat_set_flags(p[0], 0);
+		(void)__wasi_fd_fdstat_set_flags(p[1], 0);
+	}
+	fds[0] = (int)p[0];
+	fds[1] = (int)p[1];
+	return 0;
+}
+
+int pipe(int fds[2]) { return pipe2(fds, 0); }
+
+static int dupmin(int fd, int min) {
+	uint32_t ret;
+	if (fd < 0 || min < 0) {
+		errno = fd < 0 ? EBADF : EINVAL;
+		return -1;
+	}
+	uint32_t e = __wb_host_fd_dup((uint32_t)fd, (uint32_t)min, &ret);
+	if (e) {
+		errno = (int)e;
+		return -1;
+	}
+	return (int)ret;
+}
+
+int dup(int fd) { return dupmin(fd, 0); }
+
+int dup2(int oldfd, int newfd) {
+	if (oldfd < 0 || newfd < 0) {
+		errno = EBADF;
+		return -1;
+	}
+	uint32_t e = __wb_host_fd_dup2((uint32_t)oldfd, (uint32_t)newfd);
+	if (e) {
+		errno = (int)e;
+		return -1;
+	}
+	return newfd;
+}
+
+int dup3(int oldfd, int newfd, int flags) {
+	(void)flags; /* no exec keeps descriptors: CLOEXEC means nothing */
+	if (oldfd == newfd) {
+		errno = EINVAL;
+		return -1;
+	}
+	return dup2(oldfd, newfd);
+}
+
+#undef fcntl
+int __wasmbox_fcntl(int fd, int cmd, ...) {
+	va_list ap;
+	va_start(ap, cmd);
+	int arg = va_arg(ap, int);
+	va_end(ap);
+	switch (cmd) {
+	case 0: /* F_DUPFD */
+	case 1030: /* F_DUPFD_CLOEXEC */
+		return dupmin(fd, arg);
+	}
+	return fcntl(fd, cmd, arg);
+}

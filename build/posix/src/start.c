@@ -1,0 +1,73 @@
+/* The trampoline: _start, and wasmbox_fork_child, the export where a
+ * forked child starts (see README.md). Every unwind (setjmp, longjmp,
+ * fork) ends here, in __wb_loop, which then rewinds main's stack. These
+ * functions are not instrumented by Asyncify (asyncify.sh lists them in
+ * asyncify-removelist). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wasi/api.h>
+#include "internal.h"
+
+extern void __wasm_call_ctors(void);
+extern int __original_main(void);
+
+void __wb_fatal(const char *msg, unsigned long n) {
+	char num[24];
+	int i = sizeof num;
+	num[--i] = '\n';
+	do {
+		num[--i] = '0' + n % 10;
+		n /= 10;
+	} while (n);
+	static const char pre[] = "wasmbox posix: ";
+	write(2, pre, sizeof pre - 1);
+	write(2, msg, strlen(msg));
+	write(2, ": ", 2);
+	write(2, num + i, sizeof num - i);
+	__wasi_proc_exit(134);
+}
+
+/* Runs main until it returns without an unwind pending. */
+int __wb_loop(void) {
+	for (;;) {
+		int r = __original_main();
+		if (__wb_op == WB_NONE)
+			return r;
+		asyncify_stop_unwind();
+		int op = __wb_op;
+		__wb_op = WB_NONE;
+		unsigned long used = (unsigned long)(__wb_hdr.cur - __wb_scratch);
+		switch (op) {
+		case WB_SETJMP: {
+			__wasmbox_jmp_buf *env = __wb_target;
+			if (used > WASMBOX_JMPBUF_DATA)
+				__wb_fatal("setjmp: the stack is deeper than a jmp_buf holds (rebuild with a larger WASMBOX_JMPBUF_DATA); bytes needed", used);
+			memcpy(env->__data, __wb_scratch, used);
+			env->__used = (unsigned)used;
+		}
+			/* fall through: rewind to the setjmp call */
+		case WB_LONGJMP: {
+			__wasmbox_jmp_buf *env = __wb_target;
+			__wb_hdr.cur = env->__data + env->__used;
+			__wb_hdr.end = env->__data + WASMBOX_JMPBUF_DATA;
+			__wb_rewind = WB_SETJMP;
+			break;
+		}
+		case WB_FORK:
+			/* fork.o is linked when the program calls fork. */
+			__wb_do_fork();
+			__wb_rewind = WB_FORK;
+			break;
+		default:
+			__wb_fatal("unwind of unknown kind", op);
+		}
+		asyncify_start_rewind(&__wb_hdr);
+	}
+}
+
+void _start(void) {
+	__wasm_call_ctors();
+	int r = __wb_loop();
+	exit(r);
+}

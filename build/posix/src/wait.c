@@ -1,0 +1,115 @@
+/* waitpid over the process handles of the host's fork (see README.md). */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include "internal.h"
+
+#define MAXCHILD 1024
+
+static struct child {
+	int pid, handle; /* pid 0: a free slot */
+} children[MAXCHILD];
+
+void __wb_child_add(int pid, int handle) {
+	for (int i = 0; i < MAXCHILD; i++)
+		if (children[i].pid == 0) {
+			children[i].pid = pid;
+			children[i].handle = handle;
+			return;
+		}
+	/* Cannot happen within the host's MaxProcesses; stop the child
+	 * rather than lose it. */
+	__wb_host_proc_kill((uint32_t)handle, 9);
+	close(handle);
+}
+
+/* The forked child: its parent's children are not its own. */
+void __wb_children_forget(void) {
+	for (int i = 0; i < MAXCHILD; i++)
+		if (children[i].pid) {
+			close(children[i].handle);
+			children[i].pid = 0;
+		}
+}
+
+int __wb_child_handle(int pid) {
+	for (int i = 0; i < MAXCHILD; i++)
+		if (children[i].pid == pid)
+			return children[i].handle;
+	return -1;
+}
+
+/* reap reads the result of child i: 1 and the wait status when it has
+ * ended, 0 when it runs, -1 on error. */
+static int reap(int i, int *status) {
+	uint8_t b[8];
+	int n = 0;
+	while (n < 8) {
+		ssize_t r = read(children[i].handle, b + n, 8 - n);
+		if (r < 0) {
+			if (errno == EAGAIN && n == 0)
+				return 0;
+			if (errno == EAGAIN)
+				continue; /* the host writes the 8 bytes at once */
+			return -1;
+		}
+		if (r == 0) {
+			errno = ECHILD;
+			return -1;
+		}
+		n += (int)r;
+	}
+	uint32_t st = b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24;
+	uint32_t cause = b[4] | b[5] << 8 | b[6] << 16 | (uint32_t)b[7] << 24;
+	if (cause == 7 && st > 128 && st < 128 + 32)
+		*status = (int)(st - 128); /* killed by proc_kill: signalled */
+	else
+		*status = (int)((st & 0xff) << 8);
+	close(children[i].handle);
+	children[i].pid = 0;
+	return 1;
+}
+
+pid_t waitpid(pid_t pid, int *status, int options) {
+	int st = 0;
+	struct pollfd fds[MAXCHILD];
+	int idx[MAXCHILD];
+	for (;;) {
+		int n = 0;
+		for (int i = 0; i < MAXCHILD; i++) {
+			if (children[i].pid == 0 || (pid > 0 && children[i].pid != pid))
+				continue;
+			pid_t cpid = children[i].pid;
+			int r = reap(i, &st);
+			if (r < 0)
+				return -1;
+			if (r > 0) {
+				if (status)
+					*status = st;
+				return cpid;
+			}
+			fds[n].fd = children[i].handle;
+			fds[n].events = POLLIN;
+			fds[n].revents = 0;
+			idx[n] = i;
+			n++;
+		}
+		if (n == 0) {
+			errno = ECHILD;
+			return -1;
+		}
+		if (options & WNOHANG)
+			return 0;
+		if (poll(fds, (nfds_t)n, -1) < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+pid_t wait(int *status) { return waitpid(-1, status, 0); }
+
+pid_t wait3(int *status, int options, void *rusage) {
+	(void)rusage;
+	return waitpid(-1, status, options);
+}
