@@ -95,3 +95,6 @@ char *mktemp(char *tmpl)
 	tmpl[0] = 0;
 	return tmpl;
 }
+
+/* wasmbox_umask_value: the mask, for compat/meta.c's open. */
+mode_t wasmbox_umask_value(void) { return mask; }

@@ -23,6 +23,8 @@ int setegid(gid_t);
 int setresuid(uid_t, uid_t, uid_t);
 int setresgid(gid_t, gid_t, gid_t);
 mode_t umask(mode_t);
+int chmod(const char *, mode_t);
+int fchmod(int, mode_t);
 char *ttyname(int);
 unsigned alarm(unsigned);
 int getpgrp(void);
