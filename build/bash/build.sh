@@ -128,7 +128,7 @@ grep -v '^#' "$HERE/config.cache" > config.cache
 # saved frames, in stack frames).
 # (One line: configure copies LDFLAGS into a Makefile variable.)
 LINK="-nostartfiles -Wl,--export=__stack_pointer -Wl,-z,stack-size=8388608"
-for sym in write writev kill stat lstat fstatat access faccessat open __main_argc_argv; do
+for sym in write writev kill stat lstat fstatat access faccessat open execve __main_argc_argv; do
 	LINK="$LINK -Wl,--wrap=$sym"
 done
 CC="$CC" AR=/usr/bin/llvm-ar-19 RANLIB=/usr/bin/llvm-ranlib-19 \
