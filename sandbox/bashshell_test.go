@@ -43,6 +43,9 @@ var bashShellCases = []struct {
 		`shopt -s extglob; f=abc.txt; [[ $f == *.@(txt|md) ]] && echo match; echo ${f%.*}; a=(1 2 3); echo ${#a[@]} ${a[@]:1}; set -- a b; printf '<%s>' "x$@y"; echo; s=hello; echo ${s/#he/HE} ${s/%lo/LO} ${s^^}`,
 		"match\nabc\n3 2 3\n<xa><by>\nHEllo helLO HELLO\n", 0},
 	{"here-document", "cat <<EOF\nhi $((2+3)) ${HOME}\nEOF", "hi 5 /home/user\n", 0},
+	// printf formats floats as long double (it aborted without wasi-libc's
+	// long-double printf).
+	{"printf floats", `printf '%.2f %5.1f %g\n' 3.14159 2 0.5`, "3.14   2.0 0.5\n", 0},
 	// Executables by path: #! runs the interpreter, a text file without
 	// one runs as a script of bash itself (ENOEXEC; compat/exec.c).
 	{"scripts by path", `printf '#!/bin/bash\necho "sb $1"\n' > s1; printf 'echo "plain $1"\n' > s2; chmod +x s1 s2; ./s1 a; ./s2 b`,

@@ -127,6 +127,8 @@ grep -v '^#' "$HERE/config.cache" > config.cache
 # fork; an 8 MiB shadow stack (bash keeps jmp_bufs, which hold Asyncify's
 # saved frames, in stack frames).
 # (One line: configure copies LDFLAGS into a Makefile variable.)
+# -lc-printscan-long-double: bash's printf formats floats as long double;
+# without it wasi-libc aborts on printf %f.
 LINK="-nostartfiles -Wl,--export=__stack_pointer -Wl,-z,stack-size=8388608"
 for sym in write writev kill stat lstat fstatat access faccessat open execve __main_argc_argv; do
 	LINK="$LINK -Wl,--wrap=$sym"
@@ -134,7 +136,7 @@ done
 CC="$CC" AR=/usr/bin/llvm-ar-19 RANLIB=/usr/bin/llvm-ranlib-19 \
 CFLAGS="-O2 -g0 -Wno-error=implicit-function-declaration $INC $DEFS" \
 LDFLAGS="-L$WORK/compat -L$POSIX $LINK" \
-LIBS="-lwasmbox_compat -lwasmbox_posix -lwasmbox_compat -lwasi-emulated-signal -lwasi-emulated-process-clocks -lwasi-emulated-mman" \
+LIBS="-lwasmbox_compat -lwasmbox_posix -lwasmbox_compat -lc-printscan-long-double -lwasi-emulated-signal -lwasi-emulated-process-clocks -lwasi-emulated-mman" \
 	"$SRC/configure" -q --host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
 	--prefix=/usr --without-bash-malloc --disable-nls --enable-readline --with-curses=no \
 	--disable-job-control --disable-net-redirections --cache-file=config.cache >"$WORK/configure.log" 2>&1 || {
