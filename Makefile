@@ -21,7 +21,7 @@ MIN_PAGES := 128
 GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file \
 	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq sqlite3
 
-.PHONY: all wasm wasm-head wasm-check python python-check posix-testdata posix-check ctools ctools-check test check golden
+.PHONY: all wasm wasm-head wasm-check python python-check bash bash-check posix-testdata posix-check ctools ctools-check test check golden
 
 all: wasm
 
@@ -110,6 +110,16 @@ ctools-check:
 	for f in $(CTOOLS_FILES); do \
 		cmp -s $$tmp/$$f wasm/ctools/$$f || { echo "wasm/ctools/$$f differs from the rebuild: run make ctools and commit"; diff $$tmp/ctools.inputs wasm/ctools/ctools.inputs || true; exit 1; }; \
 	done; echo "wasm/ctools/ is up to date"
+# GNU bash 5.2.15 for wasm32-wasi (build/bash; needs build/posix). Not part
+# of `make wasm`: it downloads Debian's source and takes minutes.
+bash:
+	build/bash/build.sh wasm
+
+bash-check:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	build/bash/build.sh $$tmp; \
+	cmp -s $$tmp/bash.wasm wasm/bash.wasm || { echo "wasm/bash.wasm differs from the rebuild: run make bash and commit"; diff $$tmp/bash.inputs wasm/bash.inputs || true; exit 1; }; \
+	echo "wasm/bash.wasm is up to date"
 
 test:
 	$(GO) test ./...

@@ -259,8 +259,8 @@ func (e *Executor) SetSnapshotFS(module string, fsys vfs.FS) error {
 
 // RegisterTools registers the embedded tool modules of package wasm under
 // every command name of their index, and the Python interpreter and
-// SQLite's shell under their names when they are built in
-// (wasm.PythonCommands, wasm.SQLite3Commands).
+// SQLite's shell and GNU bash under their names when they are built in
+// (wasm.PythonCommands, wasm.SQLite3Commands, wasm.BashCommands).
 func (e *Executor) RegisterTools() error {
 	byModule := map[string][]string{}
 	for _, c := range wasm.Commands() {
@@ -284,6 +284,14 @@ func (e *Executor) RegisterTools() error {
 	if names := wasm.SQLite3Commands(); names != nil {
 		bin, _ := wasm.SQLite3()
 		if err := e.Register(wasm.SQLite3Module, bin, names...); err != nil {
+			return err
+		}
+	}
+	// GNU bash, registered last: the command bash is its, not the shell
+	// module's (which keeps sh and dash).
+	if names := wasm.BashCommands(); names != nil {
+		bin, _ := wasm.Bash()
+		if err := e.Register(wasm.BashModule, bin, names...); err != nil {
 			return err
 		}
 	}

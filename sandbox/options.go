@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/wasmbox/wasmbox/netpolicy"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
+	"github.com/wasmbox/wasmbox/wasm"
 )
 
 // Limits bound what a sandbox may consume. A zero field takes its default.
@@ -108,6 +110,7 @@ type Option func(*config)
 
 type config struct {
 	engine        *Engine
+	shell         string
 	limits        Limits
 	workdir       string
 	env           map[string]string
@@ -139,6 +142,15 @@ func defaultConfig() *config {
 func (c *config) check() error {
 	if len(c.errs) > 0 {
 		return fmt.Errorf("sandbox: %w", c.errs[0])
+	}
+	switch c.shell {
+	case ShellDefault:
+	case ShellBash:
+		if _, ok := wasm.Bash(); !ok {
+			return errors.New("sandbox: shell bash: GNU bash is not built into this binary (make bash)")
+		}
+	default:
+		return fmt.Errorf("sandbox: unknown shell %q (want bash, or none for the default)", c.shell)
 	}
 	if err := c.buildNative(); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
@@ -248,6 +260,25 @@ func WithDeterministic(seed int64) Option {
 	return func(c *config) {
 		c.deterministic = &wasi.Deterministic{Walltime: wasi.DefaultWalltime, Seed: seed, NanotimeStep: time.Millisecond}
 	}
+}
+
+// Shells WithShell accepts: ShellDefault, the wasmbox interpreter
+// (shell.wasm, one live session per sandbox), and ShellBash, GNU bash
+// (wasm/bash.wasm, build/bash).
+const (
+	ShellDefault = ""
+	ShellBash    = "bash"
+)
+
+// WithShell selects the top-level shell of every Run. ShellBash runs each
+// script as `bash -c SCRIPT` with GNU bash through the executor (its
+// commands, forks and pipes under the same policy, limits and filesystem);
+// no shell state persists from one Run to the next then (variables,
+// functions and the working directory start from the sandbox's each time;
+// files persist). New returns an error for another name, or for ShellBash
+// when this binary has no GNU bash built in.
+func WithShell(name string) Option {
+	return func(c *config) { c.shell = name }
 }
 
 // WithAudit writes an entry to l for every Run (script, exit, class,

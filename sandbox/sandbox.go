@@ -50,6 +50,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -536,6 +537,9 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	ctx = context.WithValue(ctx, runStatusKey{}, rs)
 	out := newCapWriter(orDiscard(stdout), s.cfg.limits.OutputBytes)
 	errOut := newCapWriter(orDiscard(stderr), s.cfg.limits.OutputBytes)
+	if s.cfg.shell == ShellBash {
+		return s.runBash(ctx, rs, script, stdin, out, errOut), nil
+	}
 	// Once the run is killed, the shell may still run a few steps
 	// before the kill reaches it (a command that the kill ended returns
 	// first): none of its output gets out.
@@ -577,6 +581,38 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		res.ExitCode = max(res.ExitCode, 1)
 	}
 	return res, nil
+}
+
+// runBash runs script as `bash -c SCRIPT` with GNU bash through the
+// executor (WithShell(ShellBash)), in the sandbox's environment and
+// working directory (WithWorkdir; PWD set to it).
+func (s *Sandbox) runBash(ctx context.Context, rs *runStatus, script string, stdin io.Reader, out, errOut *capWriter) Result {
+	// Each run starts in the sandbox's working directory (WithWorkdir):
+	// the interpreter's session, which would track a cd, never runs here.
+	dir := s.cfg.workdir
+	env := slices.DeleteFunc(s.envLocked(), func(kv string) bool { return strings.HasPrefix(kv, "PWD=") || strings.HasPrefix(kv, "OLDPWD=") })
+	env = append(env, "PWD="+dir)
+	c := command{
+		Argv:   []string{"bash", "-c", script},
+		Env:    env,
+		Dir:    dir,
+		Stdin:  stdin,
+		Stdout: ctxWriter{ctx, out},
+		Stderr: ctxWriter{ctx, errOut},
+	}
+	if c.Stdin == nil {
+		c.Stdin = strings.NewReader("")
+	}
+	code, _ := (&commandRunner{s: s}).exec(ctx, c)
+	out.flush()
+	errOut.flush()
+	res := Result{ExitCode: code, Truncated: out.Truncated() || errOut.Truncated(), Exited: true}
+	if cl := classOfCtx(ctx); cl != ClassNone {
+		res.ErrorClass, res.ExitCode = cl, exitFor(cl)
+	} else {
+		res.ErrorClass = rs.classFor(code)
+	}
+	return res
 }
 
 // runLimit is the time a run starting now has: Limits.Timeout, or less
@@ -820,6 +856,11 @@ func (s *Sandbox) SetEnv(key, value string) error {
 func (s *Sandbox) Env() []string {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
+	return s.envLocked()
+}
+
+// envLocked is Env with runMu held.
+func (s *Sandbox) envLocked() []string {
 	st, err := s.sh.State(context.Background())
 	if err != nil {
 		return nil

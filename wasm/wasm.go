@@ -131,6 +131,8 @@ func Module(name string) ([]byte, bool) {
 		return m, ok
 	case SQLite3Module:
 		return SQLite3()
+	case BashModule:
+		return Bash()
 	}
 	return nil, false
 }

@@ -42,6 +42,7 @@ type sandboxFlags struct {
 	auditLog      string
 	mcpConfig     string
 	net           netFlags
+	shell         string
 }
 
 func (f *sandboxFlags) register(cmd *cobra.Command) {
@@ -108,6 +109,9 @@ func (f *sandboxFlags) options(a *app) ([]sandbox.Option, error) {
 		lim.RunMemory = n
 	}
 	opts = append(opts, sandbox.WithLimits(lim), sandbox.WithWorkdir(f.workdir))
+	if f.shell != "" {
+		opts = append(opts, sandbox.WithShell(f.shell))
+	}
 	for _, m := range f.mounts {
 		opts = append(opts, sandbox.WithMountSpec(m))
 	}
@@ -292,6 +296,9 @@ export API_KEY=x). The output is redacted only with --redact-output.`,
 					return err
 				}
 			}
+			if !cmd.Flags().Changed("shell") {
+				f.shell = os.Getenv("WASMBOX_SHELL")
+			}
 			src, stdin, err := a.scriptSource(cmd, script, args)
 			if err != nil {
 				return err
@@ -352,6 +359,7 @@ export API_KEY=x). The output is redacted only with --redact-output.`,
 	}
 	f.register(cmd)
 	cmd.Flags().StringVarP(&script, "command", "c", "", "the script to run")
+	cmd.Flags().StringVar(&f.shell, "shell", "", "the shell that runs the script: bash is GNU bash (wasm/bash.wasm) through the executor, a fresh bash per run; default: the wasmbox interpreter ($WASMBOX_SHELL when the flag is not given)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object {"stdout","stderr","exit_code","error_class","truncated","duration_ms"}`)
 	return cmd
 }
