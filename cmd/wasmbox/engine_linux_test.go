@@ -75,6 +75,12 @@ type engineResult struct {
 // merged).
 func viaTestEngine(t *testing.T, dir, stdin string, merged bool, args ...string) engineResult {
 	t.Helper()
+	return viaTestEngineEnv(t, dir, stdin, merged, []string{"HOME=/nowhere"}, args...)
+}
+
+// viaTestEngineEnv is viaTestEngine with the client's environment env.
+func viaTestEngineEnv(t *testing.T, dir, stdin string, merged bool, env []string, args ...string) engineResult {
+	t.Helper()
 	sock, key := testEngine(t)
 	conn, err := engine.Dial(sock)
 	if err != nil {
@@ -101,7 +107,7 @@ func viaTestEngine(t *testing.T, dir, stdin string, merged bool, args ...string)
 		}
 		defer errF.Close()
 	}
-	rep, err := engine.Submit(conn, engine.Request{Op: "run", Key: key, Args: args, Dir: dir, Env: []string{"HOME=/nowhere"}}, inF, outF, errF, nil)
+	rep, err := engine.Submit(conn, engine.Request{Op: "run", Key: key, Args: args, Dir: dir, Env: env}, inF, outF, errF, nil)
 	b, _ := os.ReadFile(outF.Name())
 	var eb []byte
 	if !merged {
@@ -897,6 +903,22 @@ func TestEngineScriptBytes(t *testing.T) {
 		want := bashOutput(t, s)
 		if out, errs, _ := cli(t, env, "", "run", "-c", s); out != want {
 			t.Errorf("script %q:\n got %q (stderr %q)\nwant %q (bash)", s, out, errs, want)
+		}
+	}
+}
+
+// TestEngineShellFromClientEnv: WASMBOX_SHELL is the client's, not the
+// engine's (the engine ran the wasmbox interpreter for
+// WASMBOX_SHELL=bash clients: $BASH_VERSION 5.2.0).
+func TestEngineShellFromClientEnv(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ env, want string }{
+		{"WASMBOX_SHELL=bash", "5.2.15(1)-release\n"},
+		{"WASMBOX_SHELL=", "5.2.0(1)-release\n"},
+	} {
+		r := viaTestEngineEnv(t, dir, "", false, []string{"HOME=/nowhere", c.env}, "run", "-c", "echo $BASH_VERSION")
+		if r.err != nil || r.stdout != c.want || r.rep.Exit != 0 {
+			t.Errorf("%s: %q %q %+v %v, want %q", c.env, r.stdout, r.stderr, r.rep, r.err, c.want)
 		}
 	}
 }

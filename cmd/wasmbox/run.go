@@ -297,7 +297,7 @@ export API_KEY=x). The output is redacted only with --redact-output.`,
 				}
 			}
 			if !cmd.Flags().Changed("shell") {
-				f.shell = os.Getenv("WASMBOX_SHELL")
+				f.shell = a.getenv("WASMBOX_SHELL") // the client's, in the engine
 			}
 			src, stdin, err := a.scriptSource(cmd, script, args)
 			if err != nil {
