@@ -118,7 +118,7 @@ func TestForkModes(t *testing.T) {
 		{"exec", "HI\necho 0, tr 0\nmissing: 127\n", "no-such-command: No such file or directory\n"},
 		{"status", "exit: exited 1 status 3\nnohang: 0\nkill: signaled 1 signal 9 exited 0\nkill unknown: -1 No such process\n", ""},
 		{"dup", "shared offset: abcdef\nF_DUPFD: 20\nfile after dup2: 20 bytes, tail into the file\n" +
-			"dup2 bad: -1 Bad file descriptor\nafter fork: child\nparent\n", ""},
+			"dup2 bad: -1 Bad file descriptor\nF_GETFD free: -1 Bad file descriptor, open: 1\nafter fork: child\nparent\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {

@@ -249,6 +249,11 @@ static int mode_dup(void) {
 	int n = read(fd, buf, sizeof buf - 1);
 	printf("file after dup2: %d bytes, tail %s", n, buf + 6);
 	printf("dup2 bad: %d %s\n", dup2(999, 5), strerror(errno));
+	/* F_GETFD tells an open descriptor from a free one (bash's
+	 * redirections ask it before saving a descriptor) */
+	errno = 0;
+	int free_fd = fcntl(77, F_GETFD);
+	printf("F_GETFD free: %d %s, open: %d\n", free_fd, strerror(errno), fcntl(fd, F_GETFD) >= 0);
 	/* a forked child writes through the same open file */
 	lseek(fd, 0, SEEK_END);
 	pid_t pid = fork();

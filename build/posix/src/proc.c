@@ -122,6 +122,20 @@ int __wasmbox_fcntl(int fd, int cmd, ...) {
 	case 0: /* F_DUPFD */
 	case 1030: /* F_DUPFD_CLOEXEC */
 		return dupmin(fd, arg);
+	case F_GETFD:
+	case F_SETFD: {
+		/* wasi-libc answers these for any number, open or not; a shell
+		 * asks F_GETFD to learn whether a descriptor is open (bash
+		 * saves it before a redirection such as exec 6<f, and the save
+		 * then fails on a descriptor that is not there). */
+		__wasi_fdstat_t st;
+		__wasi_errno_t e = __wasi_fd_fdstat_get((__wasi_fd_t)fd, &st);
+		if (e) {
+			errno = (int)e;
+			return -1;
+		}
+		break;
+	}
 	}
 	return fcntl(fd, cmd, arg);
 }
