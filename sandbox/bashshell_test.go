@@ -50,6 +50,12 @@ var bashShellCases = []struct {
 	// one runs as a script of bash itself (ENOEXEC; compat/exec.c).
 	{"scripts by path", `printf '#!/bin/bash\necho "sb $1"\n' > s1; printf 'echo "plain $1"\n' > s2; chmod +x s1 s2; ./s1 a; ./s2 b`,
 		"sb a\nplain b\n", 0},
+	// The job table (jobs.c; nojobs.c had no jobs builtin, no %N job
+	// specs and no PIPESTATUS for pipelines).
+	{"job table",
+		"{ sleep 0.03; exit 1; } | { sleep 0.02; exit 2; } | { sleep 0.01; exit 3; }\necho ${PIPESTATUS[@]}\n" +
+			"sleep 5 &\njobs\nkill %1; wait %1; echo wait=$?\n(exit 7) & wait $!; echo st=$?\nsleep 0.1 & sleep 0.05 & wait -n; echo n=$?",
+		"1 2 3\n[1]+  Running                 sleep 5 &\nwait=143\nst=7\nn=0\n", 0},
 }
 
 func needBash(t *testing.T) {

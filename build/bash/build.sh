@@ -139,7 +139,7 @@ LDFLAGS="-L$WORK/compat -L$POSIX $LINK" \
 LIBS="-lwasmbox_compat -lwasmbox_posix -lwasmbox_compat -lc-printscan-long-double -lwasi-emulated-signal -lwasi-emulated-process-clocks -lwasi-emulated-mman" \
 	"$SRC/configure" -q --host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
 	--prefix=/usr --without-bash-malloc --disable-nls --enable-readline --with-curses=no \
-	--disable-job-control --disable-net-redirections --cache-file=config.cache >"$WORK/configure.log" 2>&1 || {
+	--disable-net-redirections --cache-file=config.cache >"$WORK/configure.log" 2>&1 || {
 	tail -30 "$WORK/configure.log"; log "configure failed"; exit 1; }
 log "make"
 make -s -j"$JOBS" bash >"$WORK/make.log" 2>&1 || { grep -B2 -A4 'error' "$WORK/make.log" | tail -60; log "make failed"; exit 1; }

@@ -8,7 +8,9 @@
  *   - unblocking a pending signal (sigprocmask, sigsuspend) delivers it;
  *   - a write to a pipe whose reader is gone (EPIPE) posts SIGPIPE on
  *     return from write/writev (compat/write.c), as the kernel does;
- *   - alarm()'s SIGALRM is posted when a safe point finds its time passed.
+ *   - alarm()'s SIGALRM is posted when a safe point finds its time passed;
+ *   - SIGCHLD is posted when a safe point finds a child ended (and the
+ *     program handles SIGCHLD).
  * Default actions: SIGCHLD, SIGURG, SIGWINCH, SIGCONT are ignored; the
  * stop signals are ignored (no job control in the sandbox); every other
  * signal ends the process with status 128+sig (what the parent's wait
@@ -78,9 +80,23 @@ static void check_alarm(void)
 	}
 }
 
+int __wb_child_ended(void); /* build/posix */
+
+/* check_children posts SIGCHLD when a child ended since the last check
+ * and the program handles it (bash's job table reaps in its handler). */
+static void check_children(void)
+{
+	void (*h)(int) = handlers[SIGCHLD];
+	if (h == SIG_DFL || h == SIG_IGN || h == SIG_ERR)
+		return;
+	if (__wb_child_ended())
+		pending |= BIT(SIGCHLD);
+}
+
 void wasmbox_signal_deliver(void)
 {
 	check_alarm();
+	check_children();
 	for (;;) {
 		sigset_t ready = pending & ~blocked;
 		if (!ready)

@@ -10,6 +10,7 @@
 
 static struct child {
 	int pid, handle; /* pid 0: a free slot */
+	int noticed;     /* __wb_child_ended reported its end */
 } children[MAXCHILD];
 
 /* Process handles live at descriptors from HANDLE_FD up, out of the way
@@ -26,6 +27,7 @@ void __wb_child_add(int pid, int handle) {
 		if (children[i].pid == 0) {
 			children[i].pid = pid;
 			children[i].handle = handle;
+			children[i].noticed = 0;
 			return;
 		}
 	/* Cannot happen within the host's MaxProcesses; stop the child
@@ -119,4 +121,33 @@ pid_t wait(int *status) { return waitpid(-1, status, 0); }
 pid_t wait3(int *status, int options, void *rusage) {
 	(void)rusage;
 	return waitpid(-1, status, options);
+}
+
+/* __wb_child_ended reports, once per child, that a child has ended and
+ * not been waited for: 1 when at least one newly ended since the last
+ * call, 0 otherwise. It never blocks. A program that handles SIGCHLD
+ * (a shell's job table) posts the signal on it at its safe points, as
+ * the kernel would send SIGCHLD when a child exits. */
+int __wb_child_ended(void) {
+	static struct pollfd fds[MAXCHILD];
+	static int idx[MAXCHILD];
+	int n = 0;
+	for (int i = 0; i < MAXCHILD; i++) {
+		if (children[i].pid == 0 || children[i].noticed)
+			continue;
+		fds[n].fd = children[i].handle;
+		fds[n].events = POLLIN;
+		fds[n].revents = 0;
+		idx[n] = i;
+		n++;
+	}
+	if (n == 0 || poll(fds, (nfds_t)n, 0) <= 0)
+		return 0;
+	int ended = 0;
+	for (int k = 0; k < n; k++)
+		if (fds[k].revents) {
+			children[idx[k]].noticed = 1;
+			ended = 1;
+		}
+	return ended;
 }
