@@ -106,6 +106,10 @@ type Server struct {
 	wg           sync.WaitGroup
 	stopping     chan struct{}
 	stopOnce     sync.Once
+	// released is closed once the socket and the lock are given up
+	// (drain): a stop is answered only then, so that the client that
+	// asked can start a new engine at once.
+	released chan struct{}
 }
 
 // Serve runs an engine on cfg.Socket until ctx ends (its runs are
@@ -146,7 +150,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	build, _ := BuildID()
 	s := &Server{
 		cfg: cfg, self: self, started: time.Now(), build: build,
-		ctx: ctx, stopping: make(chan struct{}),
+		ctx: ctx, stopping: make(chan struct{}), released: make(chan struct{}),
 	}
 	return s.serve(ln, lock)
 }
@@ -293,6 +297,7 @@ func (s *Server) serve(ln *net.UnixListener, lock *os.File) error {
 func (s *Server) drain(ln *net.UnixListener, lock *os.File) error {
 	ln.Close()
 	lock.Close()
+	close(s.released)
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()
@@ -418,6 +423,12 @@ func (s *Server) handle(conn *net.UnixConn) {
 		closeFds(fds)
 		st := s.status()
 		s.shutdown()
+		// Answer once the lock is free (the accept loop drains right
+		// after the listener closes; the bound is only a safety net).
+		select {
+		case <-s.released:
+		case <-time.After(5 * time.Second):
+		}
 		WriteFrame(conn, Reply{Done: true, Status: st})
 	case "run":
 		// Only runs keep the engine from going idle: not status polls,
