@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/wasmbox/wasmbox/internal/testcache"
 	"io"
 	"net"
 	"net/http"
@@ -33,6 +34,9 @@ const testLeaseTTL = 2 * time.Second
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The sandboxes' compile cache is the tests' own, not the user's
+	// (package testcache).
+	cleanup := testcache.Setup()
 	base := goruntime.NumGoroutine()
 	code := m.Run()
 	if code == 0 {
@@ -49,6 +53,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	cleanup()
 	os.Exit(code)
 }
 
