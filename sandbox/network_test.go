@@ -79,7 +79,9 @@ func TestNetworkCurl(t *testing.T) {
 	p.Secrets = []netpolicy.Secret{sec}
 	var auditLog bytes.Buffer
 	spans := tracetest.NewSpanRecorder()
-	sb := newSandbox(t, WithNetwork(p), WithAudit(audit.New(&auditLog)), WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
+	// The first curl compiles net.wasm (11.7 MB) within the run's deadline:
+	// over 30 s under the race detector on a loaded machine.
+	sb := newSandbox(t, WithNetwork(p), WithTimeout(5*time.Minute), WithAudit(audit.New(&auditLog)), WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
 
 	t.Run("get", func(t *testing.T) {
 		res := run(t, sb, "curl -sS "+srv.URL+"/a/b")
