@@ -56,6 +56,7 @@ package native
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -391,7 +392,7 @@ func hostPath(jailReal, dirReal, guest, p string) (h string, ok bool) {
 // repository arguments of clone, fetch, push and pull must be local
 // paths inside the jail (a path, or a file:// URL); config only reads,
 // or sets the keys of Rule.AllowedConfig.
-func checkGitArgs(rule Rule, sub string, args []string, jailReal, dirReal, guest string) error {
+func checkGitArgs(rule Rule, sub string, args []string, jailReal, dirReal, guest string, network bool) error {
 	rest := args
 	for i, a := range args {
 		if a == sub {
@@ -405,7 +406,13 @@ func checkGitArgs(rule Rule, sub string, args []string, jailReal, dirReal, guest
 			if strings.HasPrefix(a, "-") {
 				continue
 			}
+			if network && networkRepoArg(a) {
+				continue // the relay applies the network policy
+			}
 			if !localRepoArg(jailReal, dirReal, guest, a) {
+				if network {
+					return denied("git %s: %q is neither an https:// URL nor a path inside the mount", sub, a)
+				}
 				return denied("git %s: %q is not a path inside the mount (only local repositories inside the mount can be reached)", sub, a)
 			}
 		}
@@ -438,6 +445,21 @@ func checkGitArgs(rule Rule, sub string, args []string, jailReal, dirReal, guest
 		}
 	}
 	return nil
+}
+
+// networkRepoArg reports whether a is an https:// or http:// URL of a
+// host, which the network relay can serve (no remote helper syntax, no
+// other scheme).
+func networkRepoArg(a string) bool {
+	low := strings.ToLower(a)
+	if !strings.HasPrefix(low, "https://") && !strings.HasPrefix(low, "http://") {
+		return false
+	}
+	if strings.ContainsAny(a, " \t\r\n\x00") {
+		return false
+	}
+	u, err := url.Parse(a)
+	return err == nil && u.Host != "" && u.Opaque == ""
 }
 
 // localRepoArg reports whether a repository argument (a path, a file://
