@@ -2,8 +2,10 @@ package native
 
 import (
 	"context"
+	"encoding/pem"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -280,4 +282,51 @@ func processesWith(s string) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkGitClone clones the small repository of gitserver: through the
+// jail and the relay, and with the host's git directly (TLS verified
+// against the server's CA), to the same server.
+//
+//	go test ./executor/native -run '^$' -bench BenchmarkGitClone -benchtime 20x
+func BenchmarkGitClone(b *testing.B) {
+	r := netRunner(b)
+	srv := gitserver.Start(b)
+	url := "https://" + srv.Host + "/repo.git"
+	b.Run("relay", func(b *testing.B) {
+		p := srv.Policy(b)
+		for i := 0; b.Loop(); i++ {
+			jail := realTempDir(b)
+			res, err := r.Run(context.Background(), Request{Argv: []string{"git", "clone", "-q", url, "c"}, Jail: jail, Guest: "/work",
+				Network: netpolicy.NewBroker(p, nil)})
+			if err != nil || res.ExitCode != 0 {
+				b.Fatalf("%v %s", err, res.Stderr)
+			}
+		}
+	})
+	b.Run("jail-local", func(b *testing.B) {
+		// The jail alone: a clone of a local repository inside the mount.
+		src := realTempDir(b)
+		gitserver.Git(b, src, "clone", "-q", "--bare", filepath.Join(srv.Root, "repo.git"), "repo.git")
+		for i := 0; b.Loop(); i++ {
+			os.RemoveAll(filepath.Join(src, "c"))
+			res, err := r.Run(context.Background(), Request{Argv: []string{"git", "clone", "-q", "repo.git", "c"}, Jail: src, Guest: "/work"})
+			if err != nil || res.ExitCode != 0 {
+				b.Fatalf("%v %s", err, res.Stderr)
+			}
+		}
+	})
+	b.Run("host", func(b *testing.B) {
+		ca := filepath.Join(b.TempDir(), "ca.pem")
+		os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
+		for i := 0; b.Loop(); i++ {
+			dir := b.TempDir()
+			cmd := exec.Command("git", "clone", "-q", url, "c")
+			cmd.Dir = dir
+			cmd.Env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + dir, "PATH=/usr/bin:/bin", "GIT_SSL_CAINFO=" + ca}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%v %s", err, out)
+			}
+		}
+	})
 }
