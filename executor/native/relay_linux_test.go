@@ -134,6 +134,28 @@ func TestGitNetwork(t *testing.T) {
 		}
 	})
 
+	t.Run("redirect to an allowed host is followed through the relay", func(t *testing.T) {
+		log := &netLog{}
+		res := gitIn(t, r, jail, srv.Policy(t), log, "clone", "-q", base+"/redirect/"+base+"/repo.git", "redirected")
+		if res.ExitCode != 0 {
+			t.Fatalf("exit %d %s\nrecords:\n%s", res.ExitCode, res.Stderr, log)
+		}
+		if s := log.String(); !strings.Contains(s, "GET 127.0.0.1 /redirect/https://127.0.0.1:") || !strings.Contains(s, "GET 127.0.0.1 /repo.git/info/refs 200") {
+			t.Fatalf("records:\n%s", s)
+		}
+	})
+
+	t.Run("response limit", func(t *testing.T) {
+		p := srv.Policy(t)
+		p.MaxResponseBytes = 100
+		log := &netLog{}
+		res := gitIn(t, r, jail, p, log, "clone", "-q", base+"/repo.git", "limited")
+		want := "remote: wasmbox: network: the response limit of 100 bytes was reached\n"
+		if res.ExitCode != 128 || !strings.Contains(string(res.Stderr), want) {
+			t.Fatalf("exit %d %s", res.ExitCode, res.Stderr)
+		}
+	})
+
 	for _, tc := range []struct {
 		name, url, want string
 		policy          func() *netpolicy.Policy
@@ -329,4 +351,43 @@ func BenchmarkGitClone(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestRelayTarget: the relay's URL form and the rewriting of redirects.
+func TestRelayTarget(t *testing.T) {
+	for _, tc := range []struct {
+		uri, want string // want: "scheme host port hostport uri" or "error"
+	}{
+		{"/https/example.com/a/b.git/info/refs?service=git-upload-pack", "https example.com 443 example.com /a/b.git/info/refs?service=git-upload-pack"},
+		{"/http/example.com:8080/x", "http example.com 8080 example.com:8080 /x"},
+		{"/https/[::1]:8443/x", "https ::1 8443 [::1]:8443 /x"},
+		{"/https/example.com?q", "https example.com 443 example.com /?q"},
+		{"/https/user@example.com/x", "error"},
+		{"/ftp/example.com/x", "error"},
+		{"/x", "error"},
+		{"/https/example.com:99999/x", "error"},
+		{"/https/exa mple.com/x", "error"},
+		{"/https//x", "error"},
+	} {
+		tg, err := parseRelayTarget(tc.uri)
+		got := "error"
+		if err == nil {
+			got = tg.scheme() + " " + tg.host + " " + itoa(tg.port) + " " + tg.hostport + " " + tg.uri
+		}
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.uri, got, tc.want)
+		}
+	}
+	tg, _ := parseRelayTarget("/https/a.example/r.git/info/refs?service=x")
+	for loc, want := range map[string]string{
+		"https://b.example/r.git/info/refs?service=x": "http://127.0.0.1/https/b.example/r.git/info/refs?service=x",
+		"/other.git/info/refs":                        "http://127.0.0.1/https/a.example/other.git/info/refs",
+		"other":                                       "http://127.0.0.1/https/a.example/r.git/info/other",
+		"http://c.example:81/":                        "http://127.0.0.1/http/c.example:81/",
+		"ssh://d.example/x":                           "ssh://d.example/x",
+	} {
+		if got := relayLocation(tg, loc); got != want {
+			t.Errorf("Location %q: %q, want %q", loc, got, want)
+		}
+	}
 }
