@@ -1,7 +1,9 @@
 package native
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/pem"
 	"net/netip"
 	"os"
@@ -131,6 +133,29 @@ func TestGitNetwork(t *testing.T) {
 		}
 		if res := gitIn(t, r, c, nil, nil, "log", "--format=%s", "origin/main"); string(res.Stdout) != "upstream\nsandbox\ninit\n" {
 			t.Fatalf("fetched log: %q %s", res.Stdout, res.Stderr)
+		}
+	})
+
+	t.Run("a large push and clone", func(t *testing.T) {
+		// 3 MiB that do not compress: git posts the pack chunked.
+		c := filepath.Join(jail, "c")
+		big := make([]byte, 3<<20)
+		rand.Read(big)
+		os.WriteFile(filepath.Join(c, "BIG"), big, 0o644)
+		for _, args := range [][]string{{"merge", "-q", "--ff-only", "origin/main"}, {"add", "BIG"}, {"commit", "-q", "-m", "big"}} {
+			if res := gitIn(t, r, c, nil, nil, args...); res.ExitCode != 0 {
+				t.Fatalf("git %v: exit %d %s", args, res.ExitCode, res.Stderr)
+			}
+		}
+		log := &netLog{}
+		if res := gitIn(t, r, c, srv.Policy(t), log, "push", "-q", "origin", "main"); res.ExitCode != 0 {
+			t.Fatalf("push: exit %d\n%s\nrecords:\n%s", res.ExitCode, res.Stderr, log)
+		}
+		if res := gitIn(t, r, jail, srv.Policy(t), log, "clone", "-q", base+"/repo.git", "big"); res.ExitCode != 0 {
+			t.Fatalf("clone: exit %d\n%s\nrecords:\n%s", res.ExitCode, res.Stderr, log)
+		}
+		if b, err := os.ReadFile(filepath.Join(jail, "big", "BIG")); err != nil || !bytes.Equal(b, big) {
+			t.Fatalf("BIG: %d bytes, %v", len(b), err)
 		}
 	})
 

@@ -262,6 +262,9 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 	out, errOut, code, truncated, err := r.exec(ctx, bin, req, jailReal, dirReal, env, useNet)
 	res.Stdout, res.Stderr, res.Truncated = out, errOut, truncated
 	if err != nil {
+		if ctx.Err() != nil {
+			return finish(ctxCode(ctx))
+		}
 		return finish(-1, ClassNone, err)
 	}
 	if ctx.Err() != nil {

@@ -5,7 +5,9 @@
 package gitserver
 
 import (
+	"bytes"
 	"crypto/x509"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -95,6 +97,17 @@ func Start(t testing.TB) *Server {
 		case strings.HasPrefix(r.URL.Path, "/hang/"):
 			<-r.Context().Done()
 		default:
+			if r.ContentLength < 0 {
+				// Go's CGI handler refuses chunked bodies (git posts a
+				// large pack chunked): buffer it, as web servers in
+				// front of git http-backend do.
+				b, err := io.ReadAll(io.LimitReader(r.Body, 256<<20))
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				r.Body, r.ContentLength, r.TransferEncoding = io.NopCloser(bytes.NewReader(b)), int64(len(b)), nil
+			}
 			backend.ServeHTTP(w, r)
 		}
 	}))
