@@ -9,8 +9,10 @@
 // capabilities, no_new_privs; a root that holds only the system's
 // read-only /usr (and its /bin, /lib links), a private /tmp, its own /proc
 // and a minimal /dev, and the mount's host directory at the mount's guest
-// path (read-only for a read-only mount); an empty network namespace;
-// rlimits on CPU time, address space, processes, file size and open
+// path (read-only for a read-only mount); an empty network namespace
+// (git's clone, fetch, push and pull of https:// URLs reach the network
+// only through the host's relay under the sandbox's network policy, see
+// relay.go); rlimits on CPU time, address space, processes, file size and open
 // files. [New] refuses to build a Runner where the jail is unavailable
 // (an error matching [ErrNoJail]) unless Config.Unjailed opts out.
 //
@@ -167,7 +169,8 @@ type Policy struct {
 
 // GitSubcommands is the default git allowlist: the local porcelain agents
 // use. clone, fetch, push and pull work only between paths inside the
-// mount (see checkGitArgs); rebase only non-interactively; config only
+// mount (see checkGitArgs), or with https:// and http:// URLs when the
+// request carries a network policy (Request.Network; relay.go); rebase only non-interactively; config only
 // reads, and sets user.name and user.email.
 var GitSubcommands = []string{
 	"status", "log", "diff", "show", "rev-parse", "ls-files", "branch", "add", "commit",
