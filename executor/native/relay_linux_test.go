@@ -214,6 +214,17 @@ func TestGitNetwork(t *testing.T) {
 		})
 	}
 
+	t.Run("no network unjailed", func(t *testing.T) {
+		u, err := New(Config{Unjailed: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := u.Run(context.Background(), Request{Argv: []string{"git", "clone", base + "/repo.git", "u"}, Jail: jail, Network: netpolicy.NewBroker(srv.Policy(t), nil)})
+		if err == nil || res.ExitCode != ExitDenied || !strings.Contains(res.Reason, "git reaches the network only in the OS jail, and this lane runs unjailed") {
+			t.Fatalf("exit %d, %v", res.ExitCode, err)
+		}
+	})
+
 	t.Run("no network without a policy", func(t *testing.T) {
 		for _, p := range []*netpolicy.Policy{nil, {}} {
 			res, err := r.Run(context.Background(), Request{Argv: []string{"git", "clone", base + "/repo.git", "n"}, Jail: jail, Guest: "/work",

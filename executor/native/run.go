@@ -342,11 +342,20 @@ func (r *Runner) prepare1(req Request) (bin, jailReal, dirReal string, env []str
 	// The network: in the OS jail only (unjailed, git would have the
 	// host's network), with a policy that allows some host.
 	netOK := netSub && r.jail != nil && req.Network != nil && req.Network.Policy().Enabled()
+	// unjailedNet: a network policy that an unjailed lane cannot apply.
+	unjailedNet := ""
+	if netSub && r.jail == nil && req.Network != nil && req.Network.Policy().Enabled() {
+		unjailedNet = " (git reaches the network only in the OS jail, and this lane runs unjailed)"
+	}
 	if rule.Git {
 		if err := checkPathArgs(jailReal, dirReal, pathGuest, req.Argv[1:]); err != nil {
 			return bin, jailReal, dirReal, nil, false, err
 		}
 		if err := checkGitArgs(rule, sub, req.Argv[1:], jailReal, dirReal, pathGuest, netOK); err != nil {
+			var de *DeniedError
+			if unjailedNet != "" && errors.As(err, &de) {
+				err = denied("%s%s", de.Reason, unjailedNet)
+			}
 			return bin, jailReal, dirReal, nil, false, err
 		}
 		found, facts, err := gitRepoCheck(jailReal, dirReal)
@@ -366,7 +375,7 @@ func (r *Runner) prepare1(req Request) (bin, jailReal, dirReal string, env []str
 						continue
 					}
 					if !localRepoArg(jailReal, dirReal, pathGuest, u) {
-						return bin, jailReal, dirReal, nil, false, denied("git %s: remote %q is %q, not a path inside the mount (only local repositories inside the mount can be reached)", sub, name, u)
+						return bin, jailReal, dirReal, nil, false, denied("git %s: remote %q is %q, not a path inside the mount (only local repositories inside the mount can be reached)%s", sub, name, u, unjailedNet)
 					}
 				}
 			}
