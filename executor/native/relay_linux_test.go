@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/pem"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -425,5 +426,47 @@ func TestRelayTarget(t *testing.T) {
 		if got := relayLocation(tg, loc); got != want {
 			t.Errorf("Location %q: %q, want %q", loc, got, want)
 		}
+	}
+}
+
+// TestRelayConnLimit: the relay accepts at most its limit of git's
+// connections at once; the next waits for one to close.
+func TestRelayConnLimit(t *testing.T) {
+	inner, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &limitListener{Listener: inner, sem: make(chan struct{}, 2), done: make(chan struct{})}
+	defer l.Close()
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp4", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	a, _ := l.Accept()
+	b, _ := l.Accept()
+	third := make(chan net.Conn, 1)
+	go func() {
+		c, _ := l.Accept()
+		third <- c
+	}()
+	select {
+	case <-third:
+		t.Fatal("a third connection was accepted while two were open")
+	case <-time.After(200 * time.Millisecond):
+	}
+	a.Close()
+	c := <-third // the watchdog is the test's timeout
+	if c == nil {
+		t.Fatal("no third connection after one closed")
+	}
+	c.Close()
+	b.Close()
+	close(l.done)
+	l.Close()
+	if _, err := l.Accept(); err == nil {
+		t.Fatal("Accept after close")
 	}
 }
