@@ -14,6 +14,7 @@ import (
 
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/executor/native"
+	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/vfs"
 )
 
@@ -181,10 +182,17 @@ func (s *Sandbox) runNative(ctx context.Context, c command) (int, ErrorClass) {
 		return executor.ExitCannotExecute, ClassDenied
 	}
 	argv := append([]string{name}, c.Argv[1:]...)
-	res, err := s.cfg.native.Runner.Run(ctx, native.Request{
+	req := native.Request{
 		Argv: argv, Jail: m.Host, Dir: rel, Guest: path.Clean(m.Guest), ReadOnly: m.Mode == vfs.ReadOnly,
 		Env: s.nativeEnv(c.Env), Stdin: c.Stdin,
-	})
+	}
+	if s.cfg.network.Enabled() {
+		// git clone/fetch/push/pull of https:// URLs through the
+		// host's relay, under the run's broker (its records, audit and
+		// spans are the run's).
+		req.Network = runtime.NetworkFrom(ctx)
+	}
+	res, err := s.cfg.native.Runner.Run(ctx, req)
 	if l := s.cfg.audit; l != nil {
 		ev := audit.Event{Kind: "native", JobID: uuid.NewString(), Session: s.cfg.session, Argv: argv,
 			Start: res.Start, End: res.Start.Add(res.Duration), Exit: res.ExitCode, Class: string(res.Class), Truncated: res.Truncated,

@@ -20,7 +20,7 @@ type netFlags struct {
 
 func (f *netFlags) register(fl *pflag.FlagSet) {
 	fl.StringSliceVar(&f.allowNet, "allow-net", nil,
-		"let curl and wget reach these hosts, HOST[:PORT],... (exact names, *.suffix or addresses; without a port 80 and 443; loopback and private addresses only when named exactly; repeatable)")
+		"let curl, wget and git (--native git: clone, fetch, push, pull of https:// URLs) reach these hosts, HOST[:PORT],... (exact names, *.suffix or addresses; without a port 80 and 443; loopback and private addresses only when named exactly; repeatable)")
 	fl.StringSliceVar(&f.netMethods, "net-methods", nil, "allow only these HTTP methods for --allow-net, e.g. GET,HEAD (default: all but CONNECT)")
 	fl.StringVar(&f.netCA, "net-ca", "", "trust the PEM certificates of this file besides the host's roots for --allow-net TLS")
 	fl.StringArrayVar(&f.netSecrets, "net-secret", nil,

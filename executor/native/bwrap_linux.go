@@ -3,11 +3,13 @@ package native
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,10 +170,16 @@ func (t *jailTool) argv(bin string, args []string, jailReal, guest, dirReal stri
 
 // wrap implements osJail: cmd runs bwrap, which runs prlimit, which runs
 // bin, and bwrap reports the jail's init on fd 3 to the returned jailInfo.
-func (t *jailTool) wrap(cmd *exec.Cmd, bin string, args []string, jailReal, guest, dirReal string, rw bool, env []string, lim JailLimits) (jailRun, error) {
+func (t *jailTool) wrap(cmd *exec.Cmd, bin string, args []string, jailReal, guest, dirReal string, rw bool, env []string, lim JailLimits, hold bool) (jailRun, error) {
 	argv, err := t.argv(bin, args, jailReal, guest, dirReal, rw, env, lim)
 	if err != nil {
 		return nil, err
+	}
+	if hold {
+		// bwrap's child sets up the namespaces (the loopback up), then
+		// waits for a byte on fd 4 before it runs the command.
+		i := slices.Index(argv, "--info-fd")
+		argv = slices.Insert(argv, i, "--block-fd", "4")
 	}
 	cred, err := jailCredential(jailReal)
 	if err != nil {
@@ -182,6 +190,13 @@ func (t *jailTool) wrap(cmd *exec.Cmd, bin string, args []string, jailReal, gues
 		return nil, err
 	}
 	cmd.ExtraFiles = []*os.File{info.w}
+	if hold {
+		if info.blockR, info.blockW, err = os.Pipe(); err != nil {
+			info.close()
+			return nil, fmt.Errorf("native: %w", err)
+		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, info.blockR)
+	}
 	cmd.SysProcAttr.Credential = cred
 	cmd.Path, cmd.Args, cmd.Dir = t.bwrap, append([]string{"bwrap"}, argv...), "/"
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}
@@ -211,6 +226,9 @@ type jailInfo struct {
 	r, w *os.File
 	pid  atomic.Int64
 	done chan struct{}
+	// blockR and blockW hold the command (bwrap --block-fd) until
+	// release; nil without hold.
+	blockR, blockW *os.File
 }
 
 func newJailInfo() (*jailInfo, error) {
@@ -225,6 +243,9 @@ func newJailInfo() (*jailInfo, error) {
 // in the background (it ends at bwrap's exit at the latest).
 func (j *jailInfo) started() {
 	j.w.Close()
+	if j.blockR != nil {
+		j.blockR.Close()
+	}
 	go func() {
 		defer close(j.done)
 		var v struct {
@@ -239,6 +260,32 @@ func (j *jailInfo) started() {
 func (j *jailInfo) close() {
 	j.w.Close()
 	j.r.Close()
+	if j.blockW != nil {
+		j.blockR.Close()
+		j.blockW.Close()
+	}
+}
+
+// initPid waits for bwrap's report of the jail's init.
+func (j *jailInfo) initPid(ctx context.Context) (int, error) {
+	select {
+	case <-j.done:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if p := j.pid.Load(); p > 1 {
+		return int(p), nil
+	}
+	return 0, errors.New("native: bubblewrap did not report the jail's first process")
+}
+
+// release lets the held command start (one byte on bwrap's --block-fd).
+// A command that must not start is killed instead: closing the pipe
+// without a byte would let it run.
+func (j *jailInfo) release() {
+	if j.blockW != nil {
+		j.blockW.Write([]byte{1})
+	}
 }
 
 // terminate sends SIGTERM to every process of the jail but its init (so

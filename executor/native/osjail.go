@@ -1,6 +1,7 @@
 package native
 
 import (
+	"context"
 	"errors"
 	"os/exec"
 )
@@ -15,8 +16,11 @@ type osJail interface {
 	// dirReal (a real path inside jailReal) with environment env, into
 	// the one that runs it in the jail: jailReal bound at guest
 	// (read-only unless rw), limited by lim. The returned jailRun
-	// follows the started process; its close must be called.
-	wrap(cmd *exec.Cmd, bin string, args []string, jailReal, guest, dirReal string, rw bool, env []string, lim JailLimits) (jailRun, error)
+	// follows the started process; its close must be called. With hold,
+	// the command waits in its namespaces until jailRun.release (see
+	// relay.go: the host opens the network relay in the jail's network
+	// namespace before git starts).
+	wrap(cmd *exec.Cmd, bin string, args []string, jailReal, guest, dirReal string, rw bool, env []string, lim JailLimits, hold bool) (jailRun, error)
 }
 
 // jailRun follows one process started in the jail.
@@ -28,6 +32,11 @@ type jailRun interface {
 	terminate() bool
 	// close releases what the run holds.
 	close()
+	// initPid waits (bounded by ctx) for the host pid of the jail's
+	// first process, whose namespaces are the command's.
+	initPid(ctx context.Context) (int, error)
+	// release lets a command wrapped with hold start.
+	release()
 }
 
 // JailLimits are the rlimits of a jailed command.

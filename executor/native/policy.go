@@ -9,8 +9,10 @@
 // capabilities, no_new_privs; a root that holds only the system's
 // read-only /usr (and its /bin, /lib links), a private /tmp, its own /proc
 // and a minimal /dev, and the mount's host directory at the mount's guest
-// path (read-only for a read-only mount); an empty network namespace;
-// rlimits on CPU time, address space, processes, file size and open
+// path (read-only for a read-only mount); an empty network namespace
+// (git's clone, fetch, push and pull of https:// URLs reach the network
+// only through the host's relay under the sandbox's network policy, see
+// relay.go); rlimits on CPU time, address space, processes, file size and open
 // files. [New] refuses to build a Runner where the jail is unavailable
 // (an error matching [ErrNoJail]) unless Config.Unjailed opts out.
 //
@@ -56,6 +58,7 @@ package native
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -166,7 +169,8 @@ type Policy struct {
 
 // GitSubcommands is the default git allowlist: the local porcelain agents
 // use. clone, fetch, push and pull work only between paths inside the
-// mount (see checkGitArgs); rebase only non-interactively; config only
+// mount (see checkGitArgs), or with https:// and http:// URLs when the
+// request carries a network policy (Request.Network; relay.go); rebase only non-interactively; config only
 // reads, and sets user.name and user.email.
 var GitSubcommands = []string{
 	"status", "log", "diff", "show", "rev-parse", "ls-files", "branch", "add", "commit",
@@ -391,7 +395,7 @@ func hostPath(jailReal, dirReal, guest, p string) (h string, ok bool) {
 // repository arguments of clone, fetch, push and pull must be local
 // paths inside the jail (a path, or a file:// URL); config only reads,
 // or sets the keys of Rule.AllowedConfig.
-func checkGitArgs(rule Rule, sub string, args []string, jailReal, dirReal, guest string) error {
+func checkGitArgs(rule Rule, sub string, args []string, jailReal, dirReal, guest string, network bool) error {
 	rest := args
 	for i, a := range args {
 		if a == sub {
@@ -405,7 +409,13 @@ func checkGitArgs(rule Rule, sub string, args []string, jailReal, dirReal, guest
 			if strings.HasPrefix(a, "-") {
 				continue
 			}
+			if network && networkRepoArg(a) {
+				continue // the relay applies the network policy
+			}
 			if !localRepoArg(jailReal, dirReal, guest, a) {
+				if network {
+					return denied("git %s: %q is neither an https:// URL nor a path inside the mount", sub, a)
+				}
 				return denied("git %s: %q is not a path inside the mount (only local repositories inside the mount can be reached)", sub, a)
 			}
 		}
@@ -438,6 +448,21 @@ func checkGitArgs(rule Rule, sub string, args []string, jailReal, dirReal, guest
 		}
 	}
 	return nil
+}
+
+// networkRepoArg reports whether a is an https:// or http:// URL of a
+// host, which the network relay can serve (no remote helper syntax, no
+// other scheme).
+func networkRepoArg(a string) bool {
+	low := strings.ToLower(a)
+	if !strings.HasPrefix(low, "https://") && !strings.HasPrefix(low, "http://") {
+		return false
+	}
+	if strings.ContainsAny(a, " \t\r\n\x00") {
+		return false
+	}
+	u, err := url.Parse(a)
+	return err == nil && u.Host != "" && u.Opaque == ""
 }
 
 // localRepoArg reports whether a repository argument (a path, a file://

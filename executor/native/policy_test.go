@@ -125,7 +125,7 @@ func TestGitRepoArgs(t *testing.T) {
 		{"", []string{"config", "--unset", "core.bare"}, false},
 		{"", []string{"config"}, false},
 	} {
-		err := checkGitArgs(rule, tc.args[0], tc.args, jail, jail, tc.guest)
+		err := checkGitArgs(rule, tc.args[0], tc.args, jail, jail, tc.guest, false)
 		if tc.ok != (err == nil) {
 			t.Errorf("guest %q, git %q: %v", tc.guest, tc.args, err)
 		}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/wasmbox/wasmbox/netpolicy"
 )
 
 // Exit codes of runs that did not finish on their own.
@@ -105,6 +107,12 @@ type Request struct {
 	Stdin io.Reader
 	// Timeout overrides Config.Timeout when positive.
 	Timeout time.Duration
+	// Network, when its policy allows any host, lets git clone, fetch,
+	// push and pull reach https:// (and http://) URLs of that policy
+	// through the host's relay (see relay.go); the jail keeps its empty
+	// network namespace. Nil, an empty policy or an unjailed Runner: the
+	// network subcommands reach local repositories only.
+	Network *netpolicy.Broker
 }
 
 // Result is the outcome of a run. Stdout and Stderr are raw (not
@@ -224,7 +232,7 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		}
 		return res, err
 	}
-	bin, jailReal, dirReal, env, err := r.prepare(req)
+	bin, jailReal, dirReal, env, useNet, err := r.prepare(req)
 	res.Binary, res.Dir = bin, dirReal
 	r.decide(ctx, res, err)
 	switch {
@@ -251,9 +259,12 @@ func (r *Runner) Run(ctx context.Context, req Request) (Result, error) {
 		r.decide(ctx, res, err)
 		return finish(ExitDenied, ClassDenied, err)
 	}
-	out, errOut, code, truncated, err := r.exec(ctx, bin, req, jailReal, dirReal, env)
+	out, errOut, code, truncated, err := r.exec(ctx, bin, req, jailReal, dirReal, env, useNet)
 	res.Stdout, res.Stderr, res.Truncated = out, errOut, truncated
 	if err != nil {
+		if ctx.Err() != nil {
+			return finish(ctxCode(ctx))
+		}
 		return finish(-1, ClassNone, err)
 	}
 	if ctx.Err() != nil {
@@ -284,33 +295,42 @@ func (r *Runner) decide(ctx context.Context, res Result, err error) {
 	r.cfg.OnDecision(ctx, d)
 }
 
-// prepare applies the policy: binary, arguments, jail, environment.
-func (r *Runner) prepare(req Request) (bin, jailReal, dirReal string, env []string, err error) {
+// prepare applies the policy: binary, arguments, jail, environment;
+// useNet reports that the command reaches the network through the relay.
+func (r *Runner) prepare(req Request) (bin, jailReal, dirReal string, env []string, useNet bool, err error) {
+	bin, jailReal, dirReal, env, useNet, err = r.prepare1(req)
+	if err != nil {
+		useNet = false
+	}
+	return
+}
+
+func (r *Runner) prepare1(req Request) (bin, jailReal, dirReal string, env []string, useNet bool, err error) {
 	if len(req.Argv) == 0 {
-		return "", "", "", nil, denied("empty command")
+		return "", "", "", nil, false, denied("empty command")
 	}
 	name := req.Argv[0]
 	rule, ok := r.policy.Binaries[name]
 	if !ok {
-		return "", "", "", nil, denied("binary %q is not allowlisted", name)
+		return "", "", "", nil, false, denied("binary %q is not allowlisted", name)
 	}
 	bin = r.binaries[name]
 	if bin == "" {
-		return "", "", "", nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+		return "", "", "", nil, false, fmt.Errorf("%w: %s", ErrNotFound, name)
 	}
 	sub, err := checkArgs(rule, req.Argv[1:])
 	if err != nil {
-		return bin, "", "", nil, err
+		return bin, "", "", nil, false, err
 	}
 	jailReal, dirReal, err = ResolveDir(req.Jail, req.Dir)
 	if err != nil {
-		return bin, "", "", nil, err
+		return bin, "", "", nil, false, err
 	}
 	if within(jailReal, bin) {
-		return bin, jailReal, dirReal, nil, denied("binary %s lies inside the jail", bin)
+		return bin, jailReal, dirReal, nil, false, denied("binary %s lies inside the jail", bin)
 	}
 	if req.ReadOnly && r.jail == nil && !slices.Contains(rule.ReadOnlySubcommands, sub) {
-		return bin, jailReal, dirReal, nil, denied("%s %s may write, and a read-only mount is enforced only by the OS jail (this lane runs unjailed)", name, sub)
+		return bin, jailReal, dirReal, nil, false, denied("%s %s may write, and a read-only mount is enforced only by the OS jail (this lane runs unjailed)", name, sub)
 	}
 	guest := r.guestRoot(req)
 	pathGuest := "" // absolute paths in argv are host paths unjailed
@@ -318,27 +338,44 @@ func (r *Runner) prepare(req Request) (bin, jailReal, dirReal string, env []stri
 		pathGuest = guest
 	}
 	var cfg gitConfigFacts
+	netSub := rule.Git && slices.Contains([]string{"clone", "fetch", "push", "pull"}, sub)
+	// The network: in the OS jail only (unjailed, git would have the
+	// host's network), with a policy that allows some host.
+	netOK := netSub && r.jail != nil && req.Network != nil && req.Network.Policy().Enabled()
+	// unjailedNet: a network policy that an unjailed lane cannot apply.
+	unjailedNet := ""
+	if netSub && r.jail == nil && req.Network != nil && req.Network.Policy().Enabled() {
+		unjailedNet = " (git reaches the network only in the OS jail, and this lane runs unjailed)"
+	}
 	if rule.Git {
 		if err := checkPathArgs(jailReal, dirReal, pathGuest, req.Argv[1:]); err != nil {
-			return bin, jailReal, dirReal, nil, err
+			return bin, jailReal, dirReal, nil, false, err
 		}
-		if err := checkGitArgs(rule, sub, req.Argv[1:], jailReal, dirReal, pathGuest); err != nil {
-			return bin, jailReal, dirReal, nil, err
+		if err := checkGitArgs(rule, sub, req.Argv[1:], jailReal, dirReal, pathGuest, netOK); err != nil {
+			var de *DeniedError
+			if unjailedNet != "" && errors.As(err, &de) {
+				err = denied("%s%s", de.Reason, unjailedNet)
+			}
+			return bin, jailReal, dirReal, nil, false, err
 		}
 		found, facts, err := gitRepoCheck(jailReal, dirReal)
 		if err != nil {
-			return bin, jailReal, dirReal, nil, err
+			return bin, jailReal, dirReal, nil, false, err
 		}
 		if !found && sub == "diff" {
-			return bin, jailReal, dirReal, nil, denied("git diff outside a repository (it would compare arbitrary files)")
+			return bin, jailReal, dirReal, nil, false, denied("git diff outside a repository (it would compare arbitrary files)")
 		}
 		cfg = facts
 		switch sub {
 		case "fetch", "push", "pull":
 			for name, urls := range cfg.remotes {
 				for _, u := range urls {
+					if netOK && networkRepoArg(u) {
+						useNet = true
+						continue
+					}
 					if !localRepoArg(jailReal, dirReal, pathGuest, u) {
-						return bin, jailReal, dirReal, nil, denied("git %s: remote %q is %q, not a path inside the mount (only local repositories inside the mount can be reached)", sub, name, u)
+						return bin, jailReal, dirReal, nil, false, denied("git %s: remote %q is %q, not a path inside the mount (only local repositories inside the mount can be reached)%s", sub, name, u, unjailedNet)
 					}
 				}
 			}
@@ -356,19 +393,33 @@ func (r *Runner) prepare(req Request) (bin, jailReal, dirReal string, env []stri
 	}
 	for k, v := range req.Env {
 		if !slices.Contains(r.policy.RequestEnv, k) {
-			return bin, jailReal, dirReal, nil, denied("environment variable %q may not be set", k)
+			return bin, jailReal, dirReal, nil, false, denied("environment variable %q may not be set", k)
 		}
 		if strings.ContainsRune(v, 0) {
-			return bin, jailReal, dirReal, nil, denied("environment variable %q contains a NUL byte", k)
+			return bin, jailReal, dirReal, nil, false, denied("environment variable %q contains a NUL byte", k)
 		}
 		vars[k] = v
 	}
 	for k, v := range rule.Env {
 		vars[k] = v
 	}
-	if rule.Git && slices.Contains([]string{"clone", "fetch", "push", "pull"}, sub) {
+	if netSub {
 		// Local paths only: their repositories were checked above.
 		vars["GIT_ALLOW_PROTOCOL"] = "file"
+	}
+	if netOK && !useNet {
+		// An http(s) URL on the command line (remotes were seen above).
+		for _, a := range req.Argv[1:] {
+			useNet = useNet || !strings.HasPrefix(a, "-") && networkRepoArg(a)
+		}
+	}
+	var relayConfig [][2]string
+	if useNet {
+		// git speaks plain HTTP to the relay in its own network
+		// namespace (its https:// URLs are rewritten to it); the
+		// relay applies the network policy on the host.
+		vars["GIT_ALLOW_PROTOCOL"] = "file:http"
+		relayConfig = gitRelayConfig
 	}
 	if rule.Git {
 		// Never discover a repository above the jail.
@@ -381,6 +432,11 @@ func (r *Runner) prepare(req Request) (bin, jailReal, dirReal string, env []stri
 		// of git's command-line configuration, it outranks no setting
 		// of the user's.
 		n, _ := strconv.Atoi(vars["GIT_CONFIG_COUNT"])
+		for _, kv := range relayConfig {
+			vars[fmt.Sprintf("GIT_CONFIG_KEY_%d", n)] = kv[0]
+			vars[fmt.Sprintf("GIT_CONFIG_VALUE_%d", n)] = kv[1]
+			n++
+		}
 		for _, id := range [][2]string{{"user.name", DefaultGitName}, {"user.email", DefaultGitEmail}} {
 			if cfg.sets(id[0]) || argsSetConfig(req.Argv[1:], id[0]) {
 				continue
@@ -395,7 +451,7 @@ func (r *Runner) prepare(req Request) (bin, jailReal, dirReal string, env []stri
 		env = append(env, k+"="+v)
 	}
 	sort.Strings(env)
-	return bin, jailReal, dirReal, env, nil
+	return bin, jailReal, dirReal, env, useNet, nil
 }
 
 // jailHome is HOME in the OS jail: a directory of its private /tmp.
@@ -419,7 +475,7 @@ func (r *Runner) guestRoot(req Request) string {
 // exec starts the process in its own process group and waits for it,
 // killing the whole group on ctx's end (SIGTERM, then SIGKILL after the
 // grace period) and whatever is left of the group once the leader exits.
-func (r *Runner) exec(ctx context.Context, bin string, req Request, jailReal, dir string, env []string) (stdout, stderr []byte, code int, truncated bool, err error) {
+func (r *Runner) exec(ctx context.Context, bin string, req Request, jailReal, dir string, env []string, useNet bool) (stdout, stderr []byte, code int, truncated bool, err error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, 0, false, fmt.Errorf("native: %w", err)
@@ -441,7 +497,7 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, jailReal, di
 	}
 	var info jailRun
 	if r.jail != nil {
-		info, err = r.jail.wrap(cmd, bin, req.Argv[1:], jailReal, r.guestRoot(req), dir, !req.ReadOnly, env, r.cfg.Limits.withDefaults())
+		info, err = r.jail.wrap(cmd, bin, req.Argv[1:], jailReal, r.guestRoot(req), dir, !req.ReadOnly, env, r.cfg.Limits.withDefaults(), useNet)
 		if err != nil {
 			outR.Close()
 			outW.Close()
@@ -488,6 +544,23 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, jailReal, di
 		return nil, nil, 0, false, fmt.Errorf("native: start %s: %w", req.Argv[0], startErr)
 	}
 	pid := cmd.Process.Pid
+	if useNet {
+		// The command waits in its namespaces while the relay opens in
+		// its network namespace; if the relay cannot, it never starts.
+		rl, err := r.openRelay(ctx, info, req.Network, pid)
+		if err != nil {
+			unix.Kill(-pid, unix.SIGKILL)
+			cmd.Wait()
+			outR.Close()
+			errR.Close()
+			if inW != nil {
+				inW.Close()
+			}
+			return nil, nil, 0, false, err
+		}
+		defer rl.close()
+		info.release()
+	}
 	if inW != nil {
 		// This goroutine ends when req.Stdin returns (EOF or error) or
 		// the pipe is closed after the process exits; a Stdin that blocks
@@ -580,6 +653,21 @@ func (r *Runner) exec(ctx context.Context, bin string, req Request, jailReal, di
 		}
 	}
 	return outBuf.bytes(), errBuf.bytes(), code, outBuf.truncated || errBuf.truncated, nil
+}
+
+// openRelay opens the network relay in the network namespace of the held
+// jail whose bwrap is pid.
+func (r *Runner) openRelay(ctx context.Context, info jailRun, b *netpolicy.Broker, pid int) (*relay, error) {
+	hctx, cancel := context.WithTimeout(ctx, relayHoldTimeout)
+	defer cancel()
+	init, err := info.initPid(hctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("native: network relay: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("native: network relay: %w", err)
+	}
+	return startRelay(ctx, b, init, pid)
 }
 
 // capBuffer keeps the first max bytes written to it; past them it reports

@@ -612,7 +612,7 @@ func BenchmarkPolicyChecks(b *testing.B) {
 	r := newRunner(b, Config{})
 	req := Request{Argv: []string{"git", "status", "--porcelain"}, Jail: jail}
 	for b.Loop() {
-		if _, _, _, _, err := r.prepare(req); err != nil {
+		if _, _, _, _, _, err := r.prepare(req); err != nil {
 			b.Fatal(err)
 		}
 	}
