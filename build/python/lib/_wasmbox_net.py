@@ -12,12 +12,15 @@ waited for with poll_oneoff.
 
 install() puts this in place of the socket module's TCP client:
 
-  socket.socket(AF_INET|AF_INET6, SOCK_STREAM)  a NetSocket: connect() asks
-                    the host for a plain connection (a refusal raises at
-                    once: ConnectionRefusedError, socket.gaierror or
-                    TimeoutError with the host's one-line message);
-                    ssl.SSLContext.wrap_socket() then replaces it by a TLS
-                    connection of the host to the same name and port.
+  socket.socket(AF_INET|AF_INET6, SOCK_STREAM)  a NetSocket: connect() has
+                    the host check host:port (allowlist, name resolved on
+                    the host, refused addresses; a refusal raises at once:
+                    ConnectionRefusedError, socket.gaierror or
+                    TimeoutError with the host's one-line message) and
+                    dials nothing; ssl.SSLContext.wrap_socket() then asks
+                    for a TLS connection, or the first send, recv or
+                    fileno() for a plain one. The host checks again then
+                    (a refused TCP connect raises there).
   socket.getaddrinfo  answers the name itself: names are resolved by the
                     host when it connects, never in the sandbox.
   socket.create_connection, http.client, urllib.request, urllib3,
@@ -89,10 +92,12 @@ def connect_error(kind, message, tls=False):
     return ConnectionRefusedError(errno.ECONNREFUSED, msg)
 
 
-def host_connect(host, port, tls):
+def host_connect(host, port, tls, check=False):
     import json
-    req = json.dumps({"host": host, "port": port, "tls": bool(tls)}).encode()
-    code, a, b = _wasmbox_host.net_connect(req)
+    w = {"host": host, "port": port, "tls": bool(tls)}
+    if check:
+        w["check"] = True
+    code, a, b = _wasmbox_host.net_connect(json.dumps(w).encode())
     if code != 0:
         raise connect_error(a, b, tls)
     return a, b
@@ -154,13 +159,24 @@ class NetSocket:
         raise TypeError("cannot pickle %r" % self)
 
     def fileno(self):
-        return -1 if self._closed else self._rfd
+        if self._closed:
+            return -1
+        if self._peer is not None and self._rfd < 0 and self._wfd < 0:
+            try:
+                self._check()
+            except OSError:
+                return -1
+        return self._rfd
 
     def _check(self):
+        """Raises unless the socket is connected; the first use after
+        connect() opens the host's plain connection."""
         if self._closed:
             raise OSError(errno.EBADF, "Bad file descriptor")
-        if self._rfd < 0:
+        if self._peer is None:
             raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
+        if self._rfd < 0 and self._wfd < 0 and not self._eof:
+            self._rfd, self._wfd = host_connect(self._peer[0], self._peer[1], False)
 
     def settimeout(self, t):
         if t is not None:
@@ -193,7 +209,8 @@ class NetSocket:
     accept = listen
 
     def getpeername(self):
-        self._check()
+        if self._peer is None:
+            raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
         return self._peer
 
     def getsockname(self):
@@ -202,12 +219,12 @@ class NetSocket:
     def connect(self, address):
         if self._closed:
             raise OSError(errno.EBADF, "Bad file descriptor")
-        if self._rfd >= 0:
+        if self._peer is not None:
             raise OSError(errno.EISCONN, "Transport endpoint is already connected")
         if not isinstance(address, tuple) or len(address) < 2:
             raise TypeError("%s(): AF_INET address must be tuple, not %s" % ("connect", type(address).__name__))
         host, port = _host(address[0]), _port(address[1])
-        self._rfd, self._wfd = host_connect(host, port, False)
+        host_connect(host, port, False, check=True)
         self._peer = (host, port)
 
     def connect_ex(self, address):
@@ -220,7 +237,10 @@ class NetSocket:
     def _starttls(self, server_hostname):
         """Replaces the plain connection by a TLS connection of the host to
         the same name and port (wrap_socket)."""
-        self._check()
+        if self._closed:
+            raise OSError(errno.EBADF, "Bad file descriptor")
+        if self._peer is None:
+            raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
         if self._tls:
             raise ValueError("wasmbox: network: the socket already does TLS")
         host, port = self._peer
@@ -230,8 +250,9 @@ class NetSocket:
                 raise connect_error(KIND_TLS, "wasmbox: network: TLS for %s on a connection to %s: the host verifies the name it connects to" % (sni, host))
         if self._sent:
             raise OSError(errno.EPROTO, "wasmbox: network: TLS after plain data on one connection is not supported")
-        # The plain connection is closed first: a server that does the
-        # handshake in its accept loop would wait for it.
+        # A plain connection opened already (fileno() before wrap_socket)
+        # is closed first: a server that does the handshake in its accept
+        # loop would wait for it.
         self._close_fds()
         self._rfd, self._wfd = host_connect(host, port, True)
         self._tls = True
