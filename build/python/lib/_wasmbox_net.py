@@ -254,7 +254,12 @@ class NetSocket:
         # is closed first: a server that does the handshake in its accept
         # loop would wait for it.
         self._close_fds()
-        self._rfd, self._wfd = host_connect(host, port, True)
+        try:
+            self._rfd, self._wfd = host_connect(host, port, True)
+        except BaseException:
+            # No plain connection behind a failed TLS one.
+            self._closed = True
+            raise
         self._tls = True
 
     # --- waiting ------------------------------------------------------
