@@ -139,7 +139,9 @@ class NetSocket:
         self._peer = None
         self._tls = False
         self._sent = False
-        self._closed = False
+        self._closed = False    # close() was called
+        self._released = False  # the descriptors are closed
+        self._opened = False    # the host's connection was opened
         self._eof = False
         self._io_refs = 0
         self._timeout = _socket.getdefaulttimeout()
@@ -159,9 +161,9 @@ class NetSocket:
         raise TypeError("cannot pickle %r" % self)
 
     def fileno(self):
-        if self._closed:
+        if self._released or self._closed and not self._opened:
             return -1
-        if self._peer is not None and self._rfd < 0 and self._wfd < 0:
+        if self._peer is not None and not self._opened:
             try:
                 self._check()
             except OSError:
@@ -170,12 +172,17 @@ class NetSocket:
 
     def _check(self):
         """Raises unless the socket is connected; the first use after
-        connect() opens the host's plain connection."""
-        if self._closed:
+        connect() opens the host's plain connection. A socket close()d
+        while a makefile() stream is open still works, as CPython's does
+        (http.client reads a response after urllib closed its socket)."""
+        if self._released:
             raise OSError(errno.EBADF, "Bad file descriptor")
         if self._peer is None:
             raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
-        if self._rfd < 0 and self._wfd < 0 and not self._eof:
+        if not self._opened:
+            if self._closed:
+                raise OSError(errno.EBADF, "Bad file descriptor")
+            self._opened = True
             self._rfd, self._wfd = host_connect(self._peer[0], self._peer[1], False)
 
     def settimeout(self, t):
@@ -217,7 +224,7 @@ class NetSocket:
         return ("0.0.0.0", 0)
 
     def connect(self, address):
-        if self._closed:
+        if self._closed or self._released:
             raise OSError(errno.EBADF, "Bad file descriptor")
         if self._peer is not None:
             raise OSError(errno.EISCONN, "Transport endpoint is already connected")
@@ -237,7 +244,7 @@ class NetSocket:
     def _starttls(self, server_hostname):
         """Replaces the plain connection by a TLS connection of the host to
         the same name and port (wrap_socket)."""
-        if self._closed:
+        if self._closed or self._released:
             raise OSError(errno.EBADF, "Bad file descriptor")
         if self._peer is None:
             raise OSError(errno.ENOTCONN, "Transport endpoint is not connected")
@@ -254,11 +261,12 @@ class NetSocket:
         # is closed first: a server that does the handshake in its accept
         # loop would wait for it.
         self._close_fds()
+        self._opened = True
         try:
             self._rfd, self._wfd = host_connect(host, port, True)
         except BaseException:
             # No plain connection behind a failed TLS one.
-            self._closed = True
+            self._closed = self._released = True
             raise
         self._tls = True
 
@@ -394,6 +402,7 @@ class NetSocket:
         self._rfd = self._wfd = -1
 
     def _real_close(self):
+        self._released = True
         self._close_fds()
 
     def close(self):

@@ -346,7 +346,7 @@ class SSLSocket(_wasmbox_net.NetSocket):
         self.__dict__.update(sock.__dict__)
         # The SSLSocket owns the descriptors now.
         sock._rfd = sock._wfd = -1
-        sock._closed = True
+        sock._closed = sock._released = True
         self._context = context
         self.server_hostname = server_hostname
         self.server_side = False
