@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -96,7 +97,7 @@ print(len(body), body[-16:].decode())
 	t.Run("http.client", func(t *testing.T) {
 		// Two requests on one connection (keep-alive), then the socket
 		// and ssl modules directly.
-		res := py(t, `import sys, http.client, socket, ssl, urllib.parse
+		res := py(t, `import sys, http.client, socket, ssl, selectors, urllib.parse
 u = urllib.parse.urlsplit(sys.argv[1])
 c = http.client.HTTPSConnection(u.hostname, u.port, timeout=60)
 for path in ("/hello", "/hello"):
@@ -108,6 +109,9 @@ ctx = ssl.create_default_context()
 with socket.create_connection((u.hostname, u.port)) as s:
     with ctx.wrap_socket(s, server_hostname=u.hostname) as t:
         t.sendall(b"GET /hello HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % u.netloc.encode())
+        sel = selectors.DefaultSelector()
+        sel.register(t, selectors.EVENT_READ)
+        assert sel.select(timeout=60)[0][0].fileobj is t
         data = b""
         while True:
             b = t.recv(4096)
@@ -326,5 +330,38 @@ func TestPythonPipInstallFromIndex(t *testing.T) {
 	res := run(t, sb, "python3 -m pip install -q --disable-pip-version-check --no-cache-dir --index-url "+srv.URL+"/simple/ netdemo 2>&1 && python3 -c 'import netdemo; print(netdemo.V)'")
 	if res.ExitCode != 0 || res.Stdout != "from the index\n" || fetched.Load() != 1 {
 		t.Fatalf("exit %d, output %q, wheel fetched %d times", res.ExitCode, res.Stdout, fetched.Load())
+	}
+}
+
+// TestPythonNetworkCertNoneStillVerified: a context that turns
+// verification off (ssl.CERT_NONE, requests' verify=False) does not lower
+// the host's: a server whose CA the host does not trust is refused.
+func TestPythonNetworkCertNoneStillVerified(t *testing.T) {
+	srv, p := netServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "untrusted server reached")
+	}))
+	p.RootCAs = x509.NewCertPool() // trusts nothing
+	sb := pythonSandbox(t, WithNetwork(p), WithTimeout(5*time.Minute))
+	script := `import sys, ssl, urllib.request, urllib.error
+ctx = ssl._create_unverified_context()
+print(ctx.verify_mode == ssl.CERT_NONE, ctx.check_hostname)
+try:
+    print(urllib.request.urlopen(sys.argv[1], context=ctx).read())
+except urllib.error.URLError as e:
+    print(type(e.reason).__name__, e.reason)
+from pip._vendor import requests
+try:
+    print(requests.get(sys.argv[1], verify=False).text)
+except requests.exceptions.SSLError as e:
+    print("requests: SSLError")
+`
+	if err := sb.WriteFile("/tmp/t.py", []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, sb, "python3 /tmp/t.py "+srv.URL+" 2>&1")
+	if res.ExitCode != 0 || strings.Contains(res.Stdout, "reached") ||
+		!strings.HasPrefix(res.Stdout, "True False\nSSLCertVerificationError wasmbox: network: TLS with 127.0.0.1: tls: failed to verify certificate") ||
+		!strings.HasSuffix(res.Stdout, "requests: SSLError\n") {
+		t.Fatalf("exit %d, output %q", res.ExitCode, res.Stdout)
 	}
 }
