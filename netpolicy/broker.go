@@ -169,30 +169,14 @@ func display(host string, port int, useTLS bool) string {
 // returns; ctx (the run's) bounds it.
 func (b *Broker) Connect(ctx context.Context, host string, port int, useTLS bool) (*Conn, error) {
 	start := time.Now()
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		host = a.Unmap().String()
-	}
-	if !validHost(host) {
-		host = strconv.Quote(host)
-	}
-	name := display(host, port, useTLS)
-	fail := func(e *Error) (*Conn, error) {
-		b.record(ctx, Record{Method: "CONNECT", Host: host, Port: port, Denied: e.Kind == KindDenied || e.Kind == KindAddress || e.Kind == KindLimit,
-			Error: e.Msg, Start: start, Duration: time.Since(start)})
-		return nil, e
-	}
-	if host == "" || port < 1 || port > 65535 || !validHost(host) {
-		return fail(errorf(KindDenied, "%s is not in the allowlist", name))
-	}
-	rule, ok := b.p.Match(host, port)
-	if !ok {
-		return fail(errorf(KindDenied, "%s is not in the allowlist", name))
+	host, name, rule, e := b.match(host, port, useTLS)
+	if e != nil {
+		return b.fail(ctx, host, port, start, e)
 	}
 	select {
 	case b.sem <- struct{}{}:
 	default:
-		return fail(errorf(KindLimit, "too many connections at once (the limit is %d)", cap(b.sem)))
+		return b.fail(ctx, host, port, start, errorf(KindLimit, "too many connections at once (the limit is %d)", cap(b.sem)))
 	}
 	release := sync.OnceFunc(func() { <-b.sem })
 	conn, err := b.dial(ctx, host, port, rule)
@@ -205,14 +189,63 @@ func (b *Broker) Connect(ctx context.Context, host string, port int, useTLS bool
 		if !errors.As(err, &e) {
 			e = errorf(KindConnect, "%s: %v", name, err)
 		}
-		return fail(e)
+		return b.fail(ctx, host, port, start, e)
 	}
 	c := &Conn{b: b, conn: conn, host: host, port: port, tls: useTLS, release: release, ctx: ctx}
 	c.stop = context.AfterFunc(ctx, func() { conn.Close() })
 	return c, nil
 }
 
-func (b *Broker) dial(ctx context.Context, host string, port int, rule Rule) (net.Conn, error) {
+// Check does what Connect does before it dials: the allowlist, the name
+// resolved here and the addresses refused. It opens no connection (a
+// client that decides on TLS after its connect, as Python's sockets do,
+// asks for Check first and Connect later). Connect checks again: a later
+// answer of the resolver is checked anew. A refusal is recorded as
+// Connect's is.
+func (b *Broker) Check(ctx context.Context, host string, port int) error {
+	start := time.Now()
+	host, _, rule, e := b.match(host, port, false)
+	if e == nil {
+		_, e = b.resolve(ctx, host, port, rule)
+	}
+	if e != nil {
+		_, err := b.fail(ctx, host, port, start, e)
+		return err
+	}
+	return nil
+}
+
+func (b *Broker) fail(ctx context.Context, host string, port int, start time.Time, e *Error) (*Conn, error) {
+	b.record(ctx, Record{Method: "CONNECT", Host: host, Port: port, Denied: e.Kind == KindDenied || e.Kind == KindAddress || e.Kind == KindLimit,
+		Error: e.Msg, Start: start, Duration: time.Since(start)})
+	return nil, e
+}
+
+// match normalizes host and finds the rule of the allowlist that allows
+// host:port, or says why none does.
+func (b *Broker) match(host string, port int, useTLS bool) (string, string, Rule, *Error) {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		host = a.Unmap().String()
+	}
+	if !validHost(host) {
+		host = strconv.Quote(host)
+	}
+	name := display(host, port, useTLS)
+	if host == "" || port < 1 || port > 65535 || !validHost(host) {
+		return host, name, Rule{}, errorf(KindDenied, "%s is not in the allowlist", name)
+	}
+	rule, ok := b.p.Match(host, port)
+	if !ok {
+		return host, name, Rule{}, errorf(KindDenied, "%s is not in the allowlist", name)
+	}
+	return host, name, rule, nil
+}
+
+// resolve returns the addresses of host that the rule lets the guest
+// reach: resolved here, loopback, private, link-local and metadata
+// addresses left out unless the rule names the address exactly.
+func (b *Broker) resolve(ctx context.Context, host string, port int, rule Rule) ([]netip.Addr, *Error) {
 	name := host
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
@@ -232,8 +265,6 @@ func (b *Broker) dial(ctx context.Context, host string, port int, rule Rule) (ne
 			return nil, errorf(KindResolve, "could not resolve %s", name)
 		}
 	}
-	// The addresses checked here are the ones dialed: a second lookup
-	// (DNS rebinding) never happens.
 	var ok []netip.Addr
 	for _, a := range addrs {
 		a = a.Unmap()
@@ -244,6 +275,17 @@ func (b *Broker) dial(ctx context.Context, host string, port int, rule Rule) (ne
 	}
 	if len(ok) == 0 {
 		return nil, errorf(KindAddress, "%s resolves to %s, a loopback, private, link-local or metadata address that the allowlist does not name", name, addrs[0].Unmap())
+	}
+	return ok, nil
+}
+
+func (b *Broker) dial(ctx context.Context, host string, port int, rule Rule) (net.Conn, error) {
+	name := host
+	// The addresses checked here are the ones dialed: a second lookup
+	// (DNS rebinding) never happens.
+	ok, rerr := b.resolve(ctx, host, port, rule)
+	if rerr != nil {
+		return nil, rerr
 	}
 	dial := b.p.Dial
 	if dial == nil {

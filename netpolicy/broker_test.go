@@ -513,3 +513,53 @@ func TestBrokerSecretOnlyOverTLS(t *testing.T) {
 		t.Fatalf("the server got Authorization %q over plain HTTP", v)
 	}
 }
+
+// TestBrokerCheckDialsNothing: Check applies the allowlist, the host's
+// resolution and the refused addresses, and opens no connection.
+func TestBrokerCheckDialsNothing(t *testing.T) {
+	rules, _ := ParseAllow("ok.example:8443,*.corp.example")
+	fixed := resolverFunc(func(host string) []netip.Addr {
+		switch host {
+		case "ok.example":
+			return []netip.Addr{netip.MustParseAddr("203.0.113.9")}
+		case "a.corp.example":
+			return []netip.Addr{netip.MustParseAddr("10.0.0.5")}
+		}
+		return nil
+	})
+	var dials atomic.Int32
+	var recs atomic.Int32
+	b := NewBroker(&Policy{Allow: rules, Resolver: fixed, Dial: func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		dials.Add(1)
+		return nil, errors.New("test: no dial")
+	}}, func(ctx context.Context, r Record) { recs.Add(1) })
+	ctx := context.Background()
+	if err := b.Check(ctx, "OK.example.", 8443); err != nil {
+		t.Fatalf("check of an allowed host: %v", err)
+	}
+	cases := []struct {
+		host string
+		port int
+		kind Kind
+		msg  string
+	}{
+		{"ok.example", 443, KindDenied, "wasmbox: network: ok.example:443 is not in the allowlist"},
+		{"denied.example", 443, KindDenied, "wasmbox: network: denied.example:443 is not in the allowlist"},
+		{"a.corp.example", 443, KindAddress, "wasmbox: network: a.corp.example resolves to 10.0.0.5, a loopback, private, link-local or metadata address that the allowlist does not name"},
+		{"b.corp.example", 443, KindResolve, "wasmbox: network: could not resolve b.corp.example"},
+		{"bad\nhost", 443, KindDenied, `wasmbox: network: "bad\nhost":443 is not in the allowlist`},
+	}
+	for _, c := range cases {
+		err := b.Check(ctx, c.host, c.port)
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != c.kind || e.Msg != c.msg {
+			t.Errorf("Check(%q, %d) = %v, want kind %d %q", c.host, c.port, err, c.kind, c.msg)
+		}
+	}
+	if dials.Load() != 0 {
+		t.Fatalf("Check dialed %d times", dials.Load())
+	}
+	if recs.Load() != int32(len(cases)) {
+		t.Fatalf("%d records, want one per refusal (%d)", recs.Load(), len(cases))
+	}
+}

@@ -26,6 +26,12 @@ import (
 //
 //	{"host": "api.example.com", "port": 443, "tls": true}
 //
+// With "check": true the host only checks: the allowlist, the name
+// resolved and the addresses refused, as below, but it dials nothing and
+// returns 0 (writing nothing) or the refusal. A client that decides on
+// TLS after its connect (Python's socket, then ssl.wrap_socket) checks at
+// connect and connects at its first use; the connect checks again.
+//
 // The host checks host:port against the run's allowlist, resolves the name
 // itself, refuses loopback, private, link-local and metadata addresses the
 // allowlist does not name exactly, connects to the very address it checked
@@ -135,9 +141,10 @@ type netReader struct {
 }
 
 type netWire struct {
-	Host string `json:"host"`
-	Port int    `json:"port"`
-	TLS  bool   `json:"tls"`
+	Host  string `json:"host"`
+	Port  int    `json:"port"`
+	TLS   bool   `json:"tls"`
+	Check bool   `json:"check"`
 }
 
 func hostNetConnect(ctx context.Context, mod api.Module, stack []uint64) {
@@ -172,7 +179,13 @@ func netConnectCall(ctx context.Context, mod api.Module, reqPtr, reqLen, outPtr,
 	if b == nil {
 		b = denyAll
 	}
-	conn, err := b.Connect(ctx, w.Host, w.Port, w.TLS)
+	var conn *netpolicy.Conn
+	var err error
+	if w.Check {
+		err = b.Check(ctx, w.Host, w.Port)
+	} else {
+		conn, err = b.Connect(ctx, w.Host, w.Port, w.TLS)
+	}
 	if err != nil {
 		var e *netpolicy.Error
 		if !errors.As(err, &e) {
@@ -184,6 +197,9 @@ func netConnectCall(ctx context.Context, mod api.Module, reqPtr, reqLen, outPtr,
 		mem.WriteUint32Le(outPtr+4, uint32(len(msg)))
 		mem.Write(outPtr+8, msg)
 		return ErrnoNotcapable
+	}
+	if w.Check {
+		return ErrnoSuccess
 	}
 	reqR, reqW := wasi.NewPipe(context.Background())
 	respR, respW := wasi.NewPipe(context.Background())

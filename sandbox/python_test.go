@@ -142,14 +142,15 @@ except ValueError:
     frames = traceback.extract_tb(__import__("sys").exc_info()[2])
     print(all(f.line for f in frames[1:]), len(frames) > 2)
 '`, "True True\n", "", 0},
-		// No network: name resolution says so with an OSError.
+		// No network (no WithNetwork): the host refuses every connect
+		// with its one-line message.
 		{"no network", `python3 -c '
 import errno, socket
 try:
     socket.create_connection(("example.com", 80), timeout=1)
 except OSError as e:
     print(type(e).__name__, errno.errorcode[e.errno], e.strerror)
-'`, "OSError ENETUNREACH Network is unreachable: the wasmbox sandbox has no network\n", "", 0},
+'`, "ConnectionRefusedError ECONNREFUSED wasmbox: network: example.com is not in the allowlist\n", "", 0},
 		{"site-packages", `echo "Y = 7" > /usr/local/lib/python3.11/dist-packages/sitemod.py && python3 -c "import sitemod; print(sitemod.Y)" && mkdir -p ~/.local/lib/python3.11/site-packages && echo 'X = 42' > ~/.local/lib/python3.11/site-packages/mymod.py && python3 -c 'import mymod; print(mymod.X)'`, "7\n42\n", "", 0},
 	}
 	for _, c := range cases {

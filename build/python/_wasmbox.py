@@ -8,9 +8,10 @@ directory or zip with __main__.py, a program on stdin ('-' or nothing),
 and the options -b -B -d -E -I -O -P -q -s -S -u -v -x -W ARG -X ARG -V -h
 (-b -d -O -q -v -X are accepted and have no effect).
 Not supported: the interactive prompt (-i, or a terminal on stdin: stdin is
-run as a program), -OO's effect on modules already loaded, threads and
-sockets (WASI has neither). Hash randomization is fixed by the snapshot (as
-with PYTHONHASHSEED set); the random module is reseeded on every run.
+run as a program), -OO's effect on modules already loaded, threads,
+servers and protocols other than HTTP/1.1 (the sandbox's sockets are
+HTTP/1.1 clients of connections the host opens, see _wasmbox_net). Hash
+randomization is fixed by the snapshot (as with PYTHONHASHSEED set); the random module is reseeded on every run.
 """
 import sys
 import os
@@ -28,22 +29,14 @@ import textwrap, string, struct, math, hashlib, base64, copy, enum, dataclasses,
 
 VERSION = "Python %d.%d.%d" % sys.version_info[:3]
 
-# No network (WASI has no sockets): the name-resolution calls that
-# socket.create_connection, urllib and http.client start with are missing
-# from _socket, and failed with "AttributeError: module '_socket' has no
-# attribute 'getaddrinfo'". They raise an OSError that says why.
-import errno as _errno
-import _socket
-
-
-def _no_network(*args, **kwargs):
-    raise OSError(_errno.ENETUNREACH, "Network is unreachable: the wasmbox sandbox has no network")
-
-
-for _name in ("getaddrinfo", "getnameinfo", "gethostbyname", "gethostbyname_ex", "gethostbyaddr"):
-    for _mod in (_socket, sys.modules.get("socket")):  # socket copied _socket's names
-        if _mod is not None and not hasattr(_mod, _name):
-            setattr(_mod, _name, _no_network)
+# The network: WASI has no sockets; the host opens connections for the
+# sandbox (runtime.NetABI, --allow-net). _wasmbox_net puts a TCP client
+# socket over it in place of socket.socket and answers getaddrinfo itself
+# (names are resolved and checked by the host); ssl (build/python/lib/ssl.py)
+# has the host do TLS. Without --allow-net every connect is refused with
+# the host's one-line message.
+import _wasmbox_net
+_wasmbox_net.install()
 
 # pip, offline: ensurepip's bundled wheel is importable (last on sys.path,
 # so that a pip installed in site-packages comes first), and its zip

@@ -17,10 +17,12 @@
  * working directory, standard streams, the random module's seed) is set up
  * again by _wasmbox.main.
  */
+#define PY_SSIZE_T_CLEAN
 #include "Python.h"
 #include <sched.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <wasi/api.h>
 
 extern void __wasm_call_ctors(void);
@@ -67,15 +69,58 @@ static PyObject *host_kill(PyObject *self, PyObject *args) {
 	Py_RETURN_NONE;
 }
 
+/* The network ABI of the wasmbox runtime (runtime.NetABI): HTTP/1.1 over
+ * connections the host opens, checks and watches (TLS on the host). The
+ * Python side is Lib/_wasmbox_net.py (socket and ssl over it). */
+__attribute__((import_module("wasmbox"), import_name("net_connect")))
+int32_t wasmbox_net_connect(const char *req, uint32_t len, uint8_t *out, uint32_t cap);
+__attribute__((import_module("wasmbox"), import_name("net_error")))
+int32_t wasmbox_net_error(uint32_t rfd, uint8_t *buf, uint32_t cap, uint32_t *len);
+
+/* _wasmbox_host.net_connect(request: bytes) -> (0, read_fd, write_fd) on
+ * success, (76, kind, message: bytes) when the host refused or failed;
+ * any other errno raises OSError. */
+static PyObject *host_net_connect(PyObject *self, PyObject *arg) {
+	char *buf;
+	Py_ssize_t len;
+	if (PyBytes_AsStringAndSize(arg, &buf, &len) < 0) return NULL;
+	uint8_t out[8 + 1024];
+	int32_t e = wasmbox_net_connect(buf, (uint32_t)len, out, sizeof out);
+	uint32_t a, b;
+	memcpy(&a, out, 4);
+	memcpy(&b, out + 4, 4);
+	if (e == 0) return Py_BuildValue("(iii)", 0, (int)a, (int)b);
+	if (e == 76) {
+		if (b > sizeof out - 8) b = sizeof out - 8;
+		return Py_BuildValue("(iiy#)", 76, (int)a, (const char *)out + 8, (Py_ssize_t)b);
+	}
+	return errno_error(e);
+}
+
+/* _wasmbox_host.net_error(read_fd) -> bytes: why the host ended the
+ * connection, empty when it ended cleanly. */
+static PyObject *host_net_error(PyObject *self, PyObject *arg) {
+	int fd = _PyLong_AsInt(arg);
+	if (fd == -1 && PyErr_Occurred()) return NULL;
+	uint8_t buf[1024];
+	uint32_t n = 0;
+	int32_t e = wasmbox_net_error((uint32_t)fd, buf, sizeof buf, &n);
+	if (e != 0) return errno_error(e);
+	if (n > sizeof buf) n = sizeof buf;
+	return PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+}
+
 static PyMethodDef host_methods[] = {
 	{"pipe", host_pipe, METH_NOARGS, "pipe() -> (r, w): a pipe of the host"},
 	{"spawn", host_spawn, METH_O, "spawn(request) -> handle: start a child (runtime.ProcessABI)"},
 	{"kill", host_kill, METH_VARARGS, "kill(handle, signal): stop a child"},
+	{"net_connect", host_net_connect, METH_O, "net_connect(request) -> (errno, a, b): a connection of the host (runtime.NetABI)"},
+	{"net_error", host_net_error, METH_O, "net_error(read_fd) -> bytes: why the host ended a connection"},
 	{NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef host_module = {
-	PyModuleDef_HEAD_INIT, "_wasmbox_host", "The wasmbox host's process ABI.", -1, host_methods,
+	PyModuleDef_HEAD_INIT, "_wasmbox_host", "The wasmbox host's process and network ABIs.", -1, host_methods,
 };
 
 static PyObject *host_init(void) { return PyModule_Create(&host_module); }
