@@ -116,7 +116,7 @@ RANLIB=/usr/bin/llvm-ranlib-19
 # anonymous mmap).
 EMU="-D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_PROCESS_CLOCKS -D_WASI_EMULATED_GETPID -D_WASI_EMULATED_MMAN"
 EMULIBS="-lwasi-emulated-signal -lwasi-emulated-process-clocks -lwasi-emulated-getpid -lwasi-emulated-mman"
-OPT=${CTOOLS_OPT:-"-O2 -g0"}
+OPT="-O2 -g0"
 $CC $OPT -c "$HERE/wasi_compat.c" -o "$WORK/wasi_compat.o"
 # memchr, memrchr, strlen, memcpy, memmove, memset with simd128 and bulk
 # memory, linked before wasi-libc (see wasi_string.c).
