@@ -44,11 +44,11 @@ func makeToolInputs() toolInputs {
 	}
 	j.WriteByte(']')
 	in.json = j.Bytes()
-	// 5,000 files of 2,000 bytes in 50 directories: 10 MB.
+	// 10,000 files of 1,000 bytes in 100 directories: 10 MB.
 	in.tree = map[string][]byte{}
-	for i := 0; i < 5000; i++ {
-		off := (i * 2000) % (len(one) - 2000)
-		in.tree[fmt.Sprintf("d%02d/f%04d.txt", i%50, i)] = one[off : off+2000]
+	for i := 0; i < 10000; i++ {
+		off := (i * 1000) % (len(one) - 1000)
+		in.tree[fmt.Sprintf("d%02d/f%05d.txt", i%100, i)] = one[off : off+1000]
 	}
 	return in
 }
@@ -70,11 +70,14 @@ type toolCase struct {
 }
 
 // measureTools times single tools on 10 MB inputs in the sandbox against
-// the GNU tools (and mawk, jq 1.6) on the host: wc, grep, sort, sha256sum,
-// find and tar czf over 5,000 files, awk and jq.
+// the GNU tools (and mawk, jq 1.6) on the host: wc, grep, sed, uniq, cut,
+// sort, sha256sum, find and tar czf over 10,000 files, awk and jq.
 func measureTools(ctx context.Context, e *Env) ([]Row, error) {
 	n := e.reps(2, 7)
-	sb, err := sandbox.New(ctx, sandbox.WithEngine(e.Engine), sandbox.WithTimeout(5*time.Minute))
+	// The tree's 10,000 files and its 100 directories are more inodes
+	// than a sandbox's default 10,000.
+	sb, err := sandbox.New(ctx, sandbox.WithEngine(e.Engine), sandbox.WithLimits(sandbox.Limits{Files: 20_000}),
+		sandbox.WithTimeout(5*time.Minute))
 	if err != nil {
 		return nil, err
 	}
@@ -126,11 +129,13 @@ func measureTools(ctx context.Context, e *Env) ([]Row, error) {
 		// No line matches (grep exits 1): every line goes through the regex.
 		{name: "grep -cE '[0-9]+x'", script: "grep -cE '[0-9]+x' IN; test $? = 1", native: []string{"sh", "-c", "grep -cE '[0-9]+x' IN; test $? = 1"}, note: "no line matches"},
 		{name: "sed s/a/A/g > file", script: "sed s/a/A/g IN > OUT", native: []string{"sh", "-c", "sed s/a/A/g IN > OUT"}, out: true},
+		{name: "uniq -c > file", script: "uniq -c IN > OUT", native: []string{"sh", "-c", "uniq -c IN > OUT"}, out: true},
+		{name: "cut -d' ' -f2,4 > file", script: "cut -d' ' -f2,4 IN > OUT", native: []string{"sh", "-c", "cut -d' ' -f2,4 IN > OUT"}, out: true},
 		{name: "sort > file", script: "sort IN > OUT", native: []string{"sort", "-o", "OUT", "IN"}, out: true},
 		{name: "sort -n -k1,1 > file", script: "sort -n -k1,1 NUMS > OUT", native: []string{"sort", "-s", "-n", "-k1,1", "-o", "OUT", "NUMS"}, out: true, note: "ours is stable like sort -s"},
 		{name: "sha256sum", script: "sha256sum IN", native: []string{"sha256sum", "IN"}},
-		{name: "find 5,000 files", script: "find TREE -name '*.txt'", native: []string{"find", "TREE", "-name", "*.txt"}, sortLines: true},
-		{name: "tar czf 5,000 files", script: "tar czf OUT -C DIR tree", native: []string{"tar", "czf", "OUT", "-C", "DIR", "tree"}, gz: true},
+		{name: "find 10,000 files", script: "find TREE -name '*.txt'", native: []string{"find", "TREE", "-name", "*.txt"}, sortLines: true},
+		{name: "tar czf 10,000 files", script: "tar czf OUT -C DIR tree", native: []string{"tar", "czf", "OUT", "-C", "DIR", "tree"}, gz: true},
 		{name: "awk sum 1M lines", script: "awk '{s+=$1} END {print s}' NUMS", native: []string{"awk", "{s+=$1} END {print s}", "NUMS"}, note: "native: /usr/bin/awk (mawk)"},
 		{name: "awk count by key", script: "awk '{c[$2]++} END {for (k in c) print k, c[k]}' NUMS", native: []string{"awk", "{c[$2]++} END {for (k in c) print k, c[k]}", "NUMS"}, sortLines: true, note: "native: mawk"},
 		{name: "jq .[]|.a", script: "jq '.[]|.a' JSON > OUT", native: []string{"sh", "-c", "jq '.[]|.a' JSON > OUT"}, out: true, note: "native: jq 1.6"},

@@ -118,13 +118,17 @@ EMU="-D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_PROCESS_CLOCKS -D_WASI_EMULATED_GE
 EMULIBS="-lwasi-emulated-signal -lwasi-emulated-process-clocks -lwasi-emulated-getpid -lwasi-emulated-mman"
 OPT="-O2 -g0"
 $CC $OPT -c "$HERE/wasi_compat.c" -o "$WORK/wasi_compat.o"
-COMPAT="$WORK/wasi_compat.o"
+# memchr, memrchr, strlen, memcpy, memmove, memset with simd128 and bulk
+# memory, linked before wasi-libc (see wasi_string.c).
+$CC -O2 -g0 -fno-builtin -msimd128 -mbulk-memory -c "$HERE/wasi_string.c" -o "$WORK/wasi_string.o"
+COMPAT="$WORK/wasi_compat.o $WORK/wasi_string.o"
 
 # What configure cannot find out by running a program (it cross-compiles)
 # or finds missing although the tools never reach it (see README.md).
 GNULIB_CACHE="ac_cv_func_pipe=yes ac_cv_func_dup=yes ac_cv_func_dup2=yes gl_cv_func_dup2_works=yes
 	ac_cv_func_getdtablesize=yes ac_cv_have_decl_getdtablesize=yes
-	gl_cv_func_setlocale_null_all_mtsafe=yes gl_cv_func_setlocale_null_one_mtsafe=yes"
+	gl_cv_func_setlocale_null_all_mtsafe=yes gl_cv_func_setlocale_null_one_mtsafe=yes
+	gl_cv_func_memchr_works=yes gl_cv_func_working_getdelim=yes ac_cv_func_rawmemchr=yes"
 HOST="--host=wasm32-unknown-wasi --build=x86_64-linux-gnu"
 
 # gnu_build DIR CONFIGURE_ARGS...: configure and build a gnulib package;
@@ -183,8 +187,11 @@ log "mawk"
 # (mawk_wasi.c, patches/mawk-wasi-pipes.patch): configure is told that
 # fork, pipe and wait exist, which makes it use "real pipes".
 $CC $OPT -c "$HERE/mawk_wasi.c" -o "$WORK/mawk_wasi.o"
+# strtod's fast path for short decimals (wasi_strtod.c), in front of
+# wasi-libc's, whose long double arithmetic is software on wasm32.
+$CC $OPT -c "$HERE/wasi_strtod.c" -o "$WORK/wasi_strtod.o"
 (cd "$MAWKSRC" &&
-	CC=$CC CFLAGS="$OPT $EMU" LDFLAGS="-lwasi-emulated-signal" LIBS="$COMPAT $WORK/mawk_wasi.o" \
+	CC=$CC CFLAGS="$OPT $EMU" LDFLAGS="-lwasi-emulated-signal -Wl,--wrap=strtod" LIBS="$COMPAT $WORK/mawk_wasi.o $WORK/wasi_strtod.o" \
 		./configure -q $HOST ac_cv_func_fork=yes ac_cv_func_pipe=yes ac_cv_func_wait=yes >"$WORK/mawk.configure.log" 2>&1) || {
 	tail -40 "$WORK/mawk.configure.log"; log "mawk: configure failed"; exit 1; }
 mk "$MAWKSRC" mawk
@@ -199,6 +206,6 @@ printf '%s\n' "awk mawk" "egrep grep" "fgrep grep" "grep grep" "mawk mawk" "nawk
 	echo "# The inputs of the modules of wasm/ctools (build/ctools/build.sh)."
 	(cd "$WORK/src" && sha256sum *.dsc)
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
-	(cd "$ROOT" && sha256sum build/ctools/build.sh build/ctools/wasi_compat.[ch] build/ctools/mawk_wasi.c $(ls build/ctools/patches/*.patch 2>/dev/null))
+	(cd "$ROOT" && sha256sum build/ctools/build.sh build/ctools/wasi_compat.[ch] build/ctools/wasi_string.c build/ctools/wasi_string_test.c build/ctools/wasi_strtod.c build/ctools/mawk_wasi.c $(ls build/ctools/patches/*.patch 2>/dev/null))
 } > "$OUT/ctools.inputs"
 log "built $(cd "$OUT" && for f in *.wasm; do printf '%s (%s bytes) ' "$f" "$(wc -c < "$f")"; done)in $(( $(date +%s) - start ))s"

@@ -34,6 +34,8 @@ int ftrylockfile(FILE *);
 int getdtablesize(void);
 unsigned int umask(unsigned int);
 int chmod(const char *, unsigned int);
+/* wasi_string.c (build.sh tells gnulib that the libc has it). */
+void *rawmemchr(const void *, int);
 /* wasi_compat.c: the permission bits of a file from the host. */
 void wasmbox_file_mode(const char *, unsigned int *);
 #endif

@@ -57,3 +57,35 @@ int main(void) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// The string functions and the strtod fast path that build/ctools links
+// into GNU grep, GNU sed and mawk (wasi_string.c, wasi_strtod.c) agree
+// with plain byte loops and with wasi-libc's strtod
+// (build/ctools/wasi_string_test.c: every alignment and length near the
+// end of memory, random decimals), run the way the tools run: through
+// exec, with fuel metering and wazero's simd128.
+func TestCToolsStringFunctions(t *testing.T) {
+	clang, err := exec.LookPath("clang-19")
+	if err != nil {
+		t.Skip("clang-19 not installed")
+	}
+	if _, err := os.Stat("/usr/lib/wasm32-wasi/crt1.o"); err != nil {
+		t.Skip("wasi-libc not installed")
+	}
+	dir := filepath.Join("..", "..", "build", "ctools")
+	out := filepath.Join(t.TempDir(), "m.wasm")
+	// The flags of build.sh for wasi_string.c; -fno-builtin keeps the
+	// test's reference loops from becoming calls of what they check.
+	args := []string{"--target=wasm32-wasi", "--sysroot=/usr", "-O2", "-fno-builtin", "-msimd128", "-mbulk-memory",
+		"-Wl,--wrap=strtod", "-o", out,
+		filepath.Join(dir, "wasi_string_test.c"), filepath.Join(dir, "wasi_string.c"), filepath.Join(dir, "wasi_strtod.c")}
+	if b, err := exec.Command(clang, args...).CombinedOutput(); err != nil {
+		t.Fatalf("clang-19: %v\n%s", err, b)
+	}
+	_, cache := fixtures(t)
+	var stdout, stderr bytes.Buffer
+	code := doMain([]string{"--cachedir", cache, "exec", "--timeout", "5m", out}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 || stdout.String() != "ok\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+}

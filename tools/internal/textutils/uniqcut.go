@@ -439,6 +439,12 @@ func cutMain(e *cmd.Env) int {
 		return 1
 	}
 	sel := func(n int) bool { return cutSelected(rs, n) != complement }
+	// past is the first field or byte after every selected one (0: none,
+	// the selection is open-ended): the rest of a line is not looked at.
+	past := 0
+	if last := rs[len(rs)-1]; !complement && last.hi != -1 {
+		past = last.hi + 1
+	}
 	od := string(delim)
 	if outDelim != nil {
 		od = *outDelim
@@ -489,13 +495,16 @@ func cutMain(e *cmd.Env) int {
 						w.Write(field)
 						first = false
 					}
-					if i < 0 {
+					if i < 0 || n+1 == past {
 						break
 					}
 					line = line[i+1:]
 				}
 				w.WriteByte(eol)
 				continue
+			}
+			if past > 0 && len(line) >= past {
+				line = line[:past-1]
 			}
 			prevSel := false
 			started := false
