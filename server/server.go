@@ -285,7 +285,7 @@ type Server struct {
 	expOrder []string
 	closing  bool
 	srv      *http.Server
-	reaped   chan struct{} // closed when the reaper has stopped
+	reaped   chan struct{}  // closed when the reaper has stopped
 	keepers  sync.WaitGroup // keepLease goroutines
 }
 
