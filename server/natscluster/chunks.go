@@ -35,6 +35,13 @@ import (
 // recorded for it: a late delete never removes a chunk written again
 // since.
 //
+// The chunks a commit adds go into the record itself ("fresh", up to
+// maxFresh bytes), so that a commit is one replicated write; the node
+// copies them into the chunks bucket after the commit, off the request's
+// path, and the next commit waits for that copy. In a manifest a fresh
+// chunk has revision 0: it is read from the record, and a node that takes
+// the session over before the copy was made stores it again.
+//
 // Manifest format, version 1 (all integers unsigned varints):
 //
 //	magic    "WBXM" (4 bytes)
@@ -67,6 +74,11 @@ const (
 	// minChunked is the smallest snapshot stored in chunks: a smaller
 	// one goes whole into the record (one write).
 	minChunked = 64 << 10
+
+	// maxFresh bounds the stored bytes of the chunks a commit puts in
+	// the record (with a manifest of at most MaxInline bytes, the
+	// record stays under NATS's default message limit of 1 MiB).
+	maxFresh = 256 << 10
 
 	codecStored = 0
 	codecZstd   = 1
@@ -109,6 +121,12 @@ func cut(b []byte) []int {
 		b = b[n:]
 	}
 	return lens
+}
+
+// fresh is a chunk stored in the session record.
+type fresh struct {
+	Sum  []byte `json:"sum"`
+	Data []byte `json:"data"` // its stored value
 }
 
 // chunkRef is one chunk of a manifest.
@@ -264,11 +282,27 @@ func (l *lease) loadChunks(ctx context.Context, size int64, refs []chunkRef) ([]
 		first error
 		wg    sync.WaitGroup
 	)
+	inRecord := map[[32]byte][]byte{}
+	for _, f := range l.rec.Fresh {
+		if len(f.Sum) == 32 {
+			inRecord[[32]byte(f.Sum)] = f.Data
+		}
+	}
 	work := make(chan int)
-	for range min(8, len(refs)) {
+	for range min(32, len(refs)) {
 		wg.Go(func() {
 			for i := range work {
-				raw, err := l.readChunk(ctx, refs[i])
+				var raw []byte
+				var err error
+				if refs[i].Rev == 0 {
+					if v, ok := inRecord[refs[i].Sum]; ok {
+						raw, err = decodeChunk(v, refs[i])
+					} else {
+						err = errors.New("missing from the record")
+					}
+				} else {
+					raw, err = l.readChunk(ctx, refs[i])
+				}
 				if err != nil {
 					mu.Lock()
 					if first == nil {
@@ -298,11 +332,20 @@ feed:
 	return out, first
 }
 
-// readChunk reads one chunk from the stream's leader (a replica may not
-// have it yet), again while the lease lasts if it is missing.
+// readChunk reads one chunk: from any replica (a direct get: all the
+// versions of a chunk's key hold the same bytes, checked anyway), else
+// from the stream's leader (a replica may not have it yet), again while
+// the lease lasts if it is missing.
 func (l *lease) readChunk(ctx context.Context, r chunkRef) ([]byte, error) {
 	key := chunkKey(l.id, r.Sum)
-	var err error
+	octx, cancel := l.c.op(ctx)
+	e, err := l.c.chunks.Get(octx, key)
+	cancel()
+	if err == nil {
+		if raw, err := decodeChunk(e.Value(), r); err == nil {
+			return raw, nil
+		}
+	}
 	for try := 0; try < 5; try++ {
 		var data []byte
 		var deleted bool
@@ -329,10 +372,25 @@ func (l *lease) commitChunks(ctx context.Context, name string, snap []byte) (err
 	if len(lens)*(32+2*binary.MaxVarintLen64)+128 > MaxInline {
 		return nil, false
 	}
+	l.waitFlush()
 	have := make(map[[32]byte]uint64, len(l.man))
 	for _, r := range l.man {
-		have[r.Sum] = r.Rev
+		if r.Rev != 0 { // in the chunks bucket
+			have[r.Sum] = r.Rev
+		}
 	}
+	// The last commit's fresh chunks, when this lease does not know
+	// whether they reached the chunks bucket (another lease made that
+	// commit): carried into the new record as they are, not stored again
+	// on the request's path.
+	carried := map[[32]byte][]byte{}
+	for _, f := range l.rec.Fresh {
+		if len(f.Sum) == 32 {
+			carried[[32]byte(f.Sum)] = f.Data
+		}
+	}
+	var fr []fresh
+	freshBytes := 0
 	refs := make([]chunkRef, len(lens))
 	type pending struct {
 		idx []int
@@ -354,9 +412,20 @@ func (l *lease) commitChunks(ctx context.Context, name string, snap []byte) (err
 			p.idx = append(p.idx, i)
 			continue
 		}
+		v, ok := carried[sum]
+		if !ok {
+			v = l.c.encodeChunk(b)
+		}
+		if freshBytes+len(v) <= maxFresh {
+			// In the record (revision 0).
+			freshBytes += len(v)
+			writing[sum] = &pending{idx: []int{i}}
+			fr = append(fr, fresh{Sum: refs[i].Sum[:], Data: v})
+			continue
+		}
 		// Published without waiting: the chunks of one commit are
 		// replicated together.
-		f, err := l.c.js.PublishAsync("$KV."+l.c.chunksBucket+"."+chunkKey(l.id, sum), l.c.encodeChunk(b))
+		f, err := l.c.js.PublishAsync("$KV."+l.c.chunksBucket+"."+chunkKey(l.id, sum), v)
 		if err != nil {
 			return unavailable("storing a chunk", err), true
 		}
@@ -381,7 +450,7 @@ func (l *lease) commitChunks(ctx context.Context, name string, snap []byte) (err
 	rec := l.rec
 	rec.Snapshot, rec.Size, rec.Sum = name, int64(len(snap)), hex.EncodeToString(sum[:])
 	rec.LastUsed, rec.Node = time.Now().UTC(), l.c.node
-	rec.Inline, rec.Manifest = nil, m
+	rec.Inline, rec.Manifest, rec.Fresh = nil, m, fr
 	old, oldObject, oldMan := l.rec.Snapshot, l.rec.Inline == nil && l.rec.Manifest == nil, l.man
 	if err := l.update(ctx, rec); err != nil {
 		// The chunks written stay (another commit may list the same
@@ -389,6 +458,7 @@ func (l *lease) commitChunks(ctx context.Context, name string, snap []byte) (err
 		return err, true
 	}
 	l.man = refs
+	l.flush(fr)
 	l.dropChunks(oldMan, refs)
 	if old != "" && oldObject {
 		l.c.deleteObject(old)
@@ -409,7 +479,7 @@ func (l *lease) dropChunks(old, keep []chunkRef) {
 	}
 	var drop []chunkRef
 	for _, r := range old {
-		if !kept[r.Sum] {
+		if r.Rev != 0 && !kept[r.Sum] {
 			kept[r.Sum] = true // once
 			drop = append(drop, r)
 		}
@@ -456,4 +526,53 @@ func (c *Cluster) deleteObject(name string) {
 		defer cancel()
 		c.snaps.Delete(dctx, name)
 	}()
+}
+
+// flush copies the fresh chunks of the commit just made into the chunks
+// bucket, off the request's path; waitFlush waits for it and notes their
+// revisions in the manifest this lease holds.
+func (l *lease) flush(fr []fresh) {
+	if len(fr) == 0 {
+		return
+	}
+	done := make(chan struct{})
+	l.flushed, l.flushRevs = done, nil
+	l.c.wg.Add(1)
+	go func() {
+		defer l.c.wg.Done()
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), l.c.timeout)
+		defer cancel()
+		futs := make([]jetstream.PubAckFuture, len(fr))
+		for i, f := range fr {
+			var err error
+			if futs[i], err = l.c.js.PublishAsync("$KV."+l.c.chunksBucket+"."+chunkKey(l.id, [32]byte(f.Sum)), f.Data); err != nil {
+				futs = futs[:i]
+				break
+			}
+		}
+		revs := map[[32]byte]uint64{}
+		for i, f := range futs {
+			select {
+			case ack := <-f.Ok():
+				revs[[32]byte(fr[i].Sum)] = ack.Sequence
+			case <-f.Err():
+			case <-ctx.Done():
+			}
+		}
+		l.flushRevs = revs // read after done is closed
+	}()
+}
+
+func (l *lease) waitFlush() {
+	if l.flushed == nil {
+		return
+	}
+	<-l.flushed
+	for i, r := range l.man {
+		if rev, ok := l.flushRevs[r.Sum]; ok && r.Rev == 0 {
+			l.man[i].Rev = rev
+		}
+	}
+	l.flushed, l.flushRevs = nil, nil
 }

@@ -179,9 +179,21 @@ func TestCommitRace(t *testing.T) {
 	}
 	t.Logf("wins: %v", wins)
 
-	// Only the last commit's snapshot is kept (round 19's, an object):
-	// losers' objects and the ones a commit replaced are deleted (the
-	// latter in the background).
+	// The session's deletion leaves nothing of it: no snapshot object,
+	// no chunk (a loser's chunks stay until then: a chunk's key is its
+	// content, so a loser cannot tell its chunks from the winner's).
+	l, err := a.Acquire(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	chunks, err := js.KeyValue(ctx, "wasmbox_chunks")
+	if err != nil {
+		t.Fatal(err)
+	}
 	objs, err := js.ObjectStore(ctx, "wasmbox_snapshots")
 	if err != nil {
 		t.Fatal(err)
@@ -191,12 +203,20 @@ func TestCommitRace(t *testing.T) {
 		if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
 			t.Fatal(err)
 		}
-		if len(list) == 1 {
+		keys, err := chunks.ListKeysFiltered(ctx, "c."+id+".*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for range keys.Keys() {
+			n++
+		}
+		if len(list) == 0 && n == 0 {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%d snapshot objects left, want 1", len(list))
+			t.Fatalf("%d snapshot objects and %d chunks left after the deletion, want none", len(list), n)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

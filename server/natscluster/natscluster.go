@@ -282,6 +282,7 @@ type record struct {
 	Size     int64     `json:"size,omitempty"`     // compressed size
 	Inline   []byte    `json:"inline,omitempty"`   // the compressed snapshot, when at most MaxInline bytes
 	Manifest []byte    `json:"manifest,omitempty"` // an incremental snapshot's manifest (chunks.go)
+	Fresh    []fresh   `json:"fresh,omitempty"`    // the manifest's chunks of revision 0, stored values
 	Sum      string    `json:"sum,omitempty"`      // SHA-256 of the object, the inline snapshot or the manifest, hex
 	Created  time.Time `json:"created"`
 	LastUsed time.Time `json:"last_used"`
@@ -592,6 +593,11 @@ type lease struct {
 	rec    record
 	recRev uint64     // of the session record
 	man    []chunkRef // the chunks of rec.Manifest
+	// flushed is closed when the last commit's fresh chunks are in the
+	// chunks bucket (or failed to get there); flushRevs are their
+	// revisions there.
+	flushed   chan struct{}
+	flushRevs map[[32]byte]uint64
 
 	wanted   chan struct{} // closed when another node asks for the lease
 	wantOnce sync.Once
@@ -880,6 +886,7 @@ func isWrongLastSeq(err error) bool {
 // lease key if it is still at the revision this lease last wrote.
 func (l *lease) Release() {
 	l.stopOnce.Do(func() {
+		l.waitFlush()
 		close(l.stop)
 		<-l.renewed // l.rev is settled
 		if l.valid() {
