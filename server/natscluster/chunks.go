@@ -576,3 +576,35 @@ func (l *lease) waitFlush() {
 	}
 	l.flushed, l.flushRevs = nil, nil
 }
+
+// resolveFresh finds out, in the background, which of the record's fresh
+// chunks its writer copied into the chunks bucket already (the value
+// there is the record's, byte for byte), and at which revision: the next
+// commit waits for it (waitFlush), and carries in its record only the
+// ones that are not there.
+func (l *lease) resolveFresh() {
+	if len(l.rec.Fresh) == 0 {
+		return
+	}
+	fr := l.rec.Fresh
+	done := make(chan struct{})
+	l.flushed, l.flushRevs = done, nil
+	l.c.wg.Add(1)
+	go func() {
+		defer l.c.wg.Done()
+		defer close(done)
+		revs := map[[32]byte]uint64{}
+		for _, f := range fr {
+			if len(f.Sum) != 32 {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), l.c.timeout)
+			e, err := l.c.chunks.Get(ctx, chunkKey(l.id, [32]byte(f.Sum)))
+			cancel()
+			if err == nil && bytes.Equal(e.Value(), f.Data) {
+				revs[[32]byte(f.Sum)] = e.Revision()
+			}
+		}
+		l.flushRevs = revs
+	}()
+}

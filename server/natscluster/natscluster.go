@@ -503,6 +503,7 @@ func (c *Cluster) acquire(ctx context.Context, id string) (*lease, error) {
 		// Only to know which chunks exist: a manifest that does not
 		// decode gives none (Load refuses it with its error).
 		_, l.man, _ = decodeManifest(rec.Manifest, MaxSnapshotBytes)
+		l.resolveFresh()
 	}
 	return l, nil
 }
