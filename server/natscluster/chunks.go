@@ -62,9 +62,12 @@ const (
 	manifestMagic   = "WBXM"
 	manifestVersion = 1
 
-	minChunk = 16 << 10
-	avgMask  = 1<<16 - 1 // average chunk of about 64 KiB
-	maxChunk = 256 << 10
+	// Small chunks make a small commit: a change writes its chunk and
+	// the snapshot's last one (its trailer changes every time), about
+	// 2 x 16 KiB.
+	minChunk = 4 << 10
+	avgMask  = 1<<14 - 1 // average chunk of about 16 KiB past the minimum
+	maxChunk = 64 << 10
 
 	// maxChunkStored bounds a stored chunk value: a chunk that zstd
 	// cannot shrink is stored as is, so a value is at most the chunk
@@ -72,7 +75,7 @@ const (
 	maxChunkStored = maxChunk + 1
 
 	// minChunked is the smallest snapshot stored in chunks: a smaller
-	// one goes whole into the record (one write).
+	// one goes whole into the record (zstd).
 	minChunked = 64 << 10
 
 	// maxFresh bounds the stored bytes of the chunks a commit puts in

@@ -142,14 +142,17 @@ func TestHostileChunksRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := zstd.NewWriter(nil, zstd.WithWindowSize(1<<18))
+	enc, _ := zstd.NewWriter(nil, zstd.WithWindowSize(1<<15))
 	bomb := enc.EncodeAll(make([]byte, 64<<20), []byte{1}) // 64 MiB of zeros, a few KiB stored
+	wide, _ := zstd.NewWriter(nil, zstd.WithWindowSize(8<<20))
+	wideBomb := wide.EncodeAll(make([]byte, 64<<20), []byte{1}) // the same with an 8 MiB window
 	for i, tc := range []struct {
 		name, value, want string
 	}{
 		{"other bytes", "", "checksum mismatch"},
 		{"unknown codec", "\x09abc", "unknown codec 9"},
 		{"zstd bomb", string(bomb), "the manifest says"},
+		{"zstd bomb, wide window", string(wideBomb), "decompressing: window size exceeded"},
 		{"empty", "", "stored chunk of 0 bytes"},
 	} {
 		id := fmt.Sprintf("hostile-%d", i)
