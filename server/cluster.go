@@ -17,12 +17,16 @@ import (
 
 // Cluster is the shared state of a fleet of servers (Config.Cluster;
 // package server/natscluster implements it on NATS JetStream). With a
-// Cluster, a server is stateless between requests: each request on a
+// Cluster, a node holds nothing another node needs: each request on a
 // session takes the session's lease, resumes the session from its last
 // committed snapshot unless this node already holds that snapshot in
 // memory, and, when the request changed the session, commits a new
 // snapshot with compare-and-set on the revision it loaded before it
-// answers. The lease is released when the request ends.
+// answers. The node keeps the lease after the request (renewed in the
+// background) for Config.LeaseIdle, so that the next request on the
+// session here neither takes it nor reads the record nor loads anything;
+// it gives the lease back when idle, when another node asks for the
+// session (Lease.Wanted), when the lease is lost, and on Shutdown.
 //
 // A request for a session whose lease another node holds is answered 409
 // session_busy with the owner (JSON "owner", header X-Wasmbox-Owner, and
@@ -70,6 +74,9 @@ type Lease interface {
 	// Lost is closed when the lease could not be renewed in time: the
 	// node must stop using the session.
 	Lost() <-chan struct{}
+	// Wanted is closed when another node asks for the session: the
+	// node gives the lease back as soon as it is not using it.
+	Wanted() <-chan struct{}
 	// Release gives the lease back. It is idempotent.
 	Release()
 }
@@ -187,20 +194,34 @@ func (s *Server) clusterSession(w http.ResponseWriter, r *http.Request) (id stri
 		return id, nil, nil, false
 	}
 	unlock := func() { <-e.lock; unuse() }
-	lease, err := s.cfg.Cluster.Acquire(ctx, id)
-	if err != nil {
-		unlock()
-		s.clusterError(w, nil, id, err)
-		return id, nil, nil, false
+	if e.lease != nil {
+		select {
+		case <-e.lease.Lost():
+			s.dropLease(e)
+		case <-e.lease.Wanted():
+			// Another node asked for it: give it its chance rather
+			// than keep it through a stream of requests here.
+			s.dropLease(e)
+		default:
+		}
 	}
-	s.metrics.leasesHeld.Inc()
-	release := func() {
-		lease.Release()
-		s.metrics.leasesHeld.Dec()
+	lease := e.lease // kept from an earlier request: the latest revision
+	if lease == nil {
+		var err error
+		lease, err = s.cfg.Cluster.Acquire(ctx, id)
+		if err != nil {
+			unlock()
+			s.clusterError(w, nil, id, err)
+			return id, nil, nil, false
+		}
+		s.metrics.leasesHeld.Inc()
+		e.lease = lease
+		s.keepers.Add(1)
+		go s.keepLease(id, e, lease)
 	}
 	if e.sess == nil || e.snap != lease.Snapshot() {
 		if err := s.resume(ctx, e, lease); err != nil {
-			release()
+			s.dropLease(e)
 			unlock()
 			switch {
 			case errors.Is(err, budget.ErrExceeded):
@@ -214,24 +235,89 @@ func (s *Server) clusterSession(w http.ResponseWriter, r *http.Request) (id stri
 			return id, nil, nil, false
 		}
 	}
-	e.lease = lease
 	e.mutated, e.clean = false, false
 	return id, e, func() {
-		if e.mutated && !e.clean {
+		failed := e.mutated && !e.clean
+		if failed {
 			// Changed in memory and not committed: what this node
 			// holds is not the session any more. (Not touched either:
 			// the request failed.)
 			e.snap, e.sum = "\x00uncommitted", [32]byte{}
 		}
-		if !e.committed && (!e.mutated || e.clean) && e.lease != nil {
+		if !e.committed && !failed && e.lease != nil && e.sess != nil && s.touchDue(e.lease) {
 			if err := e.lease.Touch(context.WithoutCancel(ctx)); err != nil {
 				s.cfg.Logger.Warn("cluster touch", "session", id, "err", err)
+				failed = true
 			}
 		}
-		e.lease, e.committed = nil, false
-		release()
+		e.committed = false
+		if failed || e.sess == nil {
+			s.dropLease(e) // a failed commit or touch: take the lease anew
+		}
+		e.leaseUsed = time.Now()
 		unlock()
 	}, true
+}
+
+// touchDue tells whether a request that changed nothing records its use
+// of the session: not when the record says it was used less than a tenth
+// of the session TTL (at most a second) ago.
+func (s *Server) touchDue(l Lease) bool {
+	d := time.Second
+	if s.cfg.SessionTTL > 0 {
+		d = min(d, s.cfg.SessionTTL/10)
+	}
+	return time.Since(l.LastUsed()) >= d
+}
+
+// dropLease gives e's lease back; e.lock is held.
+func (s *Server) dropLease(e *entry) {
+	if e.lease == nil {
+		return
+	}
+	e.lease.Release()
+	e.lease = nil
+	s.metrics.leasesHeld.Dec()
+}
+
+// keepLease gives l back once it is idle for Config.LeaseIdle, wanted by
+// another node, lost, or the server shuts down, and no request is using
+// it.
+func (s *Server) keepLease(id string, e *entry, l Lease) {
+	defer s.keepers.Done()
+	t := time.NewTimer(s.cfg.LeaseIdle)
+	defer t.Stop()
+wait:
+	for {
+		select {
+		case <-l.Wanted():
+			break wait
+		case <-l.Lost():
+			break wait
+		case <-s.base.Done():
+			break wait
+		case <-t.C:
+			e.lock <- struct{}{}
+			idle := time.Since(e.leaseUsed)
+			if e.lease == l && idle < s.cfg.LeaseIdle {
+				<-e.lock
+				t.Reset(s.cfg.LeaseIdle - idle)
+				continue
+			}
+			<-e.lock
+			break wait
+		}
+	}
+	e.lock <- struct{}{} // after the request in progress, if any
+	if e.lease == l {
+		s.dropLease(e)
+	}
+	<-e.lock
+	s.mu.Lock()
+	if e.active == 0 && e.sess == nil && s.sessions[id] == e {
+		delete(s.sessions, id)
+	}
+	s.mu.Unlock()
 }
 
 var errResume = errors.New("cannot resume the session")
@@ -370,14 +456,23 @@ func (s *Server) reapCluster() {
 		cacheIdle = min(s.cfg.SessionTTL, clusterCacheIdle)
 	}
 	var drop []Session
+	held := map[string]*entry{}
 	s.mu.Lock()
 	for id, e := range s.sessions {
-		if e.active == 0 && now.Sub(e.lastUsed) > cacheIdle {
+		select {
+		case e.lock <- struct{}{}:
+		default:
+			continue // in use
+		}
+		if e.lease != nil {
+			held[id] = e
+		} else if e.active == 0 && now.Sub(e.lastUsed) > cacheIdle {
 			delete(s.sessions, id)
 			if e.sess != nil {
 				drop = append(drop, e.sess)
 			}
 		}
+		<-e.lock
 	}
 	s.mu.Unlock()
 	for _, sess := range drop {
@@ -396,6 +491,9 @@ func (s *Server) reapCluster() {
 		return
 	}
 	for _, id := range ids {
+		if e := held[id]; e != nil && s.reapHeld(ctx, id, e, cutoff) {
+			continue
+		}
 		lease, err := s.cfg.Cluster.Acquire(ctx, id)
 		if err != nil {
 			continue
@@ -407,4 +505,36 @@ func (s *Server) reapCluster() {
 		}
 		lease.Release()
 	}
+}
+
+// reapHeld deletes session id, idle since before cutoff, under the lease
+// this node keeps for it. It reports whether it could look (the lease
+// was still kept and not in use).
+func (s *Server) reapHeld(ctx context.Context, id string, e *entry, cutoff time.Time) bool {
+	select {
+	case e.lock <- struct{}{}:
+	default:
+		return true // in use: not idle
+	}
+	defer func() { <-e.lock }()
+	if e.lease == nil {
+		return false
+	}
+	if e.lease.LastUsed().Before(cutoff) {
+		if err := e.lease.Delete(ctx); err == nil {
+			s.mu.Lock()
+			sess := e.sess
+			e.sess = nil
+			if e.active == 0 && s.sessions[id] == e {
+				delete(s.sessions, id)
+			}
+			s.mu.Unlock()
+			if sess != nil {
+				sess.Close()
+			}
+			s.dropLease(e)
+			s.audit(context.WithoutCancel(s.base), audit.Event{Kind: audit.KindSession, Session: id, Reason: "expired"})
+		}
+	}
+	return true
 }

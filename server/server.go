@@ -219,7 +219,17 @@ type Config struct {
 	// fleet (see [Cluster]); nil serves sessions from this process's
 	// memory alone.
 	Cluster Cluster
+	// LeaseIdle is how long a node keeps the lease of a session it does
+	// not use (default DefaultLeaseIdle): the next request on the
+	// session on this node then neither takes the lease nor reads the
+	// session's record. Another node that wants the session asks for it
+	// (Lease.Wanted) rather than waiting; a node that dies holding it
+	// delays the session by the lease TTL.
+	LeaseIdle time.Duration
 }
+
+// DefaultLeaseIdle is the default Config.LeaseIdle.
+const DefaultLeaseIdle = 2 * time.Second
 
 // DefaultSessionTTL is how long a session may stay idle by default.
 const DefaultSessionTTL = 15 * time.Minute
@@ -241,9 +251,11 @@ type entry struct {
 	// With a Cluster: lock serializes this node's requests on the
 	// session; while it is held, lease is the session's lease, snap and
 	// sum name the committed snapshot sess holds, committed tells that
-	// the request committed.
+	// the request committed. The lease stays held between requests (a
+	// keepLease goroutine gives it back when idle, wanted or lost).
 	lock      chan struct{}
 	lease     Lease
+	leaseUsed time.Time // when a request on the lease last ended
 	snap      string
 	sum       [32]byte
 	committed bool
@@ -273,7 +285,8 @@ type Server struct {
 	expOrder []string
 	closing  bool
 	srv      *http.Server
-	reaped   chan struct{} // closed when the reaper has stopped
+	reaped   chan struct{}  // closed when the reaper has stopped
+	keepers  sync.WaitGroup // keepLease goroutines
 }
 
 // ErrTokenRequired is returned by [Server.Serve] for a listener on a
@@ -314,6 +327,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.LeaseIdle <= 0 {
+		cfg.LeaseIdle = DefaultLeaseIdle
 	}
 	s := &Server{cfg: cfg, pool: cfg.Pool, sessions: make(map[string]*entry), expired: map[string]bool{}, reaped: make(chan struct{})}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
@@ -560,6 +576,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		errs = append(errs, srv.Shutdown(ctx))
 	}
 	<-s.reaped
+	// The kept leases are given back (their keepers follow s.base) once
+	// the requests on them have ended.
+	kept := make(chan struct{})
+	go func() { s.keepers.Wait(); close(kept) }()
+	select {
+	case <-kept:
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
 	s.mu.Lock()
 	sessions := s.sessions
 	s.sessions = make(map[string]*entry)

@@ -57,6 +57,7 @@ type serveFlags struct {
 	clusterAddr      string
 	clusterReplicas  int
 	leaseTTL         time.Duration
+	leaseIdle        time.Duration
 }
 
 // tokenEnv holds the bearer token of serve when --token-file is not given.
@@ -140,6 +141,7 @@ cancelled, sessions closed, within --shutdown-timeout.`,
 	fl.StringVar(&f.clusterNode, "cluster-node", "", "with --cluster: this node's name (default: host name and a random suffix)")
 	fl.StringVar(&f.clusterAddr, "cluster-addr", "", "with --cluster: this node's URL as clients reach it, told to clients of other nodes when this node holds their session")
 	fl.IntVar(&f.clusterReplicas, "cluster-replicas", 0, "with --cluster: replicas of the buckets it creates (0: up to 3, as many as the NATS servers)")
+	fl.DurationVar(&f.leaseIdle, "lease-idle", server.DefaultLeaseIdle, "with --cluster: keep the lease of a session not in use this long (its next request here then takes no lease and loads nothing); another node that wants it asks for it")
 	fl.DurationVar(&f.leaseTTL, "lease-ttl", natscluster.DefaultLeaseTTL, "with --cluster: a session lease lives this long unrenewed (how soon a dead node's sessions resume elsewhere), if this node creates the bucket")
 	fl.StringVar(&f.tokenFile, "token-file", "", "require Authorization: Bearer <token> on every request, the token read from this file (default: $"+tokenEnv+")")
 	return cmd
@@ -288,6 +290,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		}
 		defer cl.Close()
 		cfg.Cluster = cl
+		cfg.LeaseIdle = f.leaseIdle
 	}
 	srv, err := server.New(cfg)
 	if err != nil {

@@ -63,10 +63,25 @@ func TestContinuity(t *testing.T) {
 	if h.Cluster.Node != "a" || h.Cluster.NATS != "CONNECTED" || h.Cluster.Commits == 0 || h.Cluster.CommitMS.Max <= 0 || h.Status != "ok" {
 		t.Fatalf("health: %s", b)
 	}
-	code, b, err = do(ctx, "GET", nodes[0].url+"/metrics", nil)
-	for _, m := range []string{"wasmbox_cluster_commit_seconds_count", "wasmbox_cluster_leases_held 0", `wasmbox_cluster_connected{node="a"} 1`, "wasmbox_cluster_resume_seconds_count"} {
-		if err != nil || code != http.StatusOK || !strings.Contains(string(b), m) {
-			t.Fatalf("metrics lack %q: %d %v", m, code, err)
+	// A node keeps a lease after a request, and gives it back once
+	// idle (Config.LeaseIdle): the gauge comes back to 0.
+	for {
+		code, b, err = do(ctx, "GET", nodes[0].url+"/metrics", nil)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("metrics: %d %v", code, err)
+		}
+		if strings.Contains(string(b), "wasmbox_cluster_leases_held 0") {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("node a never gave its idle lease back")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	for _, m := range []string{"wasmbox_cluster_commit_seconds_count", `wasmbox_cluster_connected{node="a"} 1`, "wasmbox_cluster_resume_seconds_count"} {
+		if !strings.Contains(string(b), m) {
+			t.Fatalf("metrics lack %q", m)
 		}
 	}
 }
@@ -164,9 +179,21 @@ func TestCommitRace(t *testing.T) {
 	}
 	t.Logf("wins: %v", wins)
 
-	// Only the last commit's snapshot is kept (round 19's, an object):
-	// losers' objects and the ones a commit replaced are deleted (the
-	// latter in the background).
+	// The session's deletion leaves nothing of it: no snapshot object,
+	// no chunk (a loser's chunks stay until then: a chunk's key is its
+	// content, so a loser cannot tell its chunks from the winner's).
+	l, err := a.Acquire(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	chunks, err := js.KeyValue(ctx, "wasmbox_chunks")
+	if err != nil {
+		t.Fatal(err)
+	}
 	objs, err := js.ObjectStore(ctx, "wasmbox_snapshots")
 	if err != nil {
 		t.Fatal(err)
@@ -176,12 +203,20 @@ func TestCommitRace(t *testing.T) {
 		if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
 			t.Fatal(err)
 		}
-		if len(list) == 1 {
+		keys, err := chunks.ListKeysFiltered(ctx, "c."+id+".*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for range keys.Keys() {
+			n++
+		}
+		if len(list) == 0 && n == 0 {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%d snapshot objects left, want 1", len(list))
+			t.Fatalf("%d snapshot objects and %d chunks left after the deletion, want none", len(list), n)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -265,15 +300,16 @@ func TestPartition(t *testing.T) {
 		code, r, err := run(ctx, a, id, `echo uncommitted > g; sleep 120`)
 		done <- result{code, r, err}
 	}()
-	// Wait until A holds the lease for that run (A's /health), then B
-	// is told the owner.
+	// Wait until A runs it (A's /health: A keeps the lease from the
+	// first run on, so its run must be in progress), then B is told the
+	// owner: A does not give up a lease in use.
 	for {
 		code, b, err := do(ctx, "GET", a.url+"/health", nil)
 		var h server.Health
 		if err != nil || code != http.StatusOK || json.Unmarshal(b, &h) != nil || h.Cluster == nil {
 			t.Fatalf("health: %d %s %v", code, b, err)
 		}
-		if h.Cluster.LeasesHeld == 1 {
+		if h.Cluster.LeasesHeld == 1 && h.Pool.Interactive.Active == 1 {
 			break
 		}
 		select {

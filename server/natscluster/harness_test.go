@@ -15,6 +15,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,6 +82,19 @@ type node struct {
 	cl   *natscluster.Cluster
 	nc   *nats.Conn
 	once sync.Once
+
+	acquires atomic.Int64 // leases the server took
+}
+
+// countingCluster is the real cluster, counting the leases taken.
+type countingCluster struct {
+	*natscluster.Cluster
+	n *atomic.Int64
+}
+
+func (c countingCluster) Acquire(ctx context.Context, id string) (server.Lease, error) {
+	c.n.Add(1)
+	return c.Cluster.Acquire(ctx, id)
 }
 
 // startNode starts a serve node connected to the NATS servers at urls.
@@ -104,14 +118,15 @@ func startNodeTTL(t *testing.T, name, urls string, ttl time.Duration, opts ...na
 		nc.Close()
 		t.Fatal(err)
 	}
+	n := &node{name: name, cl: cl, nc: nc}
 	srv, err := server.New(server.Config{
-		Backend: sandboxbackend.Backend{}, Cluster: cl, MaxSessions: 16, SessionTTL: ttl,
+		Backend: sandboxbackend.Backend{}, Cluster: countingCluster{cl, &n.acquires}, MaxSessions: 16, SessionTTL: ttl,
 		DefaultTimeout: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{name: name, srv: srv, cl: cl, nc: nc}
+	n.srv = srv
 	n.ts = httptest.NewServer(srv.Handler())
 	n.url = n.ts.URL
 	t.Cleanup(n.stop)

@@ -106,6 +106,10 @@ type Cluster struct {
 	leases       jetstream.KeyValue
 	leasesBucket string
 	snaps        jetstream.ObjectStore
+	chunks       jetstream.KeyValue // incremental snapshots' chunks
+	chunksBucket string
+	prefix       string
+	yieldSub     *nats.Subscription
 	node         string
 	addr         string
 	ttl          time.Duration
@@ -141,7 +145,7 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 		h, _ := os.Hostname()
 		cfg.Node = h + "-" + randomHex(4)
 	}
-	c := &Cluster{nc: cfg.Conn, node: cfg.Node, addr: cfg.Addr, timeout: cfg.Timeout, closed: make(chan struct{}), mine: map[string]*lease{}}
+	c := &Cluster{nc: cfg.Conn, node: cfg.Node, addr: cfg.Addr, timeout: cfg.Timeout, closed: make(chan struct{}), mine: map[string]*lease{}, prefix: cfg.Prefix}
 	if c.nc == nil {
 		if strings.TrimSpace(cfg.URLs) == "" {
 			return nil, errors.New("natscluster: no NATS server URL")
@@ -190,6 +194,14 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 	if c.ttl <= 0 {
 		c.ttl = cfg.LeaseTTL
 	}
+	c.chunksBucket = cfg.Prefix + "_chunks"
+	c.chunks, err = ensureKV(ctx, js, jetstream.KeyValueConfig{
+		Bucket: c.chunksBucket, Description: "wasmbox snapshot chunks (incremental snapshots)",
+		History: 1, Replicas: replicas, Storage: jetstream.FileStorage, MaxValueSize: maxChunkStored,
+	})
+	if err != nil {
+		return fail(err)
+	}
 	oc := jetstream.ObjectStoreConfig{
 		Bucket: cfg.Prefix + "_snapshots", Description: "wasmbox session snapshots (zstd)",
 		Replicas: replicas, Storage: jetstream.FileStorage,
@@ -207,6 +219,10 @@ func Open(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return fail(err)
+	}
+	c.yieldSub, err = c.nc.Subscribe(c.yieldSubject(c.node), c.onYield)
+	if err != nil {
+		return fail(fmt.Errorf("natscluster: subscribing to yield requests: %w", err))
 	}
 	return c, nil
 }
@@ -228,7 +244,12 @@ func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 // Close stops the lease renewers (their leases are then lost) and closes
 // the connection if Open made it.
 func (c *Cluster) Close() error {
-	c.once.Do(func() { close(c.closed) })
+	c.once.Do(func() {
+		close(c.closed)
+		if c.yieldSub != nil {
+			c.yieldSub.Unsubscribe()
+		}
+	})
 	c.wg.Wait()
 	if c.ownsConn {
 		c.nc.Close()
@@ -260,7 +281,9 @@ type record struct {
 	Snapshot string    `json:"snapshot,omitempty"` // object name; "" before the first commit
 	Size     int64     `json:"size,omitempty"`     // compressed size
 	Inline   []byte    `json:"inline,omitempty"`   // the compressed snapshot, when at most MaxInline bytes
-	Sum      string    `json:"sum,omitempty"`      // SHA-256 of the object, hex
+	Manifest []byte    `json:"manifest,omitempty"` // an incremental snapshot's manifest (chunks.go)
+	Fresh    []fresh   `json:"fresh,omitempty"`    // the manifest's chunks of revision 0, stored values
+	Sum      string    `json:"sum,omitempty"`      // SHA-256 of the object, the inline snapshot or the manifest, hex
 	Created  time.Time `json:"created"`
 	LastUsed time.Time `json:"last_used"`
 	Node     string    `json:"node"`  // the node that wrote it
@@ -400,6 +423,10 @@ func (c *Cluster) Acquire(ctx context.Context, id string) (server.Lease, error) 
 	c.mine[id] = &lease{} // reserved
 	c.mu.Unlock()
 	l, err := c.acquire(ctx, id)
+	var owned *server.OwnedError
+	if errors.As(err, &owned) && owned.Node != c.node && owned.Node != "?" && c.askYield(ctx, owned.Node, id) {
+		l, err = c.acquire(ctx, id)
+	}
 	c.mu.Lock()
 	if err != nil {
 		delete(c.mine, id)
@@ -457,7 +484,8 @@ func (c *Cluster) acquire(ctx context.Context, id string) (*lease, error) {
 			return nil, &server.OwnedError{Node: "?"}
 		}
 	}
-	l := &lease{c: c, id: id, key: key, hv: hv, rev: rev, lost: make(chan struct{}), stop: make(chan struct{}), renewed: make(chan struct{})}
+	l := &lease{c: c, id: id, key: key, hv: hv, rev: rev, lost: make(chan struct{}), stop: make(chan struct{}), renewed: make(chan struct{}),
+		wanted: make(chan struct{}), released: make(chan struct{})}
 	l.deadline.Store(start.Add(c.validFor()).UnixNano())
 	c.held.Add(1)
 	c.wg.Add(1)
@@ -471,7 +499,77 @@ func (c *Cluster) acquire(ctx context.Context, id string) (*lease, error) {
 		return nil, err
 	}
 	l.rec, l.recRev = rec, rev
+	if rec.Manifest != nil {
+		// Only to know which chunks exist: a manifest that does not
+		// decode gives none (Load refuses it with its error).
+		_, l.man, _ = decodeManifest(rec.Manifest, MaxSnapshotBytes)
+		l.resolveFresh()
+	}
 	return l, nil
+}
+
+// yieldSubject is the subject on which node takes requests to give a
+// lease up.
+func (c *Cluster) yieldSubject(node string) string {
+	sum := sha256.Sum256([]byte(node))
+	return c.prefix + ".yield." + hex.EncodeToString(sum[:8])
+}
+
+// yieldWait bounds how long a node asked to give a lease up waits for the
+// request in progress on it to end.
+func (c *Cluster) yieldWait() time.Duration { return max(c.ttl/4, 100*time.Millisecond) }
+
+// askYield asks node to give session id's lease up, and reports whether
+// it did (or holds it no more). A node keeps a lease between requests
+// (server.Lease.Wanted): this is how another node gets it without
+// waiting for the holder's idle time.
+func (c *Cluster) askYield(ctx context.Context, node, id string) bool {
+	ctx, cancel := context.WithTimeout(ctx, c.yieldWait()+c.timeout/4)
+	defer cancel()
+	msg, err := c.nc.RequestWithContext(ctx, c.yieldSubject(node), []byte(id))
+	if err != nil {
+		return false
+	}
+	return string(msg.Data) == "released" || string(msg.Data) == "free"
+}
+
+// onYield answers a request to give a lease up: the lease is marked
+// wanted, and the answer waits (a bounded time) for its release.
+func (c *Cluster) onYield(m *nats.Msg) {
+	id := string(m.Data)
+	if !validID(id) {
+		return
+	}
+	c.mu.Lock()
+	l := c.mine[id]
+	c.mu.Unlock()
+	if l == nil {
+		m.Respond([]byte("free"))
+		return
+	}
+	if l.c == nil { // being acquired by this node right now
+		m.Respond([]byte("busy"))
+		return
+	}
+	l.wantOnce.Do(func() { close(l.wanted) })
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTimer(c.yieldWait())
+		defer t.Stop()
+		select {
+		case <-l.released:
+			m.Respond([]byte("released"))
+		case <-t.C:
+			m.Respond([]byte("busy"))
+		case <-c.closed:
+		}
+	}()
 }
 
 // validFor is how long after the start of a renewal that succeeded the
@@ -494,8 +592,22 @@ type lease struct {
 	renewed  chan struct{} // closed when renew has returned
 
 	rec    record
-	recRev uint64 // of the session record
+	recRev uint64     // of the session record
+	man    []chunkRef // the chunks of rec.Manifest
+	// flushed is closed when the last commit's fresh chunks are in the
+	// chunks bucket (or failed to get there); flushRevs are their
+	// revisions there.
+	flushed   chan struct{}
+	flushRevs map[[32]byte]uint64
+
+	wanted   chan struct{} // closed when another node asks for the lease
+	wantOnce sync.Once
+	released chan struct{} // closed when Release has returned
+	gcDone   chan struct{} // of the last commit's deletion of chunks, if any
 }
+
+// Wanted implements server.Lease.
+func (l *lease) Wanted() <-chan struct{} { return l.wanted }
 
 func (l *lease) markLost() { l.lostOnce.Do(func() { close(l.lost) }) }
 
@@ -566,6 +678,20 @@ func (l *lease) Load(ctx context.Context) ([]byte, error) {
 	// digest check catches it: ErrDigestMismatch). It is read again, with
 	// a growing pause, while the lease lasts. What is used is checked
 	// against the record's own SHA-256 in any case.
+	if l.rec.Manifest != nil {
+		if sum := sha256.Sum256(l.rec.Manifest); hex.EncodeToString(sum[:]) != l.rec.Sum {
+			return nil, fmt.Errorf("natscluster: snapshot %s: manifest checksum mismatch", l.rec.Snapshot)
+		}
+		size, refs, err := decodeManifest(l.rec.Manifest, MaxSnapshotBytes)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %s: %w", l.rec.Snapshot, err)
+		}
+		b, err := l.loadChunks(ctx, size, refs)
+		if err != nil {
+			return nil, fmt.Errorf("natscluster: snapshot %s: %w", l.rec.Snapshot, err)
+		}
+		return b, nil
+	}
 	if l.rec.Inline != nil {
 		if sum := sha256.Sum256(l.rec.Inline); hex.EncodeToString(sum[:]) != l.rec.Sum {
 			return nil, fmt.Errorf("natscluster: snapshot %s: checksum mismatch", l.rec.Snapshot)
@@ -626,11 +752,16 @@ func (l *lease) Commit(ctx context.Context, snap []byte) error {
 	if !l.valid() {
 		return server.ErrLeaseLost
 	}
-	z := l.c.Compress(snap)
-	sum := sha256.Sum256(z)
 	name := l.id + "/" + strconv.FormatUint(l.recRev, 10) + "-" + randomHex(8)
 	octx, cancel := l.c.op(ctx)
 	defer cancel()
+	if len(snap) >= minChunked {
+		if err, ok := l.commitChunks(octx, name, snap); ok {
+			return err
+		}
+	}
+	z := l.c.Compress(snap)
+	sum := sha256.Sum256(z)
 	inline := len(z) <= MaxInline
 	if !inline {
 		if _, err := l.c.snaps.PutBytes(octx, name, z); err != nil {
@@ -640,27 +771,21 @@ func (l *lease) Commit(ctx context.Context, snap []byte) error {
 	rec := l.rec
 	rec.Snapshot, rec.Size, rec.Sum = name, int64(len(z)), hex.EncodeToString(sum[:])
 	rec.LastUsed, rec.Node = time.Now().UTC(), l.c.node
-	rec.Inline = nil
+	rec.Inline, rec.Manifest = nil, nil
 	if inline {
 		rec.Inline = z
 	}
-	old, oldInline := l.rec.Snapshot, l.rec.Inline != nil
+	old, oldObject, oldMan := l.rec.Snapshot, l.rec.Inline == nil && l.rec.Manifest == nil, l.man
 	if err := l.update(octx, rec); err != nil {
 		if !inline {
 			l.c.snaps.Delete(context.WithoutCancel(octx), name)
 		}
 		return err
 	}
-	if old != "" && old != name && !oldInline {
-		// Off the request's path (Close waits for it); best effort: an
-		// orphan only costs space.
-		l.c.wg.Add(1)
-		go func() {
-			defer l.c.wg.Done()
-			dctx, cancel := context.WithTimeout(context.Background(), l.c.timeout)
-			defer cancel()
-			l.c.snaps.Delete(dctx, old)
-		}()
+	l.man = nil
+	l.dropChunks(oldMan, nil)
+	if old != "" && old != name && oldObject {
+		l.c.deleteObject(old)
 	}
 	return nil
 }
@@ -745,9 +870,10 @@ func (l *lease) Delete(ctx context.Context) error {
 	if err != nil {
 		return unavailable("deleting the session record", err)
 	}
-	if l.rec.Snapshot != "" && l.rec.Inline == nil {
+	if l.rec.Snapshot != "" && l.rec.Inline == nil && l.rec.Manifest == nil {
 		l.c.snaps.Delete(octx, l.rec.Snapshot)
 	}
+	l.c.deleteChunks(ctx, l.id)
 	return l.c.addCount(ctx, -1, 0)
 }
 
@@ -761,6 +887,7 @@ func isWrongLastSeq(err error) bool {
 // lease key if it is still at the revision this lease last wrote.
 func (l *lease) Release() {
 	l.stopOnce.Do(func() {
+		l.waitFlush()
 		close(l.stop)
 		<-l.renewed // l.rev is settled
 		if l.valid() {
@@ -774,6 +901,7 @@ func (l *lease) Release() {
 			delete(l.c.mine, l.id)
 		}
 		l.c.mu.Unlock()
+		close(l.released)
 	})
 }
 

@@ -1,0 +1,321 @@
+package natscluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wasmbox/wasmbox/server/natscluster"
+)
+
+// streamMsgs is the number of messages ever stored in a stream (its last
+// sequence), 0 for a stream that does not exist.
+func streamMsgs(ctx context.Context, t *testing.T, js jetstream.JetStream, name string) uint64 {
+	t.Helper()
+	s, err := js.Stream(ctx, name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.LastSeq
+}
+
+func randomBytes(n int, seed uint64) []byte {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+// TestIncrementalCommit: a commit of a 1 MiB session of which 1 KiB
+// changed stores a few chunks beside the record, not the megabyte again
+// (before incremental snapshots: 9 object store messages or more for
+// every commit), and another node loads exactly the new bytes.
+func TestIncrementalCommit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	a, err := natscluster.Open(ctx, natscluster.Config{URLs: nc.URLs(), Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := natscluster.Open(ctx, natscluster.Config{URLs: nc.URLs(), Node: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	js, err := jetstream.New(a.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func() uint64 {
+		return streamMsgs(ctx, t, js, "KV_wasmbox_chunks") + streamMsgs(ctx, t, js, "OBJ_wasmbox_snapshots")
+	}
+	const id = "incremental"
+	if err := a.Create(ctx, id, 10); err != nil {
+		t.Fatal(err)
+	}
+	snap := randomBytes(1<<20, 7)
+	l, err := a.Acquire(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Commit(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	for round := range 3 {
+		// A new lease each round: what is stored is known from the
+		// record, not from this node's memory.
+		l, err := a.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := stored()
+		for i := range 3 {
+			copy(snap[(300+100*i)<<10:], randomBytes(1<<10, uint64(100+10*round+i)))
+			if err := l.Commit(ctx, snap); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.Release() // waits for the copy of the last commit's fresh chunks into the bucket
+		// Each commit stores the chunks it changed (1 to 3 of about 64
+		// KiB: the 1 KiB and the end of the snapshot). The first commit
+		// of a lease finds the last commit's fresh chunks in the bucket
+		// (one NATS server: no replica lags), so it does not store them
+		// again.
+		n := stored() - before
+		t.Logf("round %d: 3 commits stored %d messages", round, n)
+		if n < 3 || n > 3*3 {
+			t.Fatalf("round %d: 3 commits of a 1 KiB change each of a 1 MiB session stored %d messages, want 3..9 (a whole snapshot is 9 or more)", round, n)
+		}
+		lb, err := b.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := lb.Load(ctx)
+		lb.Release()
+		if err != nil || !bytes.Equal(got, snap) {
+			t.Fatalf("round %d: node b loads %d bytes (%v), want the %d committed", round, len(got), err, len(snap))
+		}
+	}
+}
+
+// TestHostileChunksRefused: chunks rewritten by someone with access to
+// the buckets (bytes that do not match their SHA-256, an unknown codec,
+// a zstd frame that inflates past the chunk's length) are refused with a
+// clear error, never restored, and a decompression bomb is cut at the
+// length the manifest gives.
+func TestHostileChunksRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	c, err := natscluster.Open(ctx, natscluster.Config{URLs: nc.URLs(), Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	js, err := jetstream.New(c.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := js.KeyValue(ctx, "wasmbox_chunks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := zstd.NewWriter(nil, zstd.WithWindowSize(1<<15))
+	bomb := enc.EncodeAll(make([]byte, 64<<20), []byte{1}) // 64 MiB of zeros, a few KiB stored
+	wide, _ := zstd.NewWriter(nil, zstd.WithWindowSize(8<<20))
+	wideBomb := wide.EncodeAll(make([]byte, 64<<20), []byte{1}) // the same with an 8 MiB window
+	for i, tc := range []struct {
+		name, value, want string
+	}{
+		{"other bytes", "", "checksum mismatch"},
+		{"unknown codec", "\x09abc", "unknown codec 9"},
+		{"zstd bomb", string(bomb), "the manifest says"},
+		{"zstd bomb, wide window", string(wideBomb), "decompressing: window size exceeded"},
+		{"empty", "", "stored chunk of 0 bytes"},
+	} {
+		id := fmt.Sprintf("hostile-%d", i)
+		if err := c.Create(ctx, id, 10); err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Commit(ctx, randomBytes(300<<10, uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+		lister, err := chunks.ListKeysFiltered(ctx, "c."+id+".*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for k := range lister.Keys() {
+			keys = append(keys, k)
+		}
+		if len(keys) < 2 {
+			t.Fatalf("%s: %d chunks for 300 KiB", tc.name, len(keys))
+		}
+		value := []byte(tc.value)
+		if tc.value == "" && tc.want == "checksum mismatch" {
+			// The stored chunk with one byte changed.
+			e, err := chunks.Get(ctx, keys[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			value = bytes.Clone(e.Value())
+			value[len(value)-1] ^= 1
+		}
+		if _, err := chunks.Put(ctx, keys[0], value); err != nil {
+			t.Fatal(err)
+		}
+		l, err = c.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Load(ctx)
+		l.Release()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || got != nil {
+			t.Fatalf("%s: Load gave %d bytes, %v; want an error with %q", tc.name, len(got), err, tc.want)
+		}
+	}
+}
+
+// TestHostileManifestRefused: a manifest in the record that a forger
+// made consistent with the record's checksum, but that lies (a size over
+// the bound, a chunk count no manifest of its length can hold, chunk
+// lengths that do not add up, an unknown version, a broken trailer), is
+// refused before anything is allocated or read for it.
+func TestHostileManifestRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	c, err := natscluster.Open(ctx, natscluster.Config{URLs: nc.URLs(), Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	js, err := jetstream.New(c.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions, err := js.KeyValue(ctx, "wasmbox_sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name string
+		m    []byte
+		want string
+	}{
+		{"size over the bound", natscluster.ForgeManifest(1, 1<<40, 1, nil), "bad size"},
+		{"huge count", natscluster.ForgeManifest(1, 1<<20, 1<<40, nil), "bad chunk count"},
+		{"lengths", natscluster.ForgeManifest(1, 1<<20, 1, []uint64{1 << 10}), "do not add up"},
+		{"chunk over the bound", natscluster.ForgeManifest(1, 1<<20, 1, []uint64{1 << 20}), "bad chunk entry"},
+		{"version", natscluster.ForgeManifest(2, 1<<10, 1, []uint64{1 << 10}), "unknown version 2"},
+		{"magic", natscluster.ForgeManifest(1, 1<<10, 1, []uint64{1 << 10})[1:], "bad magic"},
+		{"trailer", flipLast(natscluster.ForgeManifest(1, 1<<10, 1, []uint64{1 << 10})), "checksum mismatch"},
+	} {
+		id := fmt.Sprintf("manifest-%d", i)
+		if err := c.Create(ctx, id, 10); err != nil {
+			t.Fatal(err)
+		}
+		e, err := sessions.Get(ctx, "s."+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec map[string]any
+		json.Unmarshal(e.Value(), &rec)
+		rec["snapshot"] = id + "/forged"
+		rec["manifest"] = tc.m
+		rec["sum"] = natscluster.RecordSum(tc.m)
+		b, _ := json.Marshal(rec)
+		if _, err := sessions.Put(ctx, "s."+id, b); err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Load(ctx)
+		l.Release()
+		if err == nil || !strings.Contains(err.Error(), "corrupt snapshot manifest") || !strings.Contains(err.Error(), tc.want) || got != nil {
+			t.Fatalf("%s: Load gave %d bytes, %v; want a corrupt manifest error with %q", tc.name, len(got), err, tc.want)
+		}
+	}
+}
+
+// TestLeaseKept: a node keeps a session's lease between requests, so
+// that its next requests take no lease and load nothing; another node
+// that wants the session gets it at once (the holder yields), and a node
+// that shuts down gives its leases back.
+func TestLeaseKept(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	a, b := startNode(t, "a", nc.URLs()), startNode(t, "b", nc.URLs())
+	id := createSession(t, a)
+	for i := 1; i <= 10; i++ {
+		code, r, err := run(ctx, a, id, counter)
+		if err != nil || code != http.StatusOK || r.Stdout != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("run %d on a: %d %+v %v", i, code, r, err)
+		}
+	}
+	t.Log("10 runs done", time.Now().Format("15:04:05.000"))
+	if n := a.acquires.Load(); n != 1 {
+		t.Fatalf("10 runs in a row on node a took the lease %d times, want 1", n)
+	}
+	if st := a.cl.Status(); st.LeasesHeld != 1 {
+		t.Fatalf("node a holds %d leases after its runs, want 1 (kept)", st.LeasesHeld)
+	}
+	_, body, _ := do(ctx, "GET", a.url+"/metrics", nil)
+	if !strings.Contains(string(body), "wasmbox_cluster_resume_seconds_count 0") {
+		t.Fatal("node a resumed a session it held")
+	}
+	// b wants it: a yields at once, b is never told busy.
+	code, r, err := run(ctx, b, id, counter)
+	if err != nil || code != http.StatusOK || r.Stdout != "11\n" {
+		t.Fatalf("run 11 on b: %d %+v %v", code, r, err)
+	}
+	if st := a.cl.Status(); st.LeasesHeld != 0 {
+		t.Fatalf("node a holds %d leases after yielding, want 0", st.LeasesHeld)
+	}
+	t.Log("run 11 done", time.Now().Format("15:04:05.000"))
+	b.stop()
+	t.Log("b stopped", time.Now().Format("15:04:05.000"))
+	if st := b.cl.Status(); st.LeasesHeld != 0 {
+		t.Fatalf("node b holds %d leases after its shutdown, want 0", st.LeasesHeld)
+	}
+	code, r, err = run(ctx, a, id, counter)
+	if err != nil || code != http.StatusOK || r.Stdout != "12\n" {
+		t.Fatalf("run 12 on a: %d %+v %v", code, r, err)
+	}
+	t.Log("run 12 done", time.Now().Format("15:04:05.000"))
+}
+
+func flipLast(b []byte) []byte {
+	b[len(b)-1] ^= 1
+	return b
+}
