@@ -131,6 +131,7 @@ func Measurements() []Measurement {
 		{"compute", measureCompute},
 		{"tools", measureTools},
 		{"python", measurePython},
+		{"bash", measureBash},
 		{"net", measureNet},
 		{"responsiveness", measureResponsiveness},
 		{"cluster", measureCluster},

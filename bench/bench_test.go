@@ -148,9 +148,10 @@ func TestQuickSuite(t *testing.T) {
 		if m.Group == "startup" && os.Getenv("WASMBOX_BENCH_ALL") == "" {
 			continue
 		}
-		// The 10 MB tool rows and Python's take minutes: CI runs them
-		// (WASMBOX_BENCH_HEAVY=1 in .ci/run), a plain go test does not.
-		if (m.Group == "tools" || m.Group == "python") && os.Getenv("WASMBOX_BENCH_HEAVY") == "" && os.Getenv("WASMBOX_BENCH_ALL") == "" {
+		// The 10 MB tool rows, Python's and GNU bash's take minutes: CI
+		// runs them (WASMBOX_BENCH_HEAVY=1 in .ci/run), a plain go test
+		// does not.
+		if (m.Group == "tools" || m.Group == "python" || m.Group == "bash") && os.Getenv("WASMBOX_BENCH_HEAVY") == "" && os.Getenv("WASMBOX_BENCH_ALL") == "" {
 			continue
 		}
 		groups = append(groups, m.Group)
@@ -172,7 +173,7 @@ func TestQuickSuite(t *testing.T) {
 			t.Errorf("row %s/%s: native %v ratio %v", r.Group, r.Name, r.Native, r.Ratio)
 		}
 	}
-	wantRows := map[string]int{"kill": 5, "command": 5, "script": 3, "throughput": 4, "memory": 6, "sandbox": 4, "compute": 3, "responsiveness": 2, "startup": 1 + len(wasm.Modules()), "tools": 20, "python": 6, "net": 2, "cluster": 13}
+	wantRows := map[string]int{"kill": 5, "command": 5, "script": 3, "throughput": 4, "memory": 6, "sandbox": 4, "compute": 3, "responsiveness": 2, "startup": 1 + len(wasm.Modules()), "tools": 20, "python": 6, "bash": 4, "net": 2, "cluster": 13}
 	for _, g := range groups {
 		if seen[g] != wantRows[g] {
 			t.Errorf("group %s: %d rows, want %d", g, seen[g], wantRows[g])

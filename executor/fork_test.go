@@ -119,6 +119,11 @@ func TestForkModes(t *testing.T) {
 		{"status", "exit: exited 1 status 3\nnohang: 0\nkill: signaled 1 signal 9 exited 0\nkill unknown: -1 No such process\n", ""},
 		{"dup", "shared offset: abcdef\nF_DUPFD: 20\nfile after dup2: 20 bytes, tail into the file\n" +
 			"dup2 bad: -1 Bad file descriptor\nF_GETFD free: -1 Bad file descriptor, open: 1\nafter fork: child\nparent\n", ""},
+		// __wasmbox_nest segments (bash's evalexp and test run in one):
+		// setjmp/longjmp inside a segment, longjmp out of one and of two,
+		// fork two segments deep (both sides go on with their locals).
+		{"nest", "mode 0: 102\nmode 1: 1010\nmode 2: top 20, reached 1\n" +
+			"child: local 1234 rounds 4 level 2\nparent: local 1234 rounds 4 child status 34\nmode 3: 102\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {

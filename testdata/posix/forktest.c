@@ -323,6 +323,77 @@ static int mode_forkbench(size_t mib, int n) {
 	return 0;
 }
 
+/* nest: setjmp, longjmp and fork inside __wasmbox_nest segments. */
+static jmp_buf seg0, seg1;
+struct nestarg {
+	int level, mode;
+	int out;
+};
+
+static int nest_body(void *p);
+
+static int nest_inner(void *p) {
+	struct nestarg *a = p;
+	jmp_buf here;
+	volatile int n = 0;
+	/* same level: setjmp and longjmp in the segment, many rounds */
+	int r = setjmp(here);
+	if (n++ < 100)
+		down(&here, 2, 1);
+	if (a->mode == 1) /* to the segment outside (level 1) */
+		down(&seg1, 3, 10);
+	if (a->mode == 2) /* to the top (level 0), past two segments */
+		down(&seg0, 3, 20);
+	if (a->mode == 3) {
+		/* fork two segments deep: both go on here, with their
+		 * locals; the child's own setjmp works */
+		int local = 1234;
+		pid_t pid = fork();
+		if (pid < 0) {
+			printf("fork: %s\n", strerror(errno));
+			return -1;
+		}
+		volatile int m = 0;
+		jmp_buf after;
+		setjmp(after);
+		if (m++ < 3)
+			down(&after, 1, 1);
+		if (pid == 0) {
+			printf("child: local %d rounds %d level %d\n", local, m, a->level);
+			fflush(stdout);
+			_exit(local % 100);
+		}
+		int st = 0;
+		waitpid(pid, &st, 0);
+		printf("parent: local %d rounds %d child status %d\n", local, m, WEXITSTATUS(st));
+	}
+	return r + n;
+}
+
+static int nest_body(void *p) {
+	struct nestarg *a = p;
+	int r = setjmp(seg1);
+	if (r)
+		return 1000 + r;
+	struct nestarg b = {2, a->mode, 0};
+	return __wasmbox_nest(nest_inner, &b);
+}
+
+static int mode_nest(void) {
+	for (int mode = 0; mode < 4; mode++) {
+		volatile int reached = 0;
+		int r = setjmp(seg0);
+		if (r) {
+			printf("mode %d: top %d, reached %d\n", mode, r, reached);
+			continue;
+		}
+		reached = 1;
+		struct nestarg a = {1, mode, 0};
+		printf("mode %d: %d\n", mode, __wasmbox_nest(nest_body, &a));
+	}
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	const char *m = argc > 1 ? argv[1] : "";
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -344,8 +415,10 @@ int main(int argc, char **argv) {
 		return mode_dup();
 	if (!strcmp(m, "deep"))
 		return mode_deep(argc > 2 ? atoi(argv[2]) : 10);
+	if (!strcmp(m, "nest"))
+		return mode_nest();
 	if (!strcmp(m, "forkbench"))
 		return mode_forkbench(argc > 2 ? (size_t)atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : 1);
-	fprintf(stderr, "usage: forktest setjmp|pipe|exec|status|bomb|spin|mem MIB|dup|deep N|forkbench MIB N\n");
+	fprintf(stderr, "usage: forktest setjmp|pipe|exec|status|bomb|spin|mem MIB|dup|deep N|nest|forkbench MIB N\n");
 	return 2;
 }

@@ -33,7 +33,7 @@ typedef struct __wasmbox_jmp_buf {
 	unsigned int __sp;   /* __stack_pointer at the setjmp call */
 	unsigned int __used; /* bytes of __data in use */
 	unsigned int __size; /* WASMBOX_JMPBUF_DATA the program was built with */
-	unsigned int __pad;
+	unsigned int __level; /* segments open at the setjmp call (__wasmbox_nest) */
 	unsigned char __data[WASMBOX_JMPBUF_DATA];
 } __attribute__((aligned(8))) __wasmbox_jmp_buf;
 
@@ -43,6 +43,20 @@ typedef __wasmbox_jmp_buf sigjmp_buf[1];
 int __wasmbox_setjmp(__wasmbox_jmp_buf *) __attribute__((returns_twice, noinline));
 void __wasmbox_longjmp(__wasmbox_jmp_buf *, int) __attribute__((noinline));
 
+/* __wasmbox_nest(fn, arg) runs fn(arg) and returns its value. A setjmp
+ * below it unwinds and rewinds only the frames below it instead of the
+ * whole stack, and costs as much as that depth: wrap a function that
+ * calls setjmp often (bash's evalexp) in it. longjmp and fork work
+ * across it (src/nest.c). */
+#define WASMBOX_NEST 1
+int __wasmbox_nest(int (*fn)(void *), void *arg);
+/* __wasmbox_jmpbuf_copy(dst, src): memcpy of a jmp_buf, but only of the
+ * bytes in use (a jmp_buf is WASMBOX_JMPBUF_DATA big and seldom full). */
+static inline void __wasmbox_jmpbuf_copy(void *dst, const void *src) {
+	const __wasmbox_jmp_buf *s = (const __wasmbox_jmp_buf *)src;
+	unsigned int n = s->__used <= WASMBOX_JMPBUF_DATA ? s->__used : WASMBOX_JMPBUF_DATA;
+	__builtin_memcpy(dst, src, __builtin_offsetof(__wasmbox_jmp_buf, __data) + n);
+}
 #define setjmp(env) __wasmbox_setjmp(env)
 #define _setjmp(env) __wasmbox_setjmp(env)
 /* WASI has no signals: there is no mask to save. */

@@ -48,6 +48,8 @@ extern struct wb_area __wb_area;
 #define __wb_scratch (__wb_area.scratch)
 #define WB_SCRATCH_END (__wb_scratch + WASMBOX_SCRATCH + WASMBOX_GUARD)
 
+/* nest.c: the number of nested segments open (__wasmbox_nest). */
+extern volatile int __wb_nest_level;
 /* sp.s */
 uint32_t __wb_get_sp(void);
 void __wb_set_sp(uint32_t);

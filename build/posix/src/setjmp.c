@@ -22,6 +22,7 @@ int __wasmbox_setjmp(__wasmbox_jmp_buf *env) {
 	}
 	env->__sp = __wb_get_sp();
 	env->__size = WASMBOX_JMPBUF_DATA;
+	env->__level = (unsigned)__wb_nest_level;
 	__wb_target = env;
 	__wb_payload = 0;
 	__wb_op = WB_SETJMP;

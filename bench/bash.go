@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/sandbox"
+	"github.com/wasmbox/wasmbox/wasm"
+)
+
+// nativeBash is the reference bash of the bash rows (the same version,
+// 5.2.15, as wasm/bash.wasm).
+const nativeBash = "/usr/bin/bash"
+
+// The scripts of the bash rows (issue 22's speed targets): IN is the 1 MB
+// input's path.
+var bashCases = []struct{ name, script, note string }{
+	{"100k-iteration while loop",
+		`i=0; s=0; while [ $i -lt 100000 ]; do s=$((s+i%7)); i=$((i+1)); done; echo $s`,
+		"[ ] and two $((...)) per iteration; target <= 4x bash"},
+	{"string operations on 20k small strings",
+		`n=0; t=0; out=""
+for ((i=0; i<20000; i++)); do
+  w="item_$i.txt"; b=${w%.txt}; u=${b^^}; r=${u/ITEM/it}
+  case $r in it_*5) n=$((n+1));; esac
+  t=$((t+${#r})); [[ $b == *7* ]] && out="${b:0:3}"
+done
+echo $n $t $out`,
+		"suffix removal, case change, substitution, case, length, [[ ]], substring; target <= 4x bash"},
+	{"5-stage pipeline on 1 MB",
+		`cat IN | tr a-z A-Z | sort | uniq -c | wc -l`,
+		"bash forks 5 children: cat | tr | sort | uniq -c | wc -l; target <= 3x bash"},
+}
+
+// measureBash times GNU bash in the sandbox (sandbox.WithShell(ShellBash):
+// every Run is `bash -c SCRIPT` in wasm/bash.wasm) against /usr/bin/bash -c
+// on the same scripts, and the cold compile of bash.wasm. Without a built-in
+// bash.wasm it reports nothing.
+func measureBash(ctx context.Context, e *Env) ([]Row, error) {
+	bin, ok := wasm.Bash()
+	if !ok {
+		return nil, nil
+	}
+	var rows []Row
+	// The compile every first run of a process pays without the disk
+	// cache (the engine keeps it compiled after that).
+	var cold []float64
+	for i := 0; i < e.reps(1, 3); i++ {
+		rt, err := runtime.New(ctx, runtime.Config{DisableCache: true})
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		_, err = rt.Compile(ctx, "bash", bin)
+		d := time.Since(start)
+		rt.Close(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("compile bash: %w", err)
+		}
+		cold = append(cold, seconds(d))
+	}
+	rows = append(rows, row("cold compile of bash.wasm", Duration, cold, nil,
+		fmt.Sprintf("%d bytes; runtime.Compile with the disk cache disabled", len(bin))))
+
+	sb, err := sandbox.New(ctx, sandbox.WithEngine(e.Engine), sandbox.WithTimeout(5*time.Minute), sandbox.WithShell(sandbox.ShellBash))
+	if err != nil {
+		return rows, err
+	}
+	defer sb.Close()
+	host, err := e.prepareInput(sb)
+	if err != nil {
+		return rows, err
+	}
+	// The first run instantiates what the engine compiled: not measured.
+	if _, err := sb.Run(ctx, "true"); err != nil {
+		return rows, err
+	}
+	n := e.reps(3, 10)
+	for _, c := range bashCases {
+		box, out, err := timeSandbox(ctx, sb, strings.ReplaceAll(c.script, "IN", "/tmp/in.txt"), n)
+		if err != nil {
+			return rows, err
+		}
+		nat, nout, err := timeNative(ctx, []string{nativeBash, "-c", strings.ReplaceAll(c.script, "IN", host)}, n)
+		if err != nil {
+			return rows, err
+		}
+		if !sameOutput(out, nout) {
+			return rows, fmt.Errorf("%s: sandbox printed %q, bash %q", c.name, out, nout)
+		}
+		rows = append(rows, row(c.name, Duration, box, nat, c.note+"; GNU bash in wasm (sandbox.Run, WithShell bash) vs "+nativeBash+" -c"))
+	}
+	return rows, nil
+}
