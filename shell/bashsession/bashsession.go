@@ -33,6 +33,10 @@
 // on the image too: a fork is a new instance in the parent's image, a
 // snapshot is the image itself (see Image and NewFromImage).
 //
+// A run that ends the bash process itself (exec of a command, a fatal
+// error of the shell) ends Exited with its status, like exit; as after a
+// kill, the next run starts from the state at the start of that run.
+//
 // What an image does not hold is the WASI state outside the guest's
 // memory: descriptors a script left open with exec (exec 3>f) stay open in
 // the live instance across runs, but a new instance (after a kill, in a
@@ -360,9 +364,9 @@ func (s *Session) killed(ctx context.Context, stderr io.Writer, err error) sessi
 	case limit:
 		var ee *budget.ExceededError
 		if errors.As(lerr, &ee) || errors.As(err, &ee) {
-			fmt.Fprintf(stderr, "wasmbox: shell: %s memory budget (%s) exceeded\n", ee.Name, runtime.FormatBytes(ee.Limit))
+			fmt.Fprintf(stderr, "wasmbox: shell: %s memory budget (%s) exceeded\n", ee.Name, formatSize(ee.Limit))
 		} else {
-			fmt.Fprintf(stderr, "wasmbox: shell memory limit (%s) exceeded\n", runtime.FormatBytes(s.cfg.MemoryLimit))
+			fmt.Fprintf(stderr, "wasmbox: shell memory limit (%s) exceeded\n", formatSize(s.cfg.MemoryLimit))
 		}
 		return session.Result{Code: 137, Err: session.ErrMemoryLimit}
 	case ctx.Err() != nil:
@@ -376,10 +380,10 @@ func (s *Session) killed(ctx context.Context, stderr io.Writer, err error) sessi
 		case sys.ExitCodeContextCanceled:
 			return ctxResult(context.Canceled)
 		}
-		// bash exited the process itself (a fatal error of the shell):
-		// the session goes on from its last image.
-		fmt.Fprintf(stderr, "wasmbox: the shell ended with status %d; the session goes on from its state before the run\n", ee.ExitCode())
-		return session.Result{Code: int(ee.ExitCode() & 0xff), Exited: true, Err: fmt.Errorf("%w: bash exited", session.ErrInternal)}
+		// The bash process itself ended (exec, a fatal error of the
+		// shell): the run ended the shell, with that status; the next
+		// run starts from the state at the start of this one.
+		return session.Result{Code: int(ee.ExitCode() & 0xff), Exited: true}
 	}
 	fmt.Fprintf(stderr, "wasmbox: internal shell error: %v\n", firstLine(err.Error()))
 	return session.Result{Code: 1, Err: fmt.Errorf("%w: %v", session.ErrInternal, err)}
@@ -579,4 +583,18 @@ func runInput(ctx context.Context, r io.Reader) (io.Reader, func()) {
 		pw.CloseWithError(err)
 	}()
 	return pr, func() { pr.Close() }
+}
+
+// formatSize renders n as the interpreter's session does in its messages:
+// "256 MiB", "1536 KiB", "17 bytes".
+func formatSize(n uint64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
