@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,11 +23,90 @@ import (
 // MemoryImage is the state of an idle instance of a build/posix guest.
 // The host treats its bytes as the guest's: it runs them inside the
 // guest's boundary, never interprets them.
+//
+// It holds only the 4 KiB pages that are not zeros, and not those of its
+// dead range: the shadow stack below the idle guest's __stack_pointer,
+// whose content no frame uses (see Instance.MemoryImage). An idle bash
+// session has 8.6 MiB of memory, most of it its 8 MiB stack, and its image
+// holds about 400 KiB.
 type MemoryImage struct {
-	// Memory is the linear memory, a whole number of 64 KiB pages.
-	Memory []byte
-	// StackPointer is the exported global __stack_pointer.
-	StackPointer uint64
+	size uint64
+	sp   uint64
+	// deadLow, deadHigh: the dead range, whole pages; the pages there
+	// are neither kept nor cleared when the image is loaded.
+	deadLow, deadHigh uint64
+	runs              []imageRun // ascending, page-aligned, non-adjacent
+	stored            uint64
+}
+
+// imageRun is a run of adjacent pages of an image.
+type imageRun struct {
+	off  uint64
+	data []byte
+}
+
+const imagePage = 4096
+
+// NewMemoryImage makes an image of a memory mem (a whole number of 64 KiB
+// pages) and stack pointer sp. It copies what it keeps of mem.
+func NewMemoryImage(mem []byte, sp uint64) *MemoryImage {
+	return newMemoryImage(mem, sp, 0, 0)
+}
+
+func newMemoryImage(mem []byte, sp, deadLow, deadHigh uint64) *MemoryImage {
+	img := &MemoryImage{size: uint64(len(mem)), sp: sp}
+	// The dead range, shrunk to whole pages.
+	lo, hi := (deadLow+imagePage-1)&^(imagePage-1), deadHigh&^(imagePage-1)
+	if lo < hi && hi <= img.size {
+		img.deadLow, img.deadHigh = lo, hi
+	}
+	type span struct{ off, end uint64 }
+	var spans []span
+	for off := uint64(0); off < img.size; off += imagePage {
+		if off >= img.deadLow && off < img.deadHigh {
+			off = img.deadHigh - imagePage
+			continue
+		}
+		end := min(off+imagePage, img.size)
+		if isZeroPage(mem[off:end]) {
+			continue
+		}
+		if n := len(spans); n > 0 && spans[n-1].end == off {
+			spans[n-1].end = end
+		} else {
+			spans = append(spans, span{off, end})
+		}
+		img.stored += end - off
+	}
+	buf := make([]byte, 0, img.stored)
+	for _, sp := range spans {
+		start := len(buf)
+		buf = append(buf, mem[sp.off:sp.end]...)
+		img.runs = append(img.runs, imageRun{off: sp.off, data: buf[start:len(buf):len(buf)]})
+	}
+	return img
+}
+
+var zeroPage [imagePage]byte
+
+func isZeroPage(b []byte) bool { return bytes.Equal(b, zeroPage[:len(b)]) }
+
+// Size is the size of the image's linear memory in bytes.
+func (img *MemoryImage) Size() uint64 { return img.size }
+
+// StackPointer is the image's __stack_pointer.
+func (img *MemoryImage) StackPointer() uint64 { return img.sp }
+
+// Stored is how many bytes of memory the image holds.
+func (img *MemoryImage) Stored() uint64 { return img.stored }
+
+// Bytes returns the whole memory of the image (zeros in its dead range).
+func (img *MemoryImage) Bytes() []byte {
+	b := make([]byte, img.size)
+	for _, r := range img.runs {
+		copy(b[r.off:], r.data)
+	}
+	return b
 }
 
 // ErrBadImage is wrapped by InstantiateImage's error for an image that
@@ -35,21 +115,24 @@ var ErrBadImage = errors.New("bad memory image")
 
 // Check says why img cannot be loaded under a memory limit of limit bytes.
 func (img *MemoryImage) Check(limit uint64) error {
-	n := uint64(len(img.Memory))
+	n := img.size
 	switch {
-	case n == 0 || n%65536 != 0:
+	case n == 0 || n%65536 != 0 || n > 1<<32:
 		return fmt.Errorf("%w: %d bytes of memory, not a whole number of 64 KiB pages", ErrBadImage, n)
 	case n > limit:
 		return fmt.Errorf("%w: %w: the image holds %s of memory, the limit is %s", ErrBadImage, ErrMemoryLimit, FormatBytes(n), FormatBytes(limit))
-	case img.StackPointer == 0 || img.StackPointer > n || img.StackPointer%16 != 0:
-		return fmt.Errorf("%w: stack pointer %#x outside its %s of memory", ErrBadImage, img.StackPointer, FormatBytes(n))
+	case img.sp == 0 || img.sp > n || img.sp%16 != 0:
+		return fmt.Errorf("%w: stack pointer %#x outside its %s of memory", ErrBadImage, img.sp, FormatBytes(n))
 	}
 	return nil
 }
 
 // MemoryImage copies the state of the instance, which must be idle (no
-// call in progress; the guest's stack unwound).
-func (in *Instance) MemoryImage() (*MemoryImage, error) {
+// call in progress; the guest's stack unwound). stackLow, when not 0, is
+// the lowest address of the guest's shadow stack: the stack between it
+// and the __stack_pointer is dead while the guest is idle, and the image
+// does not keep it.
+func (in *Instance) MemoryImage(stackLow uint64) (*MemoryImage, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed.Load() || in.dead != nil || in.mod == nil {
@@ -64,7 +147,12 @@ func (in *Instance) MemoryImage() (*MemoryImage, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: reading memory", in.m.name)
 	}
-	return &MemoryImage{Memory: append([]byte(nil), b...), StackPointer: sp.Get()}, nil
+	spv := sp.Get()
+	var lo, hi uint64
+	if stackLow != 0 && stackLow < spv && spv <= uint64(len(b)) {
+		lo, hi = stackLow, spv
+	}
+	return newMemoryImage(b, spv, lo, hi), nil
 }
 
 // InstantiateImage starts a live instance of m in the state img (see
@@ -83,10 +171,10 @@ func (r *Runtime) InstantiateImage(ctx context.Context, m *Module, img *MemoryIm
 	if err != nil {
 		return nil, err
 	}
-	if errno := loadMemory(in.mod, img.Memory, img.StackPointer); errno != ErrnoSuccess {
+	if errno := loadImage(in.mod, img); errno != ErrnoSuccess {
 		err := fmt.Errorf("%s: loading the memory image: %w", m.name, ErrBadImage)
 		if errno == ErrnoNomem {
-			err = fmt.Errorf("%s: %w: the image needs %s of memory", m.name, ErrMemoryLimit, FormatBytes(uint64(len(img.Memory))))
+			err = fmt.Errorf("%s: %w: the image needs %s of memory", m.name, ErrMemoryLimit, FormatBytes(img.size))
 			if lerr := in.LimitError(); lerr != nil {
 				err = fmt.Errorf("%s: %w", m.name, lerr)
 			}
@@ -95,6 +183,60 @@ func (r *Runtime) InstantiateImage(ctx context.Context, m *Module, img *MemoryIm
 		return nil, err
 	}
 	return in, nil
+}
+
+// loadImage makes a fresh instance's memory img's: it writes the pages
+// img keeps, clears the others that are not zeros already (outside the
+// dead range), and sets __stack_pointer.
+func loadImage(dst api.Module, img *MemoryImage) uint32 {
+	mem := dst.Memory()
+	if mem == nil {
+		return ErrnoNosys
+	}
+	if errno := growTo(mem, uint32(img.size)); errno != ErrnoSuccess {
+		return errno
+	}
+	b, ok := mem.Read(0, uint32(img.size))
+	if !ok {
+		return ErrnoNomem
+	}
+	next := uint64(0)
+	clearTo := func(end uint64) {
+		for off := next; off < end; off += imagePage {
+			if off >= img.deadLow && off < img.deadHigh {
+				off = img.deadHigh - imagePage
+				continue
+			}
+			if p := b[off:min(off+imagePage, end)]; !isZeroPage(p) {
+				clear(p)
+			}
+		}
+	}
+	for _, r := range img.runs {
+		clearTo(r.off)
+		copy(b[r.off:], r.data)
+		next = r.off + uint64(len(r.data))
+	}
+	clearTo(img.size)
+	return setStackPointer(dst, img.sp)
+}
+
+func growTo(mem api.Memory, size uint32) uint32 {
+	if cur := mem.Size(); cur < size {
+		if _, ok := mem.Grow((size - cur) / 65536); !ok {
+			return ErrnoNomem
+		}
+	}
+	return ErrnoSuccess
+}
+
+func setStackPointer(dst api.Module, sp uint64) uint32 {
+	g, ok := dst.ExportedGlobal(StackPointerExport).(api.MutableGlobal)
+	if !ok {
+		return ErrnoNosys
+	}
+	g.Set(sp)
+	return ErrnoSuccess
 }
 
 // loadMemory makes dst's linear memory src (its size and bytes) and its
@@ -106,19 +248,11 @@ func loadMemory(dst api.Module, src []byte, sp uint64) uint32 {
 	if mem == nil {
 		return ErrnoNosys
 	}
-	size := uint32(len(src))
-	if cur := mem.Size(); cur < size {
-		if _, ok := mem.Grow((size - cur) / 65536); !ok {
-			return ErrnoNomem
-		}
+	if errno := growTo(mem, uint32(len(src))); errno != ErrnoSuccess {
+		return errno
 	}
 	if !mem.Write(0, src) {
 		return ErrnoNomem
 	}
-	g, ok := dst.ExportedGlobal(StackPointerExport).(api.MutableGlobal)
-	if !ok {
-		return ErrnoNosys
-	}
-	g.Set(sp)
-	return ErrnoSuccess
+	return setStackPointer(dst, sp)
 }

@@ -122,13 +122,14 @@ func encodeBashImage(img *runtime.MemoryImage, dir string) ([]byte, error) {
 	}
 	defer enc.Close()
 	h := bashModuleHash()
-	sum := sha256.Sum256(img.Memory)
+	mem := img.Bytes()
+	sum := sha256.Sum256(mem)
 	b := append([]byte(bashImageMagic), h[:]...)
 	b = appendString(b, dir)
-	b = binary.AppendUvarint(b, uint64(len(img.Memory)))
-	b = binary.AppendUvarint(b, img.StackPointer)
+	b = binary.AppendUvarint(b, uint64(len(mem)))
+	b = binary.AppendUvarint(b, img.StackPointer())
 	b = append(b, sum[:]...)
-	return appendBytes(b, enc.EncodeAll(img.Memory, nil)), nil
+	return appendBytes(b, enc.EncodeAll(mem, nil)), nil
 }
 
 // decodeBashImage decodes a bash record for a shell whose memory limit is
@@ -193,7 +194,7 @@ func decodeBashImage(p []byte, limit uint64) (*runtime.MemoryImage, string, erro
 	if got := sha256.Sum256(mem); !bytes.Equal(got[:], sum) {
 		return nil, "", bad("memory checksum mismatch")
 	}
-	img := &runtime.MemoryImage{Memory: mem, StackPointer: sp}
+	img := runtime.NewMemoryImage(mem, sp)
 	if err := img.Check(limit); err != nil {
 		return nil, "", bad("%v", err)
 	}

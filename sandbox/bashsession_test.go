@@ -234,7 +234,7 @@ func TestBashSessionSnapshotRefusals(t *testing.T) {
 	// A memory larger than the target's shell memory (an image of zeros
 	// is enough: the size is checked before anything else).
 	small := newSandbox(t, WithShell(ShellBash), WithShellMemory(9<<20))
-	big, err := encodeBashImage(&runtime.MemoryImage{Memory: make([]byte, 16<<20), StackPointer: 1 << 20}, "/")
+	big, err := encodeBashImage(runtime.NewMemoryImage(make([]byte, 16<<20), 1<<20), "/")
 	if err != nil {
 		t.Fatal(err)
 	}

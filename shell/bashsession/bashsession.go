@@ -70,6 +70,7 @@ const (
 	exportStart  = "wasmbox_session_start"
 	exportResume = "wasmbox_session_resume"
 	exportBuf    = "wasmbox_session_buf"
+	exportStack  = "wasmbox_session_stack_low"
 
 	opRun    = 1
 	opSetenv = 2
@@ -131,6 +132,10 @@ type Session struct {
 	dir    string
 	dirOK  bool // dir is the instance's (no run since it was read)
 	closed bool
+
+	// stackLow is the lowest address of bash's shadow stack (0: not
+	// known; images then keep the dead stack too).
+	stackLow uint64
 
 	hit       atomic.Bool
 	cancelRun atomic.Pointer[context.CancelCauseFunc]
@@ -243,7 +248,12 @@ func (s *Session) onMemoryLimit() {
 // keep takes the image of the idle instance: the state a killed call
 // comes back to.
 func (s *Session) keep() error {
-	img, err := s.in.MemoryImage()
+	if s.stackLow == 0 {
+		if res, err := s.in.Call(context.Background(), exportStack); err == nil {
+			s.stackLow = uint64(uint32(res[0]))
+		}
+	}
+	img, err := s.in.MemoryImage(s.stackLow)
 	if err != nil {
 		return fmt.Errorf("bashsession: %w", err)
 	}

@@ -225,24 +225,23 @@ func TestImageRoundTripAndSetEnv(t *testing.T) {
 		t.Fatalf("restored: %q %q", out, errs)
 	}
 	// An image the host cannot load is refused with a clear error.
-	bad := *img
-	bad.Memory = img.Memory[:len(img.Memory)-100]
-	if _, err := bashsession.NewFromImage(context.Background(), cfg, &bad); err == nil || !strings.Contains(err.Error(), "64 KiB pages") {
+	mem := img.Bytes()
+	bad := runtime.NewMemoryImage(mem[:len(mem)-100], img.StackPointer())
+	if _, err := bashsession.NewFromImage(context.Background(), cfg, bad); err == nil || !strings.Contains(err.Error(), "64 KiB pages") {
 		t.Fatalf("truncated image: %v", err)
 	}
-	bad = *img
-	bad.StackPointer = uint64(len(img.Memory)) + 16
-	if _, err := bashsession.NewFromImage(context.Background(), cfg, &bad); err == nil || !strings.Contains(err.Error(), "stack pointer") {
+	bad = runtime.NewMemoryImage(mem, uint64(len(mem))+16)
+	if _, err := bashsession.NewFromImage(context.Background(), cfg, bad); err == nil || !strings.Contains(err.Error(), "stack pointer") {
 		t.Fatalf("bad stack pointer: %v", err)
 	}
 	small := cfg
-	small.MemoryLimit = uint64(len(img.Memory)) - 65536
+	small.MemoryLimit = img.Size() - 65536
 	if _, err := bashsession.NewFromImage(context.Background(), small, img); err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Fatalf("image over the limit: %v", err)
 	}
 	// Memory of zeros: not an idle session.
-	bad = runtime.MemoryImage{Memory: make([]byte, len(img.Memory)), StackPointer: img.StackPointer}
-	if _, err := bashsession.NewFromImage(context.Background(), cfg, &bad); err == nil {
+	bad = runtime.NewMemoryImage(make([]byte, len(mem)), img.StackPointer())
+	if _, err := bashsession.NewFromImage(context.Background(), cfg, bad); err == nil {
 		t.Fatal("an image of zeros loaded")
 	} else {
 		t.Logf("image of zeros: %v", err)

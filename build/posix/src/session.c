@@ -57,6 +57,14 @@ int wasmbox_session_wait(int result, char **arg, unsigned *len) {
 	return 0;
 }
 
+/* wasmbox_session_stack_low returns the lowest address of the shadow
+ * stack (wasm-ld's __stack_low). While the program is idle, the stack
+ * below its __stack_pointer is dead: a memory image need not keep it. */
+extern unsigned char __stack_low;
+__attribute__((export_name("wasmbox_session_stack_low"))) unsigned long __wb_session_stack_low(void) {
+	return (unsigned long)&__stack_low;
+}
+
 /* wasmbox_session_buf returns a buffer of len bytes (malloc'd) for the
  * argument of the next resume (0 when there is no room); the program
  * owns it once resume has been called with it. */
