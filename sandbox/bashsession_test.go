@@ -259,7 +259,7 @@ func TestBashSessionSnapshotRefusals(t *testing.T) {
 	wantEqual(t, run(t, target, `echo $mine`).Stdout, "1\n")
 
 	// Into the interpreter: refused.
-	interp := newSandbox(t)
+	interp := newSandbox(t, WithShell(ShellDefault))
 	if err := interp.Restore(bytes.NewReader(snap.Bytes())); err == nil || !strings.Contains(err.Error(), "GNU bash session") {
 		t.Fatalf("bash snapshot into the interpreter: %v", err)
 	}
