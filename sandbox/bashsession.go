@@ -47,7 +47,21 @@ func (s *Sandbox) bashConfig(ctx context.Context, dir string) (bashsession.Confi
 		env = append(env, k+"="+v)
 	}
 	sort.Strings(env)
+	var cmds map[string]string
+	if n := s.cfg.native; n != nil {
+		cmds = map[string]string{}
+		for _, name := range n.Names {
+			cmds[name] = "/usr/bin/" + name
+		}
+	}
+	if s.bridge != nil {
+		if cmds == nil {
+			cmds = map[string]string{}
+		}
+		cmds["mcp"] = "/usr/bin/mcp"
+	}
 	return bashsession.Config{
+		Commands:      cmds,
 		Runtime:       s.engine.rt,
 		Module:        m,
 		FS:            s.gfs,

@@ -50,6 +50,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,6 +111,11 @@ type Config struct {
 	// Deterministic, when set, gives the shell fixed clocks and seeded
 	// randomness.
 	Deterministic *wasi.Deterministic
+	// Commands maps command names that are not files in FS to the path
+	// the shell runs them by (the sandbox's native commands and mcp, run
+	// by the Spawner as /usr/bin/NAME): bash starts with them in its hash
+	// table (hash -p), as the interpreter's wire.Init.Commands.
+	Commands map[string]string
 }
 
 // Errors of a session.
@@ -163,11 +169,34 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		return nil, fmt.Errorf("bashsession: starting bash: %w", err)
 	}
 	s.st, s.in = st, in
+	if len(cfg.Commands) > 0 {
+		names := make([]string, 0, len(cfg.Commands))
+		for name := range cfg.Commands {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		var b strings.Builder
+		for _, name := range names {
+			fmt.Fprintf(&b, "hash -p %s %s\n", shellQuote(cfg.Commands[name]), shellQuote(name))
+		}
+		cctx, cancel := context.WithTimeout(ctx, InternalTimeout)
+		_, err := s.call(cctx, opRun, []byte(b.String()))
+		cancel()
+		if err != nil {
+			s.discard()
+			return nil, fmt.Errorf("bashsession: starting bash: %w", err)
+		}
+	}
 	if err := s.keep(); err != nil {
 		s.discard()
 		return nil, err
 	}
 	return s, nil
+}
+
+// shellQuote quotes s for bash.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // NewFromImage starts a session in the state img (an Image of another
