@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,6 +84,7 @@ func BenchmarkSessionFork(b *testing.B) {
 
 // pss is the process's proportional set size in bytes (0 when unknown).
 func pss() int64 {
+	debug.FreeOSMemory() // a GC first: what garbage held is not counted
 	b, err := os.ReadFile("/proc/self/smaps_rollup")
 	if err != nil {
 		return 0
