@@ -262,24 +262,13 @@ func forkCall(ctx context.Context, mod api.Module, retPtr uint32) uint32 {
 	if err != nil {
 		return abort(ErrnoNomem)
 	}
-	cmem := child.Memory()
-	if cmem == nil {
-		return abort(ErrnoNosys)
-	}
-	if cur := cmem.Size(); cur < size {
-		if _, ok := cmem.Grow((size - cur) / 65536); !ok {
-			return abort(ErrnoNomem)
-		}
-	}
 	src, ok := mem.Read(0, size)
-	if !ok || !cmem.Write(0, src) {
+	if !ok {
 		return abort(ErrnoNomem)
 	}
-	csp, ok := child.ExportedGlobal(StackPointerExport).(api.MutableGlobal)
-	if !ok {
-		return abort(ErrnoNosys)
+	if errno := loadMemory(child, src, sp.Get()); errno != ErrnoSuccess {
+		return abort(errno)
 	}
-	csp.Set(sp.Get())
 	pfd, err := st.AddStream(p, nil, nil, true)
 	if err != nil {
 		return abort(ErrnoAgain)

@@ -67,9 +67,12 @@ func needBash(t *testing.T) {
 
 func TestBashShellCases(t *testing.T) {
 	needBash(t)
-	sb := newSandbox(t, WithShell(ShellBash))
 	for _, c := range bashShellCases {
 		t.Run(c.name, func(t *testing.T) {
+			// A sandbox per case: each is a script of its own, as the
+			// host's bash -c runs it (in a session, set -e and traps
+			// persist from one Run to the next).
+			sb := newSandbox(t, WithShell(ShellBash))
 			res := run(t, sb, c.script)
 			if res.Stdout != c.stdout || res.ExitCode != c.code {
 				t.Errorf("stdout %q, status %d (stderr %q); want %q, %d", res.Stdout, res.ExitCode, res.Stderr, c.stdout, c.code)

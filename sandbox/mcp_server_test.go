@@ -30,6 +30,11 @@ func TestMain(m *testing.M) {
 	case "hang":
 		select {}
 	}
+	// WASMBOX_TEST_SHELL=bash runs every test on GNU bash's session
+	// (sandboxes made without WithShell get it).
+	if sh := os.Getenv("WASMBOX_TEST_SHELL"); sh != "" {
+		defaultShell = sh
+	}
 	// The user cache directory (the default engine's compile cache) is
 	// the tests' own (package testcache).
 	testcache.Main(m)

@@ -135,8 +135,13 @@ type config struct {
 	protected      []ProtectedPath
 }
 
+// defaultShell is the shell of a sandbox made without WithShell: the
+// interpreter. The package's tests set it from WASMBOX_TEST_SHELL, to run
+// every test on GNU bash's session (see TestMain).
+var defaultShell = ShellDefault
+
 func defaultConfig() *config {
-	return &config{limits: DefaultLimits, workdir: vfs.UserHome, env: map[string]string{}, secrets: &secretSet{}}
+	return &config{limits: DefaultLimits, workdir: vfs.UserHome, env: map[string]string{}, secrets: &secretSet{}, shell: defaultShell}
 }
 
 func (c *config) check() error {
@@ -270,13 +275,15 @@ const (
 	ShellBash    = "bash"
 )
 
-// WithShell selects the top-level shell of every Run. ShellBash runs each
-// script as `bash -c SCRIPT` with GNU bash through the executor (its
-// commands, forks and pipes under the same policy, limits and filesystem);
-// no shell state persists from one Run to the next then (variables,
-// functions and the working directory start from the sandbox's each time;
-// files persist). New returns an error for another name, or for ShellBash
-// when this binary has no GNU bash built in.
+// WithShell selects the sandbox's shell. ShellBash makes GNU bash the
+// live shell of the session (shell/bashsession): one bash instance whose
+// state (variables, functions, aliases, options, the working directory)
+// persists across Runs as the interpreter's does, a kill or limit going
+// back to the state at the start of the Run, Fork and Snapshot/Restore
+// carrying its memory image; its commands, forks and pipes run under the
+// same policy, limits and filesystem. Each Run is a script of its own as
+// with bash -c: an EXIT trap runs when it ends. New returns an error for
+// another name, or for ShellBash when this binary has no GNU bash built in.
 func WithShell(name string) Option {
 	return func(c *config) { c.shell = name }
 }

@@ -50,7 +50,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -65,6 +64,7 @@ import (
 	"github.com/wasmbox/wasmbox/executor/pool"
 	"github.com/wasmbox/wasmbox/netpolicy"
 	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/shell/bashsession"
 	"github.com/wasmbox/wasmbox/shell/session"
 	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
@@ -166,7 +166,7 @@ type Sandbox struct {
 	// the last sandbox to close them releases them.
 	hosts *hostMounts
 
-	sh *session.Session
+	sh shellSession
 
 	runMu   sync.Mutex // serializes Run, Fork, Snapshot, Restore
 	mu      sync.Mutex // guards the fields below
@@ -348,7 +348,7 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 	if err := v.MkdirAll(cfg.workdir, 0o755); err != nil {
 		return nil, fmt.Errorf("sandbox: workdir %s: %w", cfg.workdir, err)
 	}
-	s.sh, err = session.New(ctx, s.sessionConfig(cfg.workdir))
+	s.sh, err = s.newShell(ctx, cfg.workdir)
 	if err != nil {
 		hosts.release()
 		return nil, fmt.Errorf("sandbox: %w", err)
@@ -537,9 +537,6 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	ctx = context.WithValue(ctx, runStatusKey{}, rs)
 	out := newCapWriter(orDiscard(stdout), s.cfg.limits.OutputBytes)
 	errOut := newCapWriter(orDiscard(stderr), s.cfg.limits.OutputBytes)
-	if s.cfg.shell == ShellBash {
-		return s.runBash(ctx, rs, script, stdin, out, errOut), nil
-	}
 	// Once the run is killed, the shell may still run a few steps
 	// before the kill reaches it (a command that the kill ended returns
 	// first): none of its output gets out.
@@ -581,38 +578,6 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		res.ExitCode = max(res.ExitCode, 1)
 	}
 	return res, nil
-}
-
-// runBash runs script as `bash -c SCRIPT` with GNU bash through the
-// executor (WithShell(ShellBash)), in the sandbox's environment and
-// working directory (WithWorkdir; PWD set to it).
-func (s *Sandbox) runBash(ctx context.Context, rs *runStatus, script string, stdin io.Reader, out, errOut *capWriter) Result {
-	// Each run starts in the sandbox's working directory (WithWorkdir):
-	// the interpreter's session, which would track a cd, never runs here.
-	dir := s.cfg.workdir
-	env := slices.DeleteFunc(s.envLocked(), func(kv string) bool { return strings.HasPrefix(kv, "PWD=") || strings.HasPrefix(kv, "OLDPWD=") })
-	env = append(env, "PWD="+dir)
-	c := command{
-		Argv:   []string{"bash", "-c", script},
-		Env:    env,
-		Dir:    dir,
-		Stdin:  stdin,
-		Stdout: ctxWriter{ctx, out},
-		Stderr: ctxWriter{ctx, errOut},
-	}
-	if c.Stdin == nil {
-		c.Stdin = strings.NewReader("")
-	}
-	code, _ := (&commandRunner{s: s}).exec(ctx, c)
-	out.flush()
-	errOut.flush()
-	res := Result{ExitCode: code, Truncated: out.Truncated() || errOut.Truncated(), Exited: true}
-	if cl := classOfCtx(ctx); cl != ClassNone {
-		res.ErrorClass, res.ExitCode = cl, exitFor(cl)
-	} else {
-		res.ErrorClass = rs.classFor(code)
-	}
-	return res
 }
 
 // runLimit is the time a run starting now has: Limits.Timeout, or less
@@ -832,7 +797,17 @@ func (s *Sandbox) SetEnv(key, value string) error {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	ctx := context.Background()
-	st, err := s.sh.State(ctx)
+	if b, ok := s.sh.(*bashsession.Session); ok {
+		if err := b.SetEnv(ctx, key, value); err != nil {
+			if errors.Is(err, bashsession.ErrReadOnly) {
+				return fmt.Errorf("sandbox: %s is read-only", key)
+			}
+			return fmt.Errorf("sandbox: %w", err)
+		}
+		return nil
+	}
+	sh := s.sh.(*session.Session)
+	st, err := sh.State(ctx)
 	if err != nil {
 		return err
 	}
@@ -849,7 +824,7 @@ func (s *Sandbox) SetEnv(key, value string) error {
 	if !found {
 		st.Vars = append(st.Vars, wire.Var{Name: key, Kind: "string", Str: value, Exported: true})
 	}
-	return s.sh.Restore(ctx, st)
+	return sh.Restore(ctx, st)
 }
 
 // Env returns the exported environment of the shell, "K=V" sorted.
@@ -861,7 +836,10 @@ func (s *Sandbox) Env() []string {
 
 // envLocked is Env with runMu held.
 func (s *Sandbox) envLocked() []string {
-	st, err := s.sh.State(context.Background())
+	if b, ok := s.sh.(*bashsession.Session); ok {
+		return bashEnv(b)
+	}
+	st, err := s.sh.(*session.Session).State(context.Background())
 	if err != nil {
 		return nil
 	}
@@ -902,7 +880,13 @@ func (s *Sandbox) Fork() (*Sandbox, error) {
 	}
 	c.gfs = c.fs.AsUser(guestCred)
 	c.bridge = newBridge(c)
-	sh, err := s.sh.ForkBudget(context.Background(), c.gfs, &commandRunner{s: c}, mem.shell)
+	var sh shellSession
+	switch p := s.sh.(type) {
+	case *bashsession.Session:
+		sh, err = p.ForkBudget(context.Background(), c.gfs, &commandRunner{s: c}, mem.shell)
+	case *session.Session:
+		sh, err = p.ForkBudget(context.Background(), c.gfs, &commandRunner{s: c}, mem.shell)
+	}
 	if err != nil {
 		c.hosts.release()
 		mem.release()

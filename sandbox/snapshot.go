@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/shell/bashsession"
+	"github.com/wasmbox/wasmbox/shell/session"
 	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
 )
@@ -34,11 +37,24 @@ func (s *Sandbox) Snapshot(w io.Writer) error {
 	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
-	st, err := s.sh.State(context.Background())
+	img := &snapImage{}
+	var st wire.State
+	var err error
+	switch sh := s.sh.(type) {
+	case *bashsession.Session:
+		// GNU bash's state is its memory image; the 'S' record keeps
+		// the working directory.
+		var mi *runtime.MemoryImage
+		mi, st.Dir, err = sh.Image()
+		if err == nil {
+			img.Bash, err = encodeBashImage(mi, st.Dir)
+		}
+	case *session.Session:
+		st, err = sh.State(context.Background())
+	}
 	if err != nil {
 		return fmt.Errorf("sandbox: snapshot: %w", err)
 	}
-	img := &snapImage{}
 	img.State, err = json.Marshal(snapState{Shell: st})
 	if err != nil {
 		return fmt.Errorf("sandbox: snapshot: %w", err)
@@ -129,6 +145,15 @@ func (s *Sandbox) Restore(r io.Reader) error {
 	if err := json.Unmarshal(img.State, &st); err != nil {
 		return fmt.Errorf("sandbox: restore: %w: shell state: %v", ErrCorruptSnapshot, err)
 	}
+	var bashImg *runtime.MemoryImage
+	if img.Bash != nil {
+		if s.cfg.shell != ShellBash {
+			return fmt.Errorf("sandbox: restore: %w", errNotBash)
+		}
+		if bashImg, _, err = decodeBashImage(img.Bash, s.cfg.limits.ShellMemory); err != nil {
+			return fmt.Errorf("sandbox: restore: %w", err)
+		}
+	}
 	if !s.runMu.TryLock() {
 		return ErrBusy
 	}
@@ -149,7 +174,7 @@ func (s *Sandbox) Restore(r io.Reader) error {
 	// Swap in the restored filesystem (fresh carries its own host mounts,
 	// opened with the same options) and its shell, then load the state.
 	st.Shell.Dir = dir
-	if err := fresh.sh.Restore(contextBackground(), st.Shell); err != nil {
+	if err := fresh.restoreShell(st.Shell, bashImg); err != nil {
 		fresh.Close()
 		return fmt.Errorf("sandbox: restore: %w: shell state: %v", ErrCorruptSnapshot, err)
 	}
@@ -165,6 +190,47 @@ func (s *Sandbox) Restore(r io.Reader) error {
 	oldMem := s.mem
 	s.mem = fresh.mem
 	oldMem.release()
+	return nil
+}
+
+// restoreShell loads a snapshot's shell state into the (fresh) sandbox's
+// shell: the interpreter's state, or for GNU bash its memory image (or,
+// from a snapshot of the interpreter, a new bash in its directory with its
+// exported variables).
+func (s *Sandbox) restoreShell(st wire.State, bashImg *runtime.MemoryImage) error {
+	ctx := contextBackground()
+	switch sh := s.sh.(type) {
+	case *session.Session:
+		return sh.Restore(ctx, st)
+	case *bashsession.Session:
+		cfg, err := s.bashConfig(ctx, st.Dir)
+		if err != nil {
+			return err
+		}
+		var b *bashsession.Session
+		if bashImg != nil {
+			b, err = bashsession.NewFromImage(ctx, cfg, bashImg)
+		} else {
+			b, err = bashsession.New(ctx, cfg)
+		}
+		if err != nil {
+			return err
+		}
+		if bashImg == nil {
+			env := map[string]string{}
+			for _, v := range st.Vars {
+				if v.Exported && v.Kind == "string" {
+					env[v.Name] = v.Str
+				}
+			}
+			if err := restoreShellEnv(ctx, b, env); err != nil {
+				b.Close()
+				return err
+			}
+		}
+		sh.Close()
+		s.sh = b
+	}
 	return nil
 }
 

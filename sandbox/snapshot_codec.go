@@ -30,7 +30,12 @@ import (
 //	'F' regular file: path, mode, mtime, content
 //	'L' symlink: path, target, mtime (always 0: symlink times are not kept)
 //	'S' shell state: JSON blob (cwd, variables, exports, functions, aliases)
+//	'B' GNU bash's memory image (version 2 only; see bashImageMagic)
 //	'E' end of records (exactly once, last)
+//
+// Version 2 is version 1 with a 'B' record (a sandbox WithShell(ShellBash)):
+// a snapshot without one is written as version 1, byte for byte as before,
+// and both versions are read.
 //
 // Entries appear in lexical path order, parents before children, so that a
 // round trip (Snapshot, Restore, Snapshot) is byte-identical. Paths are
@@ -39,6 +44,8 @@ import (
 const (
 	snapshotMagic   = "WASMBOX-SNAPSHOT\n"
 	snapshotVersion = 1
+	// snapshotVersionBash is the version of a snapshot with a 'B' record.
+	snapshotVersionBash = 2
 
 	maxSnapshotPath = 4096
 )
@@ -55,6 +62,7 @@ const (
 	kindFile    snapKind = 'F'
 	kindSymlink snapKind = 'L'
 	kindState   snapKind = 'S'
+	kindBash    snapKind = 'B'
 	kindEnd     snapKind = 'E'
 )
 
@@ -72,6 +80,8 @@ type snapEntry struct {
 type snapImage struct {
 	Entries []snapEntry
 	State   []byte
+	// Bash is the 'B' record: GNU bash's memory image (encodeBashImage).
+	Bash []byte
 }
 
 func appendString(b []byte, s string) []byte {
@@ -92,7 +102,11 @@ func encodeSnapshot(w io.Writer, img *snapImage) error {
 	mw := io.MultiWriter(w, h)
 	var buf []byte
 	buf = append(buf, snapshotMagic...)
-	buf = binary.BigEndian.AppendUint32(buf, snapshotVersion)
+	version := uint32(snapshotVersion)
+	if img.Bash != nil {
+		version = snapshotVersionBash
+	}
+	buf = binary.BigEndian.AppendUint32(buf, version)
 	flush := func() error {
 		if len(buf) == 0 {
 			return nil
@@ -132,6 +146,10 @@ func encodeSnapshot(w io.Writer, img *snapImage) error {
 	}
 	buf = append(buf, byte(kindState))
 	buf = appendBytes(buf, img.State)
+	if img.Bash != nil {
+		buf = append(buf, byte(kindBash))
+		buf = appendBytes(buf, img.Bash)
+	}
 	buf = append(buf, byte(kindEnd))
 	if err := flush(); err != nil {
 		return err
@@ -207,8 +225,9 @@ func decodeSnapshot(rd io.Reader, maxBytes int64) (*snapImage, error) {
 	if len(data) < hdr+sha256.Size+1 || string(data[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, fmt.Errorf("%w: not a wasmbox snapshot", ErrCorruptSnapshot)
 	}
-	if v := binary.BigEndian.Uint32(data[len(snapshotMagic):hdr]); v != snapshotVersion {
-		return nil, fmt.Errorf("%w: unsupported version %d (this build reads version %d)", ErrCorruptSnapshot, v, snapshotVersion)
+	version := binary.BigEndian.Uint32(data[len(snapshotMagic):hdr])
+	if version != snapshotVersion && version != snapshotVersionBash {
+		return nil, fmt.Errorf("%w: unsupported version %d (this build reads versions %d and %d)", ErrCorruptSnapshot, version, snapshotVersion, snapshotVersionBash)
 	}
 	body, sum := data[:len(data)-sha256.Size], data[len(data)-sha256.Size:]
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
@@ -236,6 +255,16 @@ func decodeSnapshot(rd io.Reader, maxBytes int64) (*snapImage, error) {
 				return nil, err
 			}
 			img.State = append([]byte(nil), st...)
+			continue
+		case kindBash:
+			if version != snapshotVersionBash || img.Bash != nil {
+				return nil, r.fail("unexpected bash image record")
+			}
+			b, err := r.blob("bash image", uint64(len(r.b)))
+			if err != nil {
+				return nil, err
+			}
+			img.Bash = append([]byte(nil), b...)
 			continue
 		case kindDir, kindFile, kindSymlink:
 		default:

@@ -29,7 +29,7 @@ WASM_OPT=${WASM_OPT:-$HERE/binaryen/bin/wasm-opt}
 # (stdio's write functions): left out, the test program is 22% smaller
 # (36396 -> 29374 bytes) and its string work runs near uninstrumented
 # speed. ASYNCIFY_LIBC=all instruments them too.
-NOUNWIND="_start __wb_loop __wb_fork_child __wb_nest_run"
+NOUNWIND="_start __wb_loop __wb_fork_child __wb_nest_run __wb_session_resume __wb_session_buf __wb_session_start __wb_session_stack_low"
 if [ "${ASYNCIFY_LIBC:-}" != all ]; then
 	NOUNWIND="$NOUNWIND malloc free calloc realloc aligned_alloc posix_memalign
 		dlmalloc dlfree dlrealloc dlcalloc internal_memalign sbrk

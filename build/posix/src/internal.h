@@ -20,7 +20,7 @@ struct wb_async {
 
 /* What unwound the stack to the trampoline (wb_op) and what the rewind
  * that follows returns to (wb_rewind). */
-enum { WB_NONE, WB_SETJMP, WB_LONGJMP, WB_FORK };
+enum { WB_NONE, WB_SETJMP, WB_LONGJMP, WB_FORK, WB_IDLE };
 extern volatile int __wb_op, __wb_rewind;
 extern __wasmbox_jmp_buf *volatile __wb_target;
 extern volatile int __wb_payload;
@@ -59,6 +59,9 @@ int __wb_loop(void);
 void __wb_fatal(const char *msg, unsigned long n);
 /* fork.c; weak: linked only with fork */
 void __wb_do_fork(void) __attribute__((weak));
+/* session.c: set while the program is idle between the calls of a
+ * session (its stack unwound, the export that ran it returned). */
+extern volatile int __wb_idle;
 
 /* Host calls (module "wasmbox"): a WASI errno each. */
 #define WASMBOX(name) __attribute__((import_module("wasmbox"), import_name(#name)))

@@ -56,6 +56,12 @@ int __wb_loop(void) {
 			__wb_rewind = WB_SETJMP;
 			break;
 		}
+		case WB_IDLE:
+			/* session.c: the program waits for its next call; its
+			 * stack stays unwound in the scratch area until
+			 * wasmbox_session_resume rewinds it. */
+			__wb_idle = 1;
+			return 0;
 		case WB_FORK:
 			/* fork.o is linked when the program calls fork. */
 			__wb_do_fork();
@@ -71,5 +77,9 @@ int __wb_loop(void) {
 void _start(void) {
 	__wasm_call_ctors();
 	int r = __wb_loop();
+	if (__wb_idle)
+		return; /* a session program went idle (session.c) */
 	exit(r);
 }
+
+volatile int __wb_idle;

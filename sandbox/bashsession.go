@@ -1,0 +1,239 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/shell/bashsession"
+	"github.com/wasmbox/wasmbox/shell/session"
+	"github.com/wasmbox/wasmbox/wasm"
+)
+
+// shellSession is the live shell of a sandbox: the interpreter's session
+// (shell/session) or GNU bash's (shell/bashsession, WithShell(ShellBash)).
+type shellSession interface {
+	Run(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) (session.Result, error)
+	Dir() string
+	SetSpawner(runtime.Spawner)
+	Close() error
+	MemorySize() uint64
+}
+
+// bashModule is GNU bash compiled by the engine's executor (once; the
+// executor keeps it).
+func (e *Engine) bashModule(ctx context.Context) (*runtime.Module, error) {
+	return e.exec.Module(ctx, wasm.BashModule)
+}
+
+// bashConfig is the configuration of a GNU bash session shell in dir.
+func (s *Sandbox) bashConfig(ctx context.Context, dir string) (bashsession.Config, error) {
+	m, err := s.engine.bashModule(ctx)
+	if err != nil {
+		return bashsession.Config{}, err
+	}
+	env := make([]string, 0, len(s.env))
+	for k, v := range s.env {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	var cmds map[string]string
+	if n := s.cfg.native; n != nil {
+		cmds = map[string]string{}
+		for _, name := range n.Names {
+			cmds[name] = "/usr/bin/" + name
+		}
+	}
+	if s.bridge != nil {
+		if cmds == nil {
+			cmds = map[string]string{}
+		}
+		cmds["mcp"] = "/usr/bin/mcp"
+	}
+	return bashsession.Config{
+		Commands:      cmds,
+		Runtime:       s.engine.rt,
+		Module:        m,
+		FS:            s.gfs,
+		Spawner:       &commandRunner{s: s},
+		Env:           env,
+		Dir:           dir,
+		MemoryLimit:   s.cfg.limits.ShellMemory,
+		Budget:        s.mem.shell,
+		Deterministic: s.cfg.deterministic,
+	}, nil
+}
+
+// newShell starts the sandbox's shell in dir.
+func (s *Sandbox) newShell(ctx context.Context, dir string) (shellSession, error) {
+	if s.cfg.shell != ShellBash {
+		return session.New(ctx, s.sessionConfig(dir))
+	}
+	cfg, err := s.bashConfig(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return bashsession.New(ctx, cfg)
+}
+
+// bashEnv is the exported environment of a bash session, sorted.
+func bashEnv(b *bashsession.Session) []string {
+	info, err := b.Info(context.Background())
+	if err != nil {
+		return nil
+	}
+	env := append([]string(nil), info.Env...)
+	sort.Strings(env)
+	return env
+}
+
+// The bash record of a snapshot ('B', format version 2): the memory image
+// of the idle bash session.
+//
+//	magic     "bash-image\x01"
+//	module    SHA-256 of the bash.wasm the image belongs to (32 bytes)
+//	dir       string: the shell's working directory
+//	size      uvarint: bytes of linear memory (whole 64 KiB pages)
+//	sp        uvarint: __stack_pointer
+//	sum       SHA-256 of the memory (32 bytes)
+//	memory    blob: the memory, zstd-compressed
+//
+// Restore checks every field before anything runs: the module, the size
+// against the sandbox's shell memory limit (before decompressing, and the
+// decompressed size exactly), the checksum, and then that the image
+// answers as an idle bash session does (bashsession.NewFromImage).
+const bashImageMagic = "bash-image\x01"
+
+var (
+	bashHashOnce sync.Once
+	bashHash     [32]byte
+)
+
+// bashModuleHash identifies the bash.wasm built into this binary.
+func bashModuleHash() [32]byte {
+	bashHashOnce.Do(func() {
+		if b, ok := wasm.Bash(); ok {
+			bashHash = sha256.Sum256(b)
+		}
+	})
+	return bashHash
+}
+
+func encodeBashImage(img *runtime.MemoryImage, dir string) ([]byte, error) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Close()
+	h := bashModuleHash()
+	mem := img.Bytes()
+	sum := sha256.Sum256(mem)
+	b := append([]byte(bashImageMagic), h[:]...)
+	b = appendString(b, dir)
+	b = binary.AppendUvarint(b, uint64(len(mem)))
+	b = binary.AppendUvarint(b, img.StackPointer())
+	b = append(b, sum[:]...)
+	return appendBytes(b, enc.EncodeAll(mem, nil)), nil
+}
+
+// decodeBashImage decodes a bash record for a shell whose memory limit is
+// limit bytes.
+func decodeBashImage(p []byte, limit uint64) (*runtime.MemoryImage, string, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: bash image: %s", ErrCorruptSnapshot, fmt.Sprintf(format, a...))
+	}
+	if !bytes.HasPrefix(p, []byte(bashImageMagic)) {
+		return nil, "", bad("unknown format")
+	}
+	r := &snapReader{b: p, off: len(bashImageMagic)}
+	if len(p) < r.off+32 {
+		return nil, "", bad("truncated")
+	}
+	if h := bashModuleHash(); !bytes.Equal(p[r.off:r.off+32], h[:]) {
+		return nil, "", fmt.Errorf("%w: bash image: made by another build of bash.wasm; it restores only into the wasmbox that made it", ErrCorruptSnapshot)
+	}
+	r.off += 32
+	dir, err := r.path("bash working directory")
+	if err != nil {
+		return nil, "", err
+	}
+	size, err := r.uvarint("bash memory size")
+	if err != nil {
+		return nil, "", err
+	}
+	if size == 0 || size%65536 != 0 {
+		return nil, "", bad("memory of %d bytes is not a whole number of 64 KiB pages", size)
+	}
+	if size > limit {
+		return nil, "", bad("memory of %s is over the shell's memory limit (%s)", runtime.FormatBytes(size), runtime.FormatBytes(limit))
+	}
+	sp, err := r.uvarint("bash stack pointer")
+	if err != nil {
+		return nil, "", err
+	}
+	if len(p) < r.off+32 {
+		return nil, "", bad("truncated")
+	}
+	sum := p[r.off : r.off+32]
+	r.off += 32
+	z, err := r.blob("bash memory", uint64(len(p)))
+	if err != nil {
+		return nil, "", err
+	}
+	if r.off != len(p) {
+		return nil, "", bad("data after the memory")
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(size))
+	if err != nil {
+		return nil, "", err
+	}
+	defer dec.Close()
+	mem, err := dec.DecodeAll(z, make([]byte, 0, size))
+	if err != nil {
+		return nil, "", bad("memory does not decompress: %v", err)
+	}
+	if uint64(len(mem)) != size {
+		return nil, "", bad("memory decompresses to %d bytes, not %d", len(mem), size)
+	}
+	if got := sha256.Sum256(mem); !bytes.Equal(got[:], sum) {
+		return nil, "", bad("memory checksum mismatch")
+	}
+	img := runtime.NewMemoryImage(mem, sp)
+	if err := img.Check(limit); err != nil {
+		return nil, "", bad("%v", err)
+	}
+	return img, dir, nil
+}
+
+// errNotBash is Restore's error for a bash image in a sandbox of another
+// shell.
+var errNotBash = errors.New("the snapshot holds a GNU bash session: restore it into a sandbox made WithShell(ShellBash)")
+
+// restoreShellEnv gives a bash session restored from a snapshot of the
+// interpreter (no image) the snapshot's exported variables.
+func restoreShellEnv(ctx context.Context, b *bashsession.Session, env map[string]string) error {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "PWD" || k == "OLDPWD" || strings.ContainsAny(k, "=\x00") {
+			continue
+		}
+		if err := b.SetEnv(ctx, k, env[k]); err != nil && !errors.Is(err, bashsession.ErrReadOnly) {
+			return err
+		}
+	}
+	return nil
+}
