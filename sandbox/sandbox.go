@@ -583,9 +583,23 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	return res, nil
 }
 
+// ScriptOnStdin, given to Stream as stdin, says that the script itself
+// arrived on standard input (`wasmbox run -`): GNU bash then reads the
+// script from its standard input, as `bash < FILE` does (a script, not
+// `bash -c`: bash keeps the status of background jobs that ended for a
+// later `wait %N`, and set -u errors end it with status 1), and a command
+// that reads standard input reads what follows in the script, as there.
+// The interpreter shell sees an empty standard input.
+var ScriptOnStdin io.Reader = scriptOnStdin{}
+
+type scriptOnStdin struct{}
+
+func (scriptOnStdin) Read([]byte) (int, error) { return 0, io.EOF }
+
 // runBash runs script as `bash -c SCRIPT` with GNU bash through the
 // executor (WithShell(ShellBash)), in the sandbox's environment and
-// working directory (WithWorkdir; PWD set to it).
+// working directory (WithWorkdir; PWD set to it); with ScriptOnStdin as
+// stdin, as `bash < SCRIPT`.
 func (s *Sandbox) runBash(ctx context.Context, rs *runStatus, script string, stdin io.Reader, out, errOut *capWriter) Result {
 	// Each run starts in the sandbox's working directory (WithWorkdir):
 	// the interpreter's session, which would track a cd, never runs here.
@@ -599,6 +613,9 @@ func (s *Sandbox) runBash(ctx context.Context, rs *runStatus, script string, std
 		Stdin:  stdin,
 		Stdout: ctxWriter{ctx, out},
 		Stderr: ctxWriter{ctx, errOut},
+	}
+	if stdin == ScriptOnStdin {
+		c.Argv, c.Stdin = []string{"bash"}, strings.NewReader(script)
 	}
 	if c.Stdin == nil {
 		c.Stdin = strings.NewReader("")
