@@ -56,6 +56,11 @@ var bashShellCases = []struct {
 		"{ sleep 0.03; exit 1; } | { sleep 0.02; exit 2; } | { sleep 0.01; exit 3; }\necho ${PIPESTATUS[@]}\n" +
 			"sleep 5 &\njobs\nkill %1; wait %1; echo wait=$?\n(exit 7) & wait $!; echo st=$?\nsleep 0.1 & sleep 0.05 & wait -n; echo n=$?",
 		"1 2 3\n[1]+  Running                 sleep 5 &\nwait=143\nst=7\nn=0\n", 0},
+	// Descriptor 3 is the script's own: it held the root preopen, and
+	// `exec 3>f` cut off every path (build/posix/src/start.c).
+	{"exec 3>file, paths still resolve",
+		"exec 3> f3; echo hello >&3; echo world >&3; exec 3>&-; cat f3; exec 3<f3; read -u 3 l; echo \"$l\"; exec 3<&-; ls f3",
+		"hello\nworld\nhello\nf3\n", 0},
 }
 
 func needBash(t *testing.T) {
