@@ -540,6 +540,9 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	if s.cfg.shell == ShellBash {
 		return s.runBash(ctx, rs, script, stdin, out, errOut), nil
 	}
+	if stdin == ScriptOnStdin {
+		stdin = nil // the interpreter: no standard input
+	}
 	// Once the run is killed, the shell may still run a few steps
 	// before the kill reaches it (a command that the kill ended returns
 	// first): none of its output gets out.
