@@ -56,6 +56,11 @@ var bashShellCases = []struct {
 		"{ sleep 0.03; exit 1; } | { sleep 0.02; exit 2; } | { sleep 0.01; exit 3; }\necho ${PIPESTATUS[@]}\n" +
 			"sleep 5 &\njobs\nkill %1; wait %1; echo wait=$?\n(exit 7) & wait $!; echo st=$?\nsleep 0.1 & sleep 0.05 & wait -n; echo n=$?",
 		"1 2 3\n[1]+  Running                 sleep 5 &\nwait=143\nst=7\nn=0\n", 0},
+	// Descriptor 3 is the script's own: it held the root preopen, and
+	// `exec 3>f` cut off every path (build/posix/src/start.c).
+	{"exec 3>file, paths still resolve",
+		"exec 3> f3; echo hello >&3; echo world >&3; exec 3>&-; cat f3; exec 3<f3; read -u 3 l; echo \"$l\"; exec 3<&-; ls f3",
+		"hello\nworld\nhello\nf3\n", 0},
 }
 
 func needBash(t *testing.T) {
@@ -157,5 +162,68 @@ func TestBashShellContainment(t *testing.T) {
 func TestWithShellUnknown(t *testing.T) {
 	if _, err := New(context.Background(), WithShell("zsh")); err == nil || !strings.Contains(err.Error(), `unknown shell "zsh"`) {
 		t.Errorf("New(WithShell(zsh)) = %v, want an unknown-shell error", err)
+	}
+}
+
+// bashStdinCases are scripts given with ScriptOnStdin (`wasmbox run -`):
+// bash reads them as `bash < FILE` does, which differs from `bash -c`.
+// TestBashStdinCasesAgainstHostBash checks them against a real bash.
+var bashStdinCases = []struct {
+	name, script, stdout string
+	code                 int
+}{
+	// Under -c the ended job is gone: "wait: %1: no such job", 127.
+	{"wait for a job that ended", "(exit 7) &\nsleep 0.3\nwait %1\necho status=$?\n",
+		"status=7\n", 0},
+	// Under -c an unbound variable ends bash with 127.
+	{"set -u error", "set -u\necho a\necho $undef\necho never\n", "a\n", 1},
+	// A command that reads stdin reads the next line of the script.
+	{"stdin is the script", "echo a\nread x\necho never\necho \"x=$x\"\n", "a\nx=echo never\n", 0},
+	{"$0", "echo $0\n", "bash\n", 0},
+}
+
+func TestBashStdinCases(t *testing.T) {
+	needBash(t)
+	sb := newSandbox(t, WithShell(ShellBash))
+	for _, c := range bashStdinCases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			res, err := sb.Stream(context.Background(), c.script, ScriptOnStdin, &stdout, &stderr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stdout.String() != c.stdout || res.ExitCode != c.code {
+				t.Errorf("stdout %q, status %d (stderr %q); want %q, %d", stdout.String(), res.ExitCode, stderr.String(), c.stdout, c.code)
+			}
+		})
+	}
+}
+
+func TestBashStdinCasesAgainstHostBash(t *testing.T) {
+	bash := os.Getenv("WASMBOX_BASH")
+	if bash == "" {
+		t.Skip("WASMBOX_BASH is not set")
+	}
+	for _, c := range bashStdinCases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(bash)
+			cmd.Args[0] = "bash"
+			cmd.Dir = t.TempDir()
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/home/user", "USER=user", "LANG=C.UTF-8"}
+			cmd.Stdin = strings.NewReader(c.script)
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
+			code := 0
+			if err := cmd.Run(); err != nil {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) {
+					t.Fatal(err)
+				}
+				code = ee.ExitCode()
+			}
+			if stdout.String() != c.stdout || code != c.code {
+				t.Errorf("bash gives stdout %q, status %d; the case wants %q, %d", stdout.String(), code, c.stdout, c.code)
+			}
+		})
 	}
 }

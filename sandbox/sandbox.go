@@ -50,6 +50,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -537,6 +538,12 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	ctx = context.WithValue(ctx, runStatusKey{}, rs)
 	out := newCapWriter(orDiscard(stdout), s.cfg.limits.OutputBytes)
 	errOut := newCapWriter(orDiscard(stderr), s.cfg.limits.OutputBytes)
+	if stdin == ScriptOnStdin {
+		if s.cfg.shell == ShellBash {
+			return s.runBashScript(ctx, rs, script, out, errOut), nil
+		}
+		stdin = nil // the interpreter: no standard input
+	}
 	// Once the run is killed, the shell may still run a few steps
 	// before the kill reaches it (a command that the kill ended returns
 	// first): none of its output gets out.
@@ -578,6 +585,49 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		res.ExitCode = max(res.ExitCode, 1)
 	}
 	return res, nil
+}
+
+// ScriptOnStdin, given to Stream as stdin, says that the script itself
+// arrived on standard input (`wasmbox run -`). With WithShell(ShellBash),
+// GNU bash then reads the script from its standard input, as
+// `bash < FILE` does (a script, not `bash -c`: bash keeps the status of
+// background jobs that ended for a later `wait %N`, and set -u errors end
+// it with status 1), and a command that reads standard input reads what
+// follows in the script, as there. That run is a bash process of its
+// own, not the session's shell: the files it writes stay, its variables,
+// functions and working directory do not carry over to the next Run.
+// The interpreter shell sees an empty standard input.
+var ScriptOnStdin io.Reader = scriptOnStdin{}
+
+type scriptOnStdin struct{}
+
+func (scriptOnStdin) Read([]byte) (int, error) { return 0, io.EOF }
+
+// runBashScript runs script as `bash < SCRIPT` with GNU bash through the
+// executor (ScriptOnStdin with WithShell(ShellBash)), in the session
+// shell's environment and working directory.
+func (s *Sandbox) runBashScript(ctx context.Context, rs *runStatus, script string, out, errOut *capWriter) Result {
+	dir := s.cfg.workdir
+	env := slices.DeleteFunc(s.envLocked(), func(kv string) bool { return strings.HasPrefix(kv, "PWD=") || strings.HasPrefix(kv, "OLDPWD=") })
+	env = append(env, "PWD="+dir)
+	c := command{
+		Argv:   []string{"bash"},
+		Env:    env,
+		Dir:    dir,
+		Stdin:  strings.NewReader(script),
+		Stdout: ctxWriter{ctx, out},
+		Stderr: ctxWriter{ctx, errOut},
+	}
+	code, _ := (&commandRunner{s: s}).exec(ctx, c)
+	out.flush()
+	errOut.flush()
+	res := Result{ExitCode: code, Truncated: out.Truncated() || errOut.Truncated(), Exited: true}
+	if cl := classOfCtx(ctx); cl != ClassNone {
+		res.ErrorClass, res.ExitCode = cl, exitFor(cl)
+	} else {
+		res.ErrorClass = rs.classFor(code)
+	}
+	return res
 }
 
 // runLimit is the time a run starting now has: Limits.Timeout, or less

@@ -398,7 +398,9 @@ func (a *app) scriptSource(cmd *cobra.Command, script string, args []string) (st
 		if err != nil {
 			return "", nil, a.fail(err)
 		}
-		return string(b), nil, nil
+		// The script came on standard input: bash reads it there, as
+		// `bash < FILE` (the interpreter sees an empty input).
+		return string(b), sandbox.ScriptOnStdin, nil
 	}
 }
 

@@ -394,6 +394,39 @@ static int mode_nest(void) {
 	return 0;
 }
 
+/* The preopened directories are out of the program's way: open() gives
+ * descriptor 3 first, and a program that takes 3 for itself (dup2 onto
+ * it, close) still reaches the file system, in a forked child too. */
+static int mode_preopen(void) {
+	int fd = open("/tmp/p1", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	printf("first open: %d\n", fd);
+	int f2 = open("/tmp/p2", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || f2 < 0)
+		return 1;
+	close(fd);
+	printf("dup2 onto 3: %d\n", dup2(f2, 3));
+	close(f2);
+	write(3, "x", 1);
+	close(3);
+	int r = open("/tmp/p2", O_RDONLY);
+	char b[4] = {0};
+	if (r < 0) {
+		printf("open after close(3): %s\n", strerror(errno));
+		return 0;
+	}
+	printf("open after close(3): %d, read %zd %s\n", r, read(r, b, sizeof b), b);
+	close(r);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int c = open("/tmp/p1", O_RDONLY);
+		_exit(c < 0 ? 1 : 0);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	printf("child open: exit %d\n", WEXITSTATUS(st));
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	const char *m = argc > 1 ? argv[1] : "";
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -417,8 +450,10 @@ int main(int argc, char **argv) {
 		return mode_deep(argc > 2 ? atoi(argv[2]) : 10);
 	if (!strcmp(m, "nest"))
 		return mode_nest();
+	if (!strcmp(m, "preopen"))
+		return mode_preopen();
 	if (!strcmp(m, "forkbench"))
 		return mode_forkbench(argc > 2 ? (size_t)atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : 1);
-	fprintf(stderr, "usage: forktest setjmp|pipe|exec|status|bomb|spin|mem MIB|dup|deep N|nest|forkbench MIB N\n");
+	fprintf(stderr, "usage: forktest setjmp|pipe|exec|status|bomb|spin|mem MIB|dup|deep N|nest|preopen|forkbench MIB N\n");
 	return 2;
 }
