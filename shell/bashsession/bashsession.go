@@ -41,7 +41,7 @@
 // memory: descriptors a script left open with exec (exec 3>f) stay open in
 // the live instance across runs, but a new instance (after a kill, in a
 // fork or a restored snapshot) starts with fds 0-2 and the preopened root
-// only; bash's later use of such a descriptor fails with EBADF. Background
+// (at descriptor 960, where the session's C library moved it) only; bash's later use of such a descriptor fails with EBADF. Background
 // jobs end with the run that started them, as every child of a call does.
 package bashsession
 
@@ -225,6 +225,10 @@ func NewFromImage(ctx context.Context, cfg Config, img *runtime.MemoryImage) (*S
 	return s, nil
 }
 
+// preopenFD is where a build/posix program keeps the root preopen (WASI's
+// descriptor 3) from its start on: WB_PREOPEN_FD of build/posix/src.
+const preopenFD = 960
+
 // instance makes a new instance, in img when not nil.
 func (s *Session) instance(ctx context.Context, img *runtime.MemoryImage) (*preview1.State, *runtime.Instance, error) {
 	src := wasi.NewSources(wasi.Options{Deterministic: s.cfg.Deterministic})
@@ -246,6 +250,17 @@ func (s *Session) instance(ctx context.Context, img *runtime.MemoryImage) (*prev
 	}
 	_ = st.SetQuietPipe(1, true)
 	_ = st.SetQuietPipe(2, true)
+	if img != nil {
+		// The image's C library reaches the file system through the
+		// root preopen moved to preopenFD when the session started
+		// (build/posix's __wb_move_preopens), and descriptor 3 is the
+		// script's own: the new instance's descriptors say the same.
+		if err := st.Dup2(3, preopenFD); err != nil {
+			st.Close()
+			return nil, nil, fmt.Errorf("bashsession: the root preopen: %w", err)
+		}
+		_ = st.CloseFd(3)
+	}
 	opts := runtime.InstanceOptions{
 		MemoryLimit:   s.cfg.MemoryLimit,
 		Budget:        s.cfg.Budget,

@@ -256,3 +256,45 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestDescriptorThreeIsTheScripts: the script's `exec 3>file` takes
+// descriptor 3 for itself, as on Linux, and paths still resolve: in the
+// live session, after a killed run (a new instance from the image), in a
+// fork and in an image loaded elsewhere. Before the session moved WASI's
+// root preopen out of the way (and the host put it back at the same
+// descriptor in a new instance), `exec 3>f` cut off every path ("cat:
+// command not found"), and after a kill every path failed.
+func TestDescriptorThreeIsTheScripts(t *testing.T) {
+	e := newEnv(t)
+	s := e.session(t)
+	steps := []struct{ script, want string }{
+		{`exec 3>/tmp/three; echo via3 >&3; exec 3>&-; cat /tmp/three`, "via3\n"},
+		{`exec 3</tmp/three; read -r l <&3; echo "read $l"; ls /tmp`, "read via3\nthree\n"},
+	}
+	for i, st := range steps {
+		if out, errs, res := run(t, s, st.script); out != st.want || res.Code != 0 {
+			t.Fatalf("step %d: out %q stderr %q %+v; want %q", i, out, errs, res, st.want)
+		}
+	}
+	// A killed run: the next one starts from the image, paths resolve,
+	// and descriptor 3 (which the live instance held) is closed.
+	if _, _, res := runFor(t, s, `while :; do :; done`, 300*time.Millisecond); res.Code != 124 {
+		t.Fatalf("killed run: %+v", res)
+	}
+	out, errs, res := run(t, s, `cat /tmp/three; echo x >&3 || echo "3 closed"; exec 3>/tmp/again; echo y >&3; cat /tmp/again`)
+	if out != "via3\n3 closed\ny\n" || res.Code != 0 {
+		t.Fatalf("after the kill: out %q stderr %q %+v", out, errs, res)
+	}
+	cfg := e.config(t)
+	if err := cfg.FS.MkdirAll("/tmp", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.ForkBudget(context.Background(), cfg.FS, cfg.Spawner, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if out, errs, _ := run(t, c, `exec 3>/tmp/forked; echo f >&3; cat /tmp/forked; ls /`); !strings.HasPrefix(out, "f\n") || !strings.Contains(out, "tmp\n") {
+		t.Fatalf("fork: out %q stderr %q", out, errs)
+	}
+}

@@ -56,6 +56,12 @@ void __wb_set_sp(uint32_t);
 
 /* start.c */
 int __wb_loop(void);
+/* __wb_move_preopens moves the WASI preopened directories from 3, 4, ...
+ * to descriptors from WB_PREOPEN_FD up (start.c), at the start of a
+ * program and of a session. A host that loads a session's memory image
+ * into a new instance puts the preopens there too (shell/bashsession). */
+#define WB_PREOPEN_FD 960
+void __wb_move_preopens(void);
 void __wb_fatal(const char *msg, unsigned long n);
 /* fork.c; weak: linked only with fork */
 void __wb_do_fork(void) __attribute__((weak));

@@ -32,6 +32,7 @@ int wasmbox_session_mode(void) { return wb_session; }
 __attribute__((export_name("wasmbox_session_start"))) int __wb_session_start(void) {
 	wb_session = 1;
 	__wasm_call_ctors();
+	__wb_move_preopens();
 	int r = __wb_loop();
 	if (__wb_idle)
 		return wb_result;

@@ -57,6 +57,12 @@ int __wb_loop(void) {
 			__wb_rewind = WB_SETJMP;
 			break;
 		}
+		case WB_IDLE:
+			/* session.c: the program waits for its next call; its
+			 * stack stays unwound in the scratch area until
+			 * wasmbox_session_resume rewinds it. */
+			__wb_idle = 1;
+			return 0;
 		case WB_FORK:
 			/* fork.o is linked when the program calls fork. */
 			__wb_do_fork();
@@ -72,15 +78,14 @@ int __wb_loop(void) {
 /* The WASI preopened directories come at descriptors 3, 4, ...; wasi-libc
  * resolves every path through them. A program that takes descriptor 3
  * for itself (a shell's `exec 3>file`, dup2 onto it, close(3)) would cut
- * off the file system. move_preopens moves each to a descriptor from
- * PREOPEN_FD up (below the process handles of wait.c) and registers it
+ * off the file system. __wb_move_preopens moves each to a descriptor from
+ * WB_PREOPEN_FD up (below the process handles of wait.c) and registers it
  * there with the same prefix: wasi-libc takes the newest of equal
  * prefixes, so the copy is the one used; descriptors 3 and up are free,
  * and open() gives 3 first, as on Linux. */
-#define PREOPEN_FD 960
 
-static void move_preopens(void) {
-	for (uint32_t fd = 3; fd < PREOPEN_FD; fd++) {
+void __wb_move_preopens(void) {
+	for (uint32_t fd = 3; fd < WB_PREOPEN_FD; fd++) {
 		__wasi_prestat_t ps;
 		if (__wasi_fd_prestat_get(fd, &ps) != 0)
 			break;
@@ -92,7 +97,7 @@ static void move_preopens(void) {
 			return;
 		uint32_t high;
 		if (__wasi_fd_prestat_dir_name(fd, (uint8_t *)name, n) == 0 &&
-		    __wb_host_fd_dup(fd, PREOPEN_FD, &high) == 0) {
+		    __wb_host_fd_dup(fd, WB_PREOPEN_FD, &high) == 0) {
 			name[n] = 0;
 			if (__wasilibc_register_preopened_fd((int)high, name) == 0)
 				close((int)fd);
@@ -105,7 +110,11 @@ static void move_preopens(void) {
 
 void _start(void) {
 	__wasm_call_ctors();
-	move_preopens();
+	__wb_move_preopens();
 	int r = __wb_loop();
+	if (__wb_idle)
+		return; /* a session program went idle (session.c) */
 	exit(r);
 }
+
+volatile int __wb_idle;
