@@ -61,6 +61,12 @@ var bashShellCases = []struct {
 	{"exec 3>file, paths still resolve",
 		"exec 3> f3; echo hello >&3; echo world >&3; exec 3>&-; cat f3; exec 3<f3; read -u 3 l; echo \"$l\"; exec 3<&-; ls f3",
 		"hello\nworld\nhello\nf3\n", 0},
+	// Process substitution through /dev/fd (bash_cv_dev_fd=standard):
+	// read by bash itself (a redirect, mapfile, source). Before, bash
+	// was built without /dev/fd, and `< <(cmd)` was a syntax error.
+	{"process substitution read by bash",
+		"while read -r l; do echo \"got $l\"; done < <(printf 'a\\nb\\n'); mapfile -t m < <(echo x; echo y); echo \"${#m[@]} ${m[1]}\"; source <(echo v=9); echo \"v=$v\"",
+		"got a\ngot b\n2 y\nv=9\n", 0},
 }
 
 func needBash(t *testing.T) {
