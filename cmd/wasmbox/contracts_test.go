@@ -169,7 +169,7 @@ func TestRunContracts(t *testing.T) {
 		{name: "timeout in a shell line", args: []string{"shell", "--timeout", "300ms"}, stdin: "x=1\nsleep 3\necho x=$x\n", code: 0,
 			stdout: "x=1\n", stderr: "wasmbox: timed out after 300ms\n"},
 		{name: "bench unknown group", args: []string{"bench", "--only", "nonexistent"}, code: 2,
-			stderr: "wasmbox: --only \"nonexistent\": no measurement group matches (groups: kill, command, script, throughput, memory, sandbox, startup, compute, tools, python, net, responsiveness, cluster)\n"},
+			stderr: "wasmbox: --only \"nonexistent\": no measurement group matches (groups: kill, command, script, throughput, memory, sandbox, startup, compute, tools, python, bash, net, responsiveness, cluster)\n"},
 		{name: "serve non-loopback", args: []string{"serve", "--listen", "0.0.0.0:0"}, code: 2,
 			stderr: "wasmbox: --listen 0.0.0.0:0 is not a loopback address: it needs --allow-non-loopback and a bearer token (--token-file FILE or WASMBOX_TOKEN)\n"},
 	}
