@@ -523,7 +523,7 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 			FS: job.FS, Args: argv, Env: env,
 			Stdin: job.Stdin, Stdout: job.Stdout, Stderr: stderr,
 			Inherited: job.Inherited,
-			Walltime: src.Walltime, Nanotime: src.Nanotime, Rand: src.Rand, Sleep: src.Sleep,
+			Walltime:  src.Walltime, Nanotime: src.Nanotime, Rand: src.Rand, Sleep: src.Sleep,
 			// `ln -s /abs/target link` is everyday shell use; the target
 			// resolves inside the VFS, never on the host. (WASI itself
 			// forbids absolute targets; the conformance suite checks that
