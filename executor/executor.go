@@ -131,6 +131,10 @@ type Job struct {
 	// reading a pipe made from a longer-lived context.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Inherited are descriptors above the standard streams that the job
+	// starts with (a spawn child's inheritance from a build/posix parent,
+	// runtime.SpawnABI's "inherit_fds"); the wasm lane only.
+	Inherited []preview1.Inherited
 	// Timeout > 0 bounds the run (exit 124 TIMEOUT).
 	Timeout time.Duration
 	// MemoryLimit is the guest's linear memory limit in bytes; 0 means
@@ -518,7 +522,8 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 		st, err := preview1.NewState(preview1.Config{
 			FS: job.FS, Args: argv, Env: env,
 			Stdin: job.Stdin, Stdout: job.Stdout, Stderr: stderr,
-			Walltime: src.Walltime, Nanotime: src.Nanotime, Rand: src.Rand, Sleep: src.Sleep,
+			Inherited: job.Inherited,
+			Walltime:  src.Walltime, Nanotime: src.Nanotime, Rand: src.Rand, Sleep: src.Sleep,
 			// `ln -s /abs/target link` is everyday shell use; the target
 			// resolves inside the VFS, never on the host. (WASI itself
 			// forbids absolute targets; the conformance suite checks that

@@ -126,6 +126,10 @@ func TestForkModes(t *testing.T) {
 			"child: local 1234 rounds 4 level 2\nparent: local 1234 rounds 4 child status 34\nmode 3: 102\n", ""},
 		// build/posix moves the preopened directories out of the way
 		// (start.c): a program's descriptor 3 is its own.
+		// exec hands the command its open descriptors from 4 up, but
+		// not a close-on-exec one (build/posix exec.c and proc.c,
+		// runtime.SpawnABI's inherit_fds).
+		{"inherit", "F_GETFD 40: 0, 41: 1\nlent\ncat: exit 1\n", "cat: /proc/self/fd/41: No such file or directory\n"},
 		{"preopen", "first open: 3\ndup2 onto 3: 3\nopen after close(3): 3, read 1 x\nchild open: exit 0\n", ""},
 	}
 	for _, tc := range tests {

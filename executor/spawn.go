@@ -49,6 +49,10 @@ func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, 
 			child.Stdin = bytes.NewReader(nil)
 		}
 	}
+	child.Inherited = nil // a child inherits its own caller's, not the job's
+	if req.Stdio != nil {
+		child.Inherited = req.Stdio.Inherited
+	}
 	child.Timeout = req.Timeout
 	var res Result
 	handled := false
@@ -117,8 +121,10 @@ func (e *Executor) Spawner(template Job) runtime.Spawner {
 		if req.StdinNull {
 			job.Stdin = bytes.NewReader(nil)
 		}
+		job.Inherited = nil
 		if sio := req.Stdio; sio != nil {
 			job.Stdin, job.Stdout, job.Stderr = sio.Stdin, sio.Stdout, sio.Stderr
+			job.Inherited = sio.Inherited
 		}
 		job.Timeout = req.Timeout
 		res := e.Run(ctx, job)

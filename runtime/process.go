@@ -100,6 +100,9 @@ var ErrSpawnLimit = errors.New("limit exceeded")
 type Stdio struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Inherited are the caller's other descriptors the child inherits at
+	// their numbers (SpawnABI's "inherit_fds"); only spawn sets them.
+	Inherited []preview1.Inherited
 }
 
 // MaxProcesses bounds the children of one run (or of one call of a live

@@ -31,10 +31,18 @@ const SpawnModuleName = "wasmbox"
 //	 "env": ["K=V", ...],          // null or absent: inherit the caller's environment
 //	 "dir": "/abs/cwd",            // "" or absent: the caller's working directory
 //	 "stdin": "inherit" | "null",  // absent: inherit
-//	 "timeout_ms": 0}              // > 0: the child is killed after it, status 124
+//	 "timeout_ms": 0,              // > 0: the child is killed after it, status 124
+//	 "inherit_fds": true,          // the child inherits descriptors 4 and up (below)
+//	 "cloexec": [10, 255]}         // ... except these (close-on-exec)
 //
-// The child runs with the caller's stdout and stderr (and stdin unless
-// "null"), the same filesystem, a context derived from the caller's (so the
+// The child runs with the caller's current descriptors 0, 1 and 2 (stdin
+// unless "null"). With "inherit_fds" (exec of a build/posix program such
+// as GNU bash) it also inherits, at the same numbers, every other open
+// descriptor of the caller from 4 up that is not listed in "cloexec": the
+// same stream or open file, as after exec(2) (a shell's process
+// substitution `diff <(a) <(b)` hands the command /dev/fd/63). Descriptor 3
+// is the child's root preopen; directories are not inherited; at most
+// MaxInheritedFDs are. The child has the same filesystem, a context derived from the caller's (so the
 // caller's deadline and cancel reach it), the same allow hook, limits and
 // nesting depth counter. The call blocks until the child ends.
 //
@@ -76,6 +84,10 @@ type SpawnRequest struct {
 	// Dir is an absolute guest path, or "" for the caller's directory.
 	Dir       string
 	StdinNull bool
+	// InheritFDs: the child inherits the caller's open descriptors from 4
+	// up, except those in Cloexec (see SpawnABI).
+	InheritFDs bool
+	Cloexec    []uint32
 	// Timeout > 0 kills the child after it (status 124).
 	Timeout time.Duration
 	// Stdio, when set, is the child's standard streams (the process ABI
@@ -121,7 +133,13 @@ type spawnWire struct {
 	Dir       string    `json:"dir"`
 	Stdin     string    `json:"stdin"`
 	TimeoutMS int64     `json:"timeout_ms"`
+	Inherit   bool      `json:"inherit_fds"`
+	Cloexec   []uint32  `json:"cloexec"`
 }
+
+// MaxInheritedFDs bounds the descriptors a spawned child inherits besides
+// its standard streams (SpawnABI's "inherit_fds"); the lowest are lent.
+const MaxInheritedFDs = 64
 
 // ParseSpawnRequest decodes and validates a spawn request.
 func ParseSpawnRequest(b []byte) (SpawnRequest, error) {
@@ -152,6 +170,10 @@ func ParseSpawnRequest(b []byte) (SpawnRequest, error) {
 	if w.TimeoutMS < 0 {
 		return req, errors.New("spawn request: negative timeout_ms")
 	}
+	if len(w.Cloexec) > preview1.MaxInherited {
+		return req, errors.New("spawn request: cloexec lists too many descriptors")
+	}
+	req.InheritFDs, req.Cloexec = w.Inherit, w.Cloexec
 	req.Argv = w.Argv
 	req.Dir = w.Dir
 	req.Timeout = time.Duration(min(w.TimeoutMS, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond
@@ -232,6 +254,11 @@ func spawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr ui
 		// forked child of a pipeline, see ForkABI).
 		stdio, release := lendStdio(st, req.StdinNull)
 		defer release()
+		if req.InheritFDs {
+			var rel func()
+			stdio.Inherited, rel = lendInherited(st, req.Cloexec)
+			defer rel()
+		}
 		req.Stdio = stdio
 	}
 	status, err := s.Spawn(ctx, req)
@@ -266,6 +293,37 @@ func spawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, statusPtr ui
 		return ErrnoFault
 	}
 	return ErrnoSuccess
+}
+
+// lendInherited lends a spawn child the caller's open descriptors from 4
+// up that are not close-on-exec (SpawnABI's "inherit_fds"), at most
+// MaxInheritedFDs; one that cannot be lent (a directory) is skipped.
+func lendInherited(st *preview1.State, cloexec []uint32) ([]preview1.Inherited, func()) {
+	skip := make(map[uint32]bool, len(cloexec))
+	for _, fd := range cloexec {
+		skip[fd] = true
+	}
+	var lent []preview1.Inherited
+	var releases []func()
+	for _, fd := range st.LendableFDs(4, preview1.MaxInherited) {
+		if skip[fd] {
+			continue
+		}
+		if len(lent) == MaxInheritedFDs {
+			break
+		}
+		in, rel, err := st.LendStream(fd)
+		if err != nil {
+			continue
+		}
+		lent = append(lent, in)
+		releases = append(releases, rel)
+	}
+	return lent, func() {
+		for _, r := range releases {
+			r()
+		}
+	}
 }
 
 // lendStdio lends the caller's descriptors 0, 1 and 2 to a spawn child; a

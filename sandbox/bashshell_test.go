@@ -67,6 +67,13 @@ var bashShellCases = []struct {
 	{"process substitution read by bash",
 		"while read -r l; do echo \"got $l\"; done < <(printf 'a\\nb\\n'); mapfile -t m < <(echo x; echo y); echo \"${#m[@]} ${m[1]}\"; source <(echo v=9); echo \"v=$v\"",
 		"got a\ngot b\n2 y\nv=9\n", 0},
+	// ... and by the commands bash runs: exec hands them its open
+	// descriptors from 4 up that are not close-on-exec (build/posix
+	// exec.c, runtime.SpawnABI's inherit_fds). Before, commands got fds
+	// 0-2 only: "cat: /dev/fd/63: No such file or directory".
+	{"process substitution read by commands",
+		"cat <(echo hi); diff <(echo a) <(echo b); echo \"diff $?\"; paste <(printf '1\\n2\\n') <(printf 'a\\nb\\n'); comm -12 <(printf 'a\\nb\\n') <(printf 'b\\nc\\n'); x=$(cat <(echo sub)); echo \"$x\"; cat /dev/fd/4 4<<<here4",
+		"hi\n1c1\n< a\n---\n> b\ndiff 1\n1\ta\n2\tb\nb\nsub\nhere4\n", 0},
 }
 
 func needBash(t *testing.T) {

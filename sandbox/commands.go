@@ -11,6 +11,7 @@ import (
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/internal/budget"
 	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
 
 // command is one external command of a script, with its streams.
@@ -20,6 +21,9 @@ type command struct {
 	Dir            string
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Inherited: descriptors a build/posix caller's exec hands on
+	// (runtime.SpawnABI's "inherit_fds"); wasm commands only.
+	Inherited []preview1.Inherited
 }
 
 // commandRunner starts the commands of the sandbox's shell: the shell
@@ -34,6 +38,7 @@ func (r *commandRunner) Spawn(ctx context.Context, req runtime.SpawnRequest) (ui
 	c := command{Argv: req.Argv, Env: req.Env, Dir: req.Dir}
 	if req.Stdio != nil {
 		c.Stdin, c.Stdout, c.Stderr = req.Stdio.Stdin, req.Stdio.Stdout, req.Stdio.Stderr
+		c.Inherited = req.Stdio.Inherited
 	}
 	if c.Dir == "" {
 		c.Dir = "/"
@@ -86,6 +91,7 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 		Stdin:         c.Stdin,
 		Stdout:        c.Stdout,
 		Stderr:        c.Stderr,
+		Inherited:     c.Inherited,
 		MemoryLimit:   s.cfg.limits.MemoryPerCommand,
 		Budget:        rs.mem,
 		FS:            s.gfs,

@@ -427,6 +427,35 @@ static int mode_preopen(void) {
 	return 0;
 }
 
+/* inherit: exec hands the command the open descriptors from 4 up (a
+ * pipe at 40), but not a close-on-exec one (41), as exec(2) does. */
+static int mode_inherit(void) {
+	int p[2], q[2];
+	if (pipe(p) < 0 || pipe(q) < 0)
+		return 1;
+	write(p[1], "lent\n", 5);
+	write(q[1], "hidden\n", 7);
+	close(p[1]);
+	close(q[1]);
+	dup2(p[0], 40);
+	dup2(q[0], 41);
+	close(p[0]);
+	close(q[0]);
+	fcntl(41, F_SETFD, FD_CLOEXEC);
+	printf("F_GETFD 40: %d, 41: %d\n", fcntl(40, F_GETFD), fcntl(41, F_GETFD));
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char *argv[] = {"cat", "/proc/self/fd/40", "/proc/self/fd/41", NULL};
+		execvp("cat", argv);
+		_exit(127);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	printf("cat: exit %d\n", WEXITSTATUS(st));
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	const char *m = argc > 1 ? argv[1] : "";
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -452,8 +481,10 @@ int main(int argc, char **argv) {
 		return mode_nest();
 	if (!strcmp(m, "preopen"))
 		return mode_preopen();
+	if (!strcmp(m, "inherit"))
+		return mode_inherit();
 	if (!strcmp(m, "forkbench"))
 		return mode_forkbench(argc > 2 ? (size_t)atoi(argv[2]) : 0, argc > 3 ? atoi(argv[3]) : 1);
-	fprintf(stderr, "usage: forktest setjmp|pipe|exec|status|bomb|spin|mem MIB|dup|deep N|nest|preopen|forkbench MIB N\n");
+	fprintf(stderr, "usage: forktest setjmp|pipe|exec|status|bomb|spin|mem MIB|dup|deep N|nest|preopen|inherit|forkbench MIB N\n");
 	return 2;
 }

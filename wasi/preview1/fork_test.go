@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
@@ -156,5 +157,53 @@ func TestForkKeepsWaitableStdout(t *testing.T) {
 			t.Errorf("stdout after the fork is %T, without TryWrite", lw)
 		}
 		release()
+	}
+}
+
+// TestInherited: a spawned child's inherited descriptors go to their
+// numbers; a number that is taken (stdio, the root preopen), past
+// MaxInherited, or with no stream is refused; LendableFDs reports the
+// open descriptors from lo up, never the preopen or a directory, and
+// LendStream lends a pipe's end in its direction.
+func TestInherited(t *testing.T) {
+	fsys := vfs.NewMemFS()
+	r, w := io.Pipe()
+	defer r.Close()
+	for _, bad := range [][]preview1.Inherited{
+		{{FD: 2, R: r}},
+		{{FD: 3, R: r}},
+		{{FD: preview1.MaxInherited, R: r}},
+		{{FD: 5}},
+		{{FD: 5, R: r, W: w}},
+		{{FD: 5, R: r}, {FD: 5, W: w}},
+	} {
+		if st, err := preview1.NewState(preview1.Config{FS: fsys, Inherited: bad}); err == nil {
+			st.Close()
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+	st, err := preview1.NewState(preview1.Config{FS: fsys, Inherited: []preview1.Inherited{{FD: 40, R: r}, {FD: 7, W: w}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if got := st.LendableFDs(3, 100); len(got) != 2 || got[0] != 7 || got[1] != 40 {
+		t.Errorf("LendableFDs(3) = %v, want [7 40]", got)
+	}
+	if got := st.LendableFDs(4, 1); len(got) != 1 || got[0] != 7 {
+		t.Errorf("LendableFDs(4, max 1) = %v, want [7]", got)
+	}
+	in, rel, err := st.LendStream(40)
+	if err != nil || in.R == nil || in.W != nil || in.FD != 40 {
+		t.Fatalf("LendStream(40) = %+v, %v; want the reader", in, err)
+	}
+	rel()
+	in, rel, err = st.LendStream(7)
+	if err != nil || in.W == nil || in.R != nil {
+		t.Fatalf("LendStream(7) = %+v, %v; want the writer", in, err)
+	}
+	rel()
+	if _, _, err := st.LendStream(8); !errors.Is(err, preview1.ErrnoBadf) {
+		t.Errorf("LendStream of a closed fd: %v", err)
 	}
 }

@@ -52,7 +52,25 @@ type Config struct {
 	// target (resolved from the vfs root, so still inside the sandbox).
 	// WASI forbids them (EPERM), so the default is off.
 	AbsoluteSymlinks bool
+	// Inherited are descriptors above the standard streams that the
+	// guest's parent lent it (see State.LendStream), each at its number
+	// (after the preopen, below MaxInherited), as a Unix child inherits
+	// its parent's open descriptors: a shell's process substitution
+	// (`diff <(a) <(b)` opens /dev/fd/63). Each has a reader or a writer.
+	Inherited []Inherited
 }
+
+// Inherited is a descriptor a guest starts with, lent by its parent.
+type Inherited struct {
+	FD uint32
+	R  io.Reader
+	W  io.Writer
+}
+
+// MaxInherited bounds the descriptor numbers of Config.Inherited (and of
+// the descriptors State.LendableFDs reports): a build/posix guest keeps
+// its preopens from 960 up (build/posix/src/start.c).
+const MaxInherited = 960
 
 // ErrNUL is returned by NewState when an argument or environment entry
 // contains a NUL byte (the guest could not tell where it ends).
@@ -159,7 +177,7 @@ func NewState(cfg Config) (*State, error) {
 		{kind: kindWriter, w: st.cfg.Stderr, ftype: filetypeCharDevice, base: streamRights(st.cfg.Stderr)},
 	}
 	if cfg.FS == nil {
-		return st, nil
+		return st, st.inherit(cfg.Inherited)
 	}
 	st.fs = wasi.NewFS(st.tap)
 	if cfg.AbsoluteSymlinks {
@@ -173,7 +191,30 @@ func NewState(cfg Config) (*State, error) {
 		kind: kindDir, file: root, preopen: "/", ftype: filetypeDirectory,
 		base: dirRights, inh: dirRights | fileRights,
 	})
-	return st, nil
+	return st, st.inherit(cfg.Inherited)
+}
+
+// inherit puts the lent descriptors at their numbers.
+func (s *State) inherit(list []Inherited) error {
+	for _, in := range list {
+		if (in.R == nil) == (in.W == nil) {
+			return fmt.Errorf("preview1: inherited descriptor %d needs a reader or a writer", in.FD)
+		}
+		if int(in.FD) < len(s.files) && s.files[in.FD] != nil || in.FD < 3 || in.FD >= MaxInherited {
+			return fmt.Errorf("preview1: inherited descriptor %d is taken or out of range", in.FD)
+		}
+		e := &entry{ftype: filetypeCharDevice}
+		if in.R != nil {
+			e.kind, e.r, e.base = kindReader, in.R, streamRights(in.R)
+		} else {
+			e.kind, e.w, e.base = kindWriter, in.W, streamRights(in.W)
+		}
+		for uint32(len(s.files)) <= in.FD {
+			s.files = append(s.files, nil)
+		}
+		s.files[in.FD] = e
+	}
+	return nil
 }
 
 // Close closes every descriptor the guest left open (objects lent to

@@ -264,6 +264,36 @@ func (s *State) LendWriter(fd uint32) (io.Writer, func(), error) {
 	return nil, nil, ErrnoBadf
 }
 
+// LendStream is LendReader or LendWriter of a descriptor above the
+// standard streams, for a spawned child to inherit at the same number
+// (Config.Inherited): a readable descriptor is lent for reading, a
+// write-only one for writing. Directories are not lent (EISDIR).
+func (s *State) LendStream(fd uint32) (Inherited, func(), error) {
+	e, errno := s.lookup(fd)
+	if errno != 0 {
+		return Inherited{}, nil, errno
+	}
+	if e.kind == kindReader || e.kind == kindFile && need(e, rightFdRead) == 0 {
+		r, rel, err := s.LendReader(fd)
+		return Inherited{FD: fd, R: r}, rel, err
+	}
+	w, rel, err := s.LendWriter(fd)
+	return Inherited{FD: fd, W: w}, rel, err
+}
+
+// LendableFDs returns the open descriptors from lo up to MaxInherited,
+// in order, at most max of them: the ones a spawned child may inherit.
+// Preopened directories are not among them.
+func (s *State) LendableFDs(lo uint32, max int) []uint32 {
+	var fds []uint32
+	for fd := lo; int(fd) < len(s.files) && fd < MaxInherited && len(fds) < max; fd++ {
+		if e := s.files[fd]; e != nil && e.preopen == "" && e.kind != kindDir {
+			fds = append(fds, fd)
+		}
+	}
+	return fds
+}
+
 // lentFile reads and writes an open file on behalf of a child, under the
 // lock its other holders take.
 type lentFile struct {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -90,7 +91,17 @@ int execve(const char *path, char *const argv[], char *const envp[]) {
 		puts_(&b, ",\"dir\":");
 		str(&b, cwd);
 	}
-	puts_(&b, "}");
+	/* Every other open descriptor from 4 up goes to the command too,
+	 * as after exec(2), but for the close-on-exec ones (proc.c). */
+	puts_(&b, ",\"inherit_fds\":true,\"cloexec\":[");
+	static int ce[WB_PREOPEN_FD];
+	int n = __wb_cloexec_list(ce, WB_PREOPEN_FD);
+	for (int i = 0; i < n; i++) {
+		char num[16];
+		int k = snprintf(num, sizeof num, i ? ",%d" : "%d", ce[i]);
+		put(&b, num, (size_t)k);
+	}
+	puts_(&b, "]}");
 	if (b.oom) {
 		free(b.p);
 		errno = ENOMEM;

@@ -62,6 +62,9 @@ int __wb_loop(void);
  * into a new instance puts the preopens there too (shell/bashsession). */
 #define WB_PREOPEN_FD 960
 void __wb_move_preopens(void);
+/* __wb_cloexec_list writes the close-on-exec descriptors (proc.c) to out,
+ * at most max, and returns how many. */
+int __wb_cloexec_list(int *out, int max);
 void __wb_fatal(const char *msg, unsigned long n);
 /* fork.c; weak: linked only with fork */
 void __wb_do_fork(void) __attribute__((weak));

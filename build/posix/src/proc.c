@@ -54,6 +54,37 @@ int kill(pid_t pid, int sig) {
 	return 0;
 }
 
+/* Close-on-exec, per descriptor below WB_PREOPEN_FD: exec (exec.c) hands
+ * the command every other open descriptor from 4 up (the host's spawn,
+ * "inherit_fds"), as exec(2) does. A descriptor's flag is set by
+ * F_SETFD/F_DUPFD_CLOEXEC and cleared by F_SETFD, dup, dup2 and pipe on
+ * the new descriptor. A flag left on a descriptor that was closed and
+ * opened again by open() (wasi-libc's, which has no O_CLOEXEC) keeps it
+ * from the command: the safe side (a pipe end lent by mistake could keep
+ * a reader from its end of file). */
+static unsigned char cloexec[WB_PREOPEN_FD / 8];
+
+static void set_cloexec(int fd, int on) {
+	if (fd < 0 || fd >= WB_PREOPEN_FD)
+		return;
+	if (on)
+		cloexec[fd / 8] |= (unsigned char)(1u << (fd % 8));
+	else
+		cloexec[fd / 8] &= (unsigned char)~(1u << (fd % 8));
+}
+
+static int is_cloexec(int fd) {
+	return fd >= 0 && fd < WB_PREOPEN_FD && (cloexec[fd / 8] >> (fd % 8)) & 1;
+}
+
+int __wb_cloexec_list(int *out, int max) {
+	int n = 0;
+	for (int fd = 0; fd < WB_PREOPEN_FD && n < max; fd++)
+		if (is_cloexec(fd))
+			out[n++] = fd;
+	return n;
+}
+
 int pipe2(int fds[2], int flags) {
 	uint32_t p[2];
 	uint32_t e = __wb_host_pipe(p);
@@ -69,6 +100,8 @@ int pipe2(int fds[2], int flags) {
 	}
 	fds[0] = (int)p[0];
 	fds[1] = (int)p[1];
+	set_cloexec(fds[0], 0);
+	set_cloexec(fds[1], 0);
 	return 0;
 }
 
@@ -85,6 +118,7 @@ static int dupmin(int fd, int min) {
 		errno = (int)e;
 		return -1;
 	}
+	set_cloexec((int)ret, 0);
 	return (int)ret;
 }
 
@@ -100,11 +134,13 @@ int dup2(int oldfd, int newfd) {
 		errno = (int)e;
 		return -1;
 	}
+	if (oldfd != newfd)
+		set_cloexec(newfd, 0);
 	return newfd;
 }
 
 int dup3(int oldfd, int newfd, int flags) {
-	(void)flags; /* no exec keeps descriptors: CLOEXEC means nothing */
+	(void)flags; /* wasi-libc's O_CLOEXEC is 0: dup3 is dup2 here */
 	if (oldfd == newfd) {
 		errno = EINVAL;
 		return -1;
@@ -120,8 +156,12 @@ int __wasmbox_fcntl(int fd, int cmd, ...) {
 	va_end(ap);
 	switch (cmd) {
 	case 0: /* F_DUPFD */
-	case 1030: /* F_DUPFD_CLOEXEC */
 		return dupmin(fd, arg);
+	case 1030: { /* F_DUPFD_CLOEXEC */
+		int r = dupmin(fd, arg);
+		set_cloexec(r, 1);
+		return r;
+	}
 	case F_GETFD:
 	case F_SETFD: {
 		/* wasi-libc answers these for any number, open or not; a shell
@@ -134,7 +174,10 @@ int __wasmbox_fcntl(int fd, int cmd, ...) {
 			errno = (int)e;
 			return -1;
 		}
-		break;
+		if (cmd == F_GETFD)
+			return is_cloexec(fd) ? FD_CLOEXEC : 0;
+		set_cloexec(fd, arg & FD_CLOEXEC);
+		return 0;
 	}
 	}
 	return fcntl(fd, cmd, arg);
