@@ -56,10 +56,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wasmbox/wasmbox/internal/budget"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/shell/session"
-	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
@@ -241,7 +239,7 @@ func (s *Session) instance(ctx context.Context, img *runtime.MemoryImage) (*prev
 	env = append(env, "PWD="+s.cfg.Dir)
 	st, err := preview1.NewState(preview1.Config{
 		FS: s.cfg.FS, Args: []string{"bash", "-c", ""}, Env: env,
-		Stdin: eofReader{}, Stdout: io.Discard, Stderr: io.Discard,
+		Stdin: session.EmptyInput, Stdout: io.Discard, Stderr: io.Discard,
 		Walltime: src.Walltime, Nanotime: src.Nanotime, Rand: src.Rand, Sleep: src.Sleep,
 		AbsoluteSymlinks: true,
 	})
@@ -368,7 +366,7 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 	defer s.mu.Unlock()
 	if err := s.ready(ctx); err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return ctxResult(cerr), nil
+			return session.CtxResult(cerr), nil
 		}
 		return session.Result{}, err
 	}
@@ -382,19 +380,9 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 	defer cancel(nil)
 	s.cancelRun.Store(&cancel)
 	defer s.cancelRun.Store(nil)
-	in, stopIn := runInput(cctx, stdin)
-	defer stopIn()
 	s.hit.Store(false)
-	_ = s.st.SetStream(0, in, nil)
-	_ = s.st.SetStream(1, nil, stdout)
-	_ = s.st.SetStream(2, nil, stderrGuard{w: stderr, hit: &s.hit})
-	defer func() {
-		if s.st != nil {
-			_ = s.st.SetStream(0, eofReader{}, nil)
-			_ = s.st.SetStream(1, nil, io.Discard)
-			_ = s.st.SetStream(2, nil, io.Discard)
-		}
-	}()
+	unbind := session.BindRun(cctx, s.st, stdin, stdout, stderr, &s.hit)
+	defer func() { unbind(s.st) }()
 	s.dirOK = false
 	r, err := s.call(cctx, opRun, []byte(script))
 	if err != nil {
@@ -414,33 +402,12 @@ func (s *Session) killed(ctx context.Context, stderr io.Writer, err error) sessi
 	limit := s.hit.Load() || s.in.LimitHit() || errors.Is(err, runtime.ErrMemoryLimit)
 	lerr := s.in.LimitError()
 	s.discard()
-	switch {
-	case limit:
-		var ee *budget.ExceededError
-		if errors.As(lerr, &ee) || errors.As(err, &ee) {
-			fmt.Fprintf(stderr, "wasmbox: shell: %s memory budget (%s) exceeded\n", ee.Name, formatSize(ee.Limit))
-		} else {
-			fmt.Fprintf(stderr, "wasmbox: shell memory limit (%s) exceeded\n", formatSize(s.cfg.MemoryLimit))
-		}
-		return session.Result{Code: 137, Err: session.ErrMemoryLimit}
-	case ctx.Err() != nil:
-		return ctxResult(ctx.Err())
-	}
-	var ee *sys.ExitError
-	if errors.As(err, &ee) {
-		switch ee.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
-			return ctxResult(context.DeadlineExceeded)
-		case sys.ExitCodeContextCanceled:
-			return ctxResult(context.Canceled)
-		}
+	return session.KilledResult(ctx, stderr, err, limit, lerr, s.cfg.MemoryLimit, func(code uint32) (session.Result, bool) {
 		// The bash process itself ended (exec, a fatal error of the
 		// shell): the run ended the shell, with that status; the next
 		// run starts from the state at the start of this one.
-		return session.Result{Code: int(ee.ExitCode() & 0xff), Exited: true}
-	}
-	fmt.Fprintf(stderr, "wasmbox: internal shell error: %v\n", firstLine(err.Error()))
-	return session.Result{Code: 1, Err: fmt.Errorf("%w: %v", session.ErrInternal, err)}
+		return session.Result{Code: int(code & 0xff), Exited: true}, true
+	})
 }
 
 // Info is what the shell says of itself.
@@ -590,65 +557,4 @@ func (s *Session) MemorySize() uint64 {
 		return 0
 	}
 	return s.in.MemorySize()
-}
-
-func ctxResult(err error) session.Result {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return session.Result{Code: 124, Err: err}
-	}
-	return session.Result{Code: 125, Err: err}
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
-}
-
-type eofReader struct{}
-
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
-
-// stderrGuard drops what the guest writes to stderr once it hit its
-// memory limit, and ends it there.
-type stderrGuard struct {
-	w   io.Writer
-	hit *atomic.Bool
-}
-
-func (g stderrGuard) Write(p []byte) (int, error) {
-	if g.hit.Load() {
-		return 0, context.Canceled
-	}
-	return g.w.Write(p)
-}
-
-// runInput makes the run's standard input a stream whose reads end with
-// the run: a Waitable stream as it is, else a pipe fed from r.
-func runInput(ctx context.Context, r io.Reader) (io.Reader, func()) {
-	switch r.(type) {
-	case nil:
-		return eofReader{}, func() {}
-	case wasi.Waitable:
-		return r, func() {}
-	}
-	pr, pw := wasi.NewPipe(ctx)
-	go func() {
-		_, err := io.Copy(pw, r)
-		pw.CloseWithError(err)
-	}()
-	return pr, func() { pr.Close() }
-}
-
-// formatSize renders n as the interpreter's session does in its messages:
-// "256 MiB", "1536 KiB", "17 bytes".
-func formatSize(n uint64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

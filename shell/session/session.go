@@ -61,9 +61,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
-
-	"github.com/wasmbox/wasmbox/internal/budget"
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
@@ -268,20 +265,6 @@ func (s *Session) discard() {
 	}
 }
 
-// stderrGuard drops what the guest writes to stderr once it hit its
-// memory limit (the Go runtime's "out of memory" trace) and ends it there.
-type stderrGuard struct {
-	w   io.Writer
-	hit *atomic.Bool
-}
-
-func (g stderrGuard) Write(p []byte) (int, error) {
-	if g.hit.Load() {
-		return 0, context.Canceled
-	}
-	return g.w.Write(p)
-}
-
 // Run runs script with the given streams (nil: no input, discarded
 // output). The error is for a session that cannot run at all (closed, or
 // no instance could start); a run that failed, was killed or crossed a
@@ -291,7 +274,7 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 	defer s.mu.Unlock()
 	if err := s.ready(ctx); err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return ctxResult(cerr), nil
+			return CtxResult(cerr), nil
 		}
 		return Result{}, err
 	}
@@ -305,19 +288,9 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 	defer cancel(nil)
 	s.cancelRun.Store(&cancel)
 	defer s.cancelRun.Store(nil)
-	in, stopIn := runInput(cctx, stdin)
-	defer stopIn()
 	s.hit.Store(false)
-	_ = s.st.SetStream(0, in, nil)
-	_ = s.st.SetStream(1, nil, stdout)
-	_ = s.st.SetStream(2, nil, stderrGuard{w: stderr, hit: &s.hit})
-	defer func() {
-		if s.st != nil {
-			_ = s.st.SetStream(0, eofReader{}, nil)
-			_ = s.st.SetStream(1, nil, io.Discard)
-			_ = s.st.SetStream(2, nil, io.Discard)
-		}
-	}()
+	unbind := BindRun(cctx, s.st, stdin, stdout, stderr, &s.hit)
+	defer func() { unbind(s.st) }()
 	res, out, err := s.in.CallData(cctx, wire.Export, []byte(script), wire.MaxOutput, wire.OpRun, uint64(len(script)))
 	if err != nil {
 		return s.killed(ctx, stderr, err), nil
@@ -364,79 +337,7 @@ func (s *Session) killed(ctx context.Context, stderr io.Writer, err error) Resul
 	limit := s.hit.Load() || s.in.LimitHit() || errors.Is(err, runtime.ErrMemoryLimit)
 	lerr := s.in.LimitError()
 	s.discard()
-	switch {
-	case limit:
-		var ee *budget.ExceededError
-		if errors.As(lerr, &ee) || errors.As(err, &ee) {
-			fmt.Fprintf(stderr, "wasmbox: shell: %s memory budget (%s) exceeded\n", ee.Name, formatSize(ee.Limit))
-		} else {
-			fmt.Fprintf(stderr, "wasmbox: shell memory limit (%s) exceeded\n", formatSize(s.cfg.MemoryLimit))
-		}
-		return Result{Code: 137, Err: ErrMemoryLimit}
-	case ctx.Err() != nil:
-		return ctxResult(ctx.Err())
-	}
-	var ee *sys.ExitError
-	if errors.As(err, &ee) {
-		switch ee.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
-			return ctxResult(context.DeadlineExceeded)
-		case sys.ExitCodeContextCanceled:
-			return ctxResult(context.Canceled)
-		}
-	}
-	fmt.Fprintf(stderr, "wasmbox: internal shell error: %v\n", firstLine(err.Error()))
-	return Result{Code: 1, Err: fmt.Errorf("%w: %v", ErrInternal, err)}
-}
-
-func ctxResult(err error) Result {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return Result{Code: 124, Err: err}
-	}
-	return Result{Code: 125, Err: err}
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	return s
-}
-
-// formatSize renders n for messages: "256 MiB", "1536 KiB", "17 bytes".
-func formatSize(n uint64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-type eofReader struct{}
-
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
-
-// runInput makes the run's standard input something the guest can wait on
-// without blocking: a stream that is already Waitable as it is, else a
-// pipe fed from r by a goroutine that stops when the run ends (a reader
-// that blocks forever keeps only that goroutine, until it returns).
-func runInput(ctx context.Context, r io.Reader) (io.Reader, func()) {
-	switch r.(type) {
-	case nil:
-		return eofReader{}, func() {}
-	case wasi.Waitable:
-		return r, func() {}
-	}
-	pr, pw := wasi.NewPipe(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, err := io.Copy(pw, r)
-		pw.CloseWithError(err)
-	}()
-	return pr, func() { pr.Close() }
+	return KilledResult(ctx, stderr, err, limit, lerr, s.cfg.MemoryLimit, nil)
 }
 
 // State returns the shell's current state (of the live instance, else the
