@@ -35,7 +35,11 @@ func TestReadShared(t *testing.T) {
 		func() { f, _ := m.OpenFile("/d/f", os.O_WRONLY|os.O_APPEND, 0); f.Write([]byte("!")); f.Close() },
 		func() { f, _ := m.OpenFile("/d/f", os.O_WRONLY, 0); f.Truncate(3); f.Close() },
 		func() { f, _ := m.OpenFile("/d/f", os.O_WRONLY, 0); f.Truncate(40); f.Close() },
-		func() { f, _ := m.OpenFile("/d/f", os.O_WRONLY|os.O_TRUNC, 0); f.Write([]byte("HELLO WORLD")); f.Close() },
+		func() {
+			f, _ := m.OpenFile("/d/f", os.O_WRONLY|os.O_TRUNC, 0)
+			f.Write([]byte("HELLO WORLD"))
+			f.Close()
+		},
 	}
 	for i, change := range changes {
 		write("/d/f", "hello world")
