@@ -427,3 +427,53 @@ func TestCommitParts(t *testing.T) {
 	commit("big parts", func(l server.PartsLease) error { return l.CommitParts(ctx, partsOf(body, 200<<10)) })
 	loadOnB("big parts", withTrailer(body))
 }
+
+// commitsOf is the number of commits node n made (its /health).
+func commitsOf(ctx context.Context, t *testing.T, n *node) uint64 {
+	t.Helper()
+	code, b, err := do(ctx, "GET", n.url+"/health", nil)
+	var h server.Health
+	if err != nil || code != http.StatusOK || json.Unmarshal(b, &h) != nil || h.Cluster == nil {
+		t.Fatalf("health of %s: %d %s %v", n.name, code, b, err)
+	}
+	return h.Cluster.Commits
+}
+
+// TestUnchangedRunNotCommitted: serve commits a sandbox in parts; a run
+// that changed nothing commits nothing, on the node that made the last
+// commit and on a node that just resumed the session (its parts are
+// those of the session restored); a run that changed something commits,
+// and the next node sees it.
+func TestUnchangedRunNotCommitted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	a, b := startNode(t, "a", nc.URLs()), startNode(t, "b", nc.URLs())
+	id := createSession(t, a)
+	mustRun := func(n *node, script, want string) {
+		t.Helper()
+		code, r, err := run(ctx, n, id, script)
+		if err != nil || code != http.StatusOK || r.Stdout != want {
+			t.Fatalf("%q on %s: %d %+v %v", script, n.name, code, r, err)
+		}
+	}
+	mustRun(a, counter, "1\n")
+	mustRun(a, "head -c 300000 /dev/urandom > big", "")
+	mustRun(a, "true", "")
+	c0 := commitsOf(ctx, t, a)
+	mustRun(a, "true", "")
+	mustRun(a, "cat big > /dev/null", "")
+	if c := commitsOf(ctx, t, a); c != c0 {
+		t.Fatalf("node a: runs that changed nothing made %d commits", c-c0)
+	}
+	mustRun(b, "true", "") // b resumes the session
+	if c := commitsOf(ctx, t, b); c != 0 {
+		t.Fatalf("node b: a run that changed nothing right after a resume made %d commits", c)
+	}
+	mustRun(b, counter, "2\n")
+	if c := commitsOf(ctx, t, b); c != 1 {
+		t.Fatalf("node b: a run that changed the session made %d commits, want 1", c)
+	}
+	mustRun(a, counter, "3\n")
+	mustRun(a, "wc -c < big", "300000\n")
+}
