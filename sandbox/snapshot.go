@@ -199,6 +199,7 @@ func (s *Sandbox) Restore(r io.Reader) error {
 	}
 	s.sh.Close()
 	s.fs, s.gfs, s.sh = fresh.fs, fresh.gfs, fresh.sh
+	s.parts = nil // of the files replaced
 	// The shell's commands belong to this sandbox, not to fresh.
 	s.sh.SetSpawner(&commandRunner{s: s})
 	oldHosts := s.hosts
