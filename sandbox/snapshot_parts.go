@@ -4,9 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"io/fs"
 	"sort"
+	"unsafe"
 
 	"github.com/wasmbox/wasmbox/vfs"
 )
@@ -40,11 +40,18 @@ const (
 // partCache is what a snapshot reuses from the one before it: the parts
 // of a file's content by the content's identity (vfs.MemFS.ReadShared:
 // the same shared slice holds the same bytes, and the cache keeps it
-// alive, so that its memory is not reused), and the sums of the grouped
-// parts by their bytes.
+// alive, so that its memory is not reused), and the grouped parts by
+// their key (groupKey), which names a shared small file's content by its
+// identity too.
 type partCache struct {
 	files  map[sharedKey]fileParts
-	groups map[string][32]byte
+	groups map[string]groupPart
+}
+
+type groupPart struct {
+	key  string // the map's key, kept to be reused
+	part SnapshotPart
+	keep [][]byte // the shared contents key names by identity: kept alive
 }
 
 type sharedKey struct {
@@ -98,7 +105,10 @@ func (s *Sandbox) SnapshotParts() ([]SnapshotPart, error) {
 	if old == nil {
 		old = &partCache{}
 	}
-	pw := &partWriter{old: old, cache: &partCache{files: map[sharedKey]fileParts{}, groups: map[string][32]byte{}}}
+	if old.groups == nil {
+		old.groups = map[string]groupPart{}
+	}
+	pw := &partWriter{old: old, cache: &partCache{files: map[sharedKey]fileParts{}, groups: make(map[string]groupPart, len(old.groups))}}
 	pw.encode(img, shared)
 	s.parts = pw.cache
 	return pw.parts, nil
@@ -106,7 +116,14 @@ func (s *Sandbox) SnapshotParts() ([]SnapshotPart, error) {
 
 // partWriter lays out a snapshot's parts.
 type partWriter struct {
-	buf   []byte // the group being filled
+	// The group being filled: its pieces (not copied yet), their
+	// length, its key and the shared contents the key names.
+	pieces [][]byte
+	n      int
+	key    []byte
+	keep   [][]byte
+	hdrs   []byte // the headers of this snapshot, one after the other
+
 	parts []SnapshotPart
 	old   *partCache
 	cache *partCache
@@ -117,15 +134,16 @@ type partWriter struct {
 func (w *partWriter) encode(img *snapImage, shared map[string][]byte) {
 	entries := append([]snapEntry(nil), img.Entries...)
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
-	w.buf = append(w.buf, snapshotMagic...)
 	version := uint32(snapshotVersion)
 	if img.Bash != nil {
 		version = snapshotVersionBash
 	}
-	w.buf = binary.BigEndian.AppendUint32(w.buf, version)
+	w.add(binary.BigEndian.AppendUint32([]byte(snapshotMagic), version), nil, false)
 	var hdr []byte
 	for _, e := range entries {
-		hdr = append(hdr[:0], byte(e.Kind))
+		start := len(w.hdrs)
+		w.hdrs = append(w.hdrs, byte(e.Kind))
+		hdr = w.hdrs
 		hdr = appendString(hdr, e.Path)
 		switch e.Kind {
 		case kindDir:
@@ -139,85 +157,107 @@ func (w *partWriter) encode(img *snapImage, shared map[string][]byte) {
 			hdr = appendString(hdr, e.Target)
 			hdr = binary.AppendVarint(hdr, e.Mtime.UnixNano())
 		}
+		// hdr is w.hdrs grown: earlier headers' bytes stay where the
+		// pieces took them (appending never writes below len).
+		w.hdrs = hdr
+		hdr = hdr[start:len(hdr):len(hdr)]
+		_, isShared := shared[e.Path]
 		if e.Kind == kindFile && len(e.Data) >= bigPart {
-			w.add(hdr)
-			_, isShared := shared[e.Path]
+			w.add(hdr, nil, false)
 			w.big(e.Data, isShared)
 		} else {
 			var data []byte
 			if e.Kind == kindFile {
 				data = e.Data
 			}
-			w.add(hdr, data)
+			w.add(hdr, data, isShared)
 		}
 		w.endEntry(e.Path)
 	}
-	hdr = append(hdr[:0], byte(kindState))
-	hdr = binary.AppendUvarint(hdr, uint64(len(img.State)))
+	hdr = binary.AppendUvarint([]byte{byte(kindState)}, uint64(len(img.State)))
 	w.record(hdr, img.State)
 	if img.Bash != nil {
-		hdr = append(hdr[:0], byte(kindBash))
-		hdr = binary.AppendUvarint(hdr, uint64(len(img.Bash)))
+		hdr = binary.AppendUvarint([]byte{byte(kindBash)}, uint64(len(img.Bash)))
 		w.record(hdr, img.Bash)
 	}
-	w.add([]byte{byte(kindEnd)})
+	w.add([]byte{byte(kindEnd)}, nil, false)
 	w.flush()
 }
 
 // record adds a shell record: its header and blob b.
 func (w *partWriter) record(hdr, b []byte) {
 	if len(b) >= bigPart {
-		w.add(hdr)
+		w.add(hdr, nil, false)
 		w.big(b, false)
 		return
 	}
-	w.add(hdr, b)
+	w.add(hdr, b, false)
 }
 
-// add appends bytes to the group, ending the group first if they would
-// not fit in it.
-func (w *partWriter) add(bs ...[]byte) {
-	n := 0
-	for _, b := range bs {
-		n += len(b)
-	}
-	if len(w.buf)+n > maxPart {
+// add appends a header and its data to the group, ending the group first
+// if they would not fit in it. A header and a small file fit in a part: a
+// path is at most maxSnapshotPath bytes, a small file under bigPart. The
+// group's key takes the header's bytes, and the data's bytes or, when it
+// is a file's content shared copy-on-write, its identity.
+func (w *partWriter) add(hdr, data []byte, shared bool) {
+	if w.n+len(hdr)+len(data) > maxPart {
 		w.flush()
 	}
-	for _, b := range bs {
-		// A header and a small file fit in a part: a path is at most
-		// maxSnapshotPath bytes, a small file under bigPart.
-		w.buf = append(w.buf, b...)
+	w.pieces = append(w.pieces, hdr)
+	w.key = append(w.key, 'h')
+	w.key = appendBytes(w.key, hdr)
+	w.n += len(hdr)
+	if len(data) == 0 {
+		return
 	}
+	w.pieces = append(w.pieces, data)
+	w.n += len(data)
+	if shared {
+		w.key = append(w.key, 's')
+		w.key = binary.AppendUvarint(w.key, uint64(uintptr(unsafe.Pointer(unsafe.SliceData(data)))))
+		w.key = binary.AppendUvarint(w.key, uint64(len(data)))
+		w.keep = append(w.keep, data)
+		return
+	}
+	w.key = append(w.key, 'd')
+	w.key = appendBytes(w.key, data)
 }
 
 // endEntry ends the group after the entry at path p if it is full
-// enough and p hashes to a boundary.
+// enough and p hashes to a boundary (FNV-1a).
 func (w *partWriter) endEntry(p string) {
-	if len(w.buf) < minPart {
+	if w.n < minPart {
 		return
 	}
-	h := fnv.New32a()
-	h.Write([]byte(p))
-	if h.Sum32()&7 == 0 {
+	h := uint32(2166136261)
+	for i := 0; i < len(p); i++ {
+		h = (h ^ uint32(p[i])) * 16777619
+	}
+	if h&7 == 0 {
 		w.flush()
 	}
 }
 
-// flush ends the group: its sum is reused when the last snapshot had a
-// group with the same bytes.
+// flush ends the group: the last snapshot's part is reused when it had a
+// group of the same key (the same bytes: a shared content it names by
+// identity was kept alive by that snapshot's cache, so that its address
+// was not reused, and it never changes).
 func (w *partWriter) flush() {
-	if len(w.buf) == 0 {
+	if len(w.pieces) == 0 {
 		return
 	}
-	b := w.buf
-	w.buf = nil
-	sum, ok := w.old.groups[string(b)]
+	g, ok := w.old.groups[string(w.key)]
 	if !ok {
-		sum = sha256.Sum256(b)
+		b := make([]byte, 0, w.n)
+		for _, p := range w.pieces {
+			b = append(b, p...)
+		}
+		g = groupPart{key: string(w.key), part: SnapshotPart{Data: b, Sum: sha256.Sum256(b)}}
 	}
-	w.cache.groups[string(b)] = sum
-	w.parts = append(w.parts, SnapshotPart{Data: b, Sum: sum})
+	g.keep = w.keep
+	w.cache.groups[g.key] = g
+	w.parts = append(w.parts, g.part)
+	w.pieces, w.n, w.key, w.keep = w.pieces[:0], 0, w.key[:0], nil
 }
 
 // big adds b (a large file's content or shell record) as parts of its
