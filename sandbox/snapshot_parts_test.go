@@ -112,7 +112,8 @@ func (o *snapOps) step() string {
 	case 2:
 		f, err := fsys.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err == nil {
-			f.Write(o.data()[:o.rng.IntN(64)])
+			d := o.data()
+			f.Write(d[:min(len(d), o.rng.IntN(64))])
 			f.Close()
 		}
 		return "append " + p
