@@ -325,3 +325,22 @@ func TestSnapshotPartsReused(t *testing.T) {
 		t.Fatal("after a write in place the parts differ from the full snapshot")
 	}
 }
+
+// TestSnapshotPartsBash: with GNU bash as the shell, the snapshot's 'B'
+// record (bash's memory image) is laid out in parts too, and the parts
+// are still the full snapshot byte for byte.
+func TestSnapshotPartsBash(t *testing.T) {
+	ctx := context.Background()
+	sb, err := New(ctx, WithShell(ShellBash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	var kept []SnapshotPart
+	for i, script := range []string{"true", "x=1; echo $x > /home/user/f", "cd /tmp; y=$((x+41)); head -c 20000 /dev/zero > z"} {
+		if _, err := sb.Run(ctx, script); err != nil {
+			t.Fatal(err)
+		}
+		checkParts(t, sb, fmt.Sprintf("bash run %d", i), &kept)
+	}
+}
