@@ -477,3 +477,45 @@ func TestUnchangedRunNotCommitted(t *testing.T) {
 	mustRun(a, counter, "3\n")
 	mustRun(a, "wc -c < big", "300000\n")
 }
+
+// TestLostFenceAnswer: a commit whose write is not applied and whose
+// answer is lost is settled by fencing (rewriting the revision it
+// expected); when the fence's own answer is lost too, but it was
+// applied, the commit is reported unavailable (nothing of it can apply
+// any more), not as a lost race, and the lease knows the fence's
+// revision: its next commit succeeds. (Before: 409 conflict, and the
+// lease kept the stale revision, so its next commit conflicted too.)
+func TestLostFenceAnswer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	c, err := natscluster.Open(ctx, natscluster.Config{URLs: nc.URLs(), Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const id = "fence"
+	if err := c.Create(ctx, id, 10); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Acquire(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if err := l.Commit(ctx, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	natscluster.LoseUpdateAnswers(c, false, true) // the write lost, the fence applied
+	err = l.Commit(ctx, []byte("second"))
+	if err == nil || errors.Is(err, server.ErrConflict) || !errors.Is(err, server.ErrClusterUnavailable) {
+		t.Fatalf("a commit whose fence was applied unanswered: %v; want cluster unavailable, not a conflict", err)
+	}
+	if err := l.Commit(ctx, []byte("third")); err != nil {
+		t.Fatalf("the next commit on the lease: %v", err)
+	}
+	got, err := l.Load(ctx)
+	if err != nil || string(got) != "third" {
+		t.Fatalf("Load = %q, %v", got, err)
+	}
+}

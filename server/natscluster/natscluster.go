@@ -842,6 +842,12 @@ func (l *lease) update(ctx context.Context, rec record) error {
 				cancel()
 				l.recRev, l.rec = curRev, rec
 				return nil // it did commit
+			case cur.Write == old.Write:
+				// The fence below was applied, its answer lost:
+				// the write can no longer apply.
+				cancel()
+				l.recRev, l.rec = curRev, old
+				return unavailable("advancing the session record", werr)
 			case curRev != l.recRev:
 				cancel()
 				return fmt.Errorf("%w (revision %d)", server.ErrConflict, l.recRev)
