@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,16 +57,19 @@ func measureCluster(ctx context.Context, e *Env) ([]Row, error) {
 		name string
 		n    int
 	}{{"1 KB", 1 << 10}, {"1 MB", 1 << 20}, {"10 MB", 10 << 20}} {
-		commit, snapOnly, resume, snapLen, err := measureCommitResume(ctx, e, a, b, sz.n, rng)
+		m, err := measureCommitResume(ctx, e, a, b, sz.n, rng)
 		if err != nil {
 			return rows, fmt.Errorf("%s session: %w", sz.name, err)
 		}
 		rows = append(rows,
-			row("commit, "+sz.name+" of files", Duration, commit, nil,
-				fmt.Sprintf("a run that changed a few bytes: snapshot (%s), chunks the record's manifest lacks stored (the whole snapshot zstd in the record under 64 KiB), CAS on the record; R3", fmtSize(snapLen))),
-			row("  of which the snapshot, "+sz.name, Duration, snapOnly, nil, "sandbox.Snapshot on the node, before the cluster's part"),
-			row("resume on a new node, "+sz.name+" of files", Duration, resume, nil,
-				"lease, record and chunks read, new sandbox restored from it"))
+			row("commit, "+sz.name+" of files", Duration, m.commit, nil,
+				fmt.Sprintf("a run that changed a few bytes, as serve commits it: the sandbox's incremental snapshot in parts (%s; what did not change is not read or hashed again), parts the record's manifest lacks stored (the whole snapshot zstd in the record under 64 KiB), CAS on the record; R3", fmtSize(m.snapLen))),
+			row("  of which the snapshot, "+sz.name, Duration, m.snapOnly, nil, "sandbox.SnapshotParts on the node, before the cluster's part"),
+			row("  unchanged session, "+sz.name, Duration, m.unchanged, nil, "a run that changed nothing: SnapshotParts and the parts' sums compared, no commit"),
+			row("commit of the whole snapshot, "+sz.name, Duration, m.whole, nil,
+				"the same change committed as before parts: sandbox.Snapshot, cut into chunks and hashed whole, chunks stored, CAS"),
+			row("resume on a new node, "+sz.name+" of files", Duration, m.resume, nil,
+				"lease, record and chunks read, new sandbox restored from it, and its first snapshot parts (hashes every file once)"))
 	}
 	for nodes := 0; nodes <= 3; nodes++ {
 		r, err := measureClusterThroughput(ctx, e, nc.URLs(), nodes)
@@ -84,13 +88,19 @@ func fmtSize(n int) string {
 	return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 }
 
+type commitTimes struct {
+	commit, snapOnly, unchanged, whole, resume []float64
+	snapLen                                    int
+}
+
 // measureCommitResume makes a session with n bytes of files (random,
 // so that compression does not hide the size) and times commits of a
-// small change to it (on cluster a) and resumes of it (on cluster b).
-func measureCommitResume(ctx context.Context, e *Env, a, b *natscluster.Cluster, n int, rng *rand.Rand) (commit, snapOnly, resume []float64, snapLen int, err error) {
+// small change to it (on cluster a), in parts as serve makes them and
+// whole, and resumes of it (on cluster b).
+func measureCommitResume(ctx context.Context, e *Env, a, b *natscluster.Cluster, n int, rng *rand.Rand) (m commitTimes, err error) {
 	sb, err := e.newSandbox(ctx)
 	if err != nil {
-		return nil, nil, nil, 0, err
+		return m, err
 	}
 	defer sb.Close()
 	data := make([]byte, n)
@@ -98,50 +108,103 @@ func measureCommitResume(ctx context.Context, e *Env, a, b *natscluster.Cluster,
 		data[i] = byte(rng.Uint32())
 	}
 	if err := sb.WriteFile("/home/user/data", data, 0o644); err != nil {
-		return nil, nil, nil, 0, err
+		return m, err
+	}
+	parts := func() ([]server.SnapshotPart, error) {
+		ps, err := sb.SnapshotParts()
+		out := make([]server.SnapshotPart, len(ps))
+		for i, p := range ps {
+			out[i] = server.SnapshotPart(p)
+		}
+		return out, err
 	}
 	id := fmt.Sprintf("bench-%d-%d", n, rng.Uint32())
 	if err := a.Create(ctx, id, 1<<20); err != nil {
-		return nil, nil, nil, 0, err
+		return m, err
 	}
 	reps := e.reps(3, 20)
 	// Commits as serve makes them: one lease kept across runs (a node
 	// keeps the lease of a session in use).
 	l, err := a.Acquire(ctx, id)
 	if err != nil {
-		return nil, nil, nil, 0, err
+		return m, err
 	}
-	for i := range reps {
-		res, err := sb.Run(ctx, fmt.Sprintf("echo %d > /home/user/counter", i))
+	pl := l.(server.PartsLease)
+	if _, err := parts(); err != nil { // the first snapshot reads everything
+		l.Release()
+		return m, err
+	}
+	var key [32]byte
+	counter := 0
+	for i := range 2 * reps {
+		whole := i%2 == 1
+		counter++
+		res, err := sb.Run(ctx, fmt.Sprintf("echo %d > /home/user/counter", counter))
 		if err != nil || res.ExitCode != 0 {
 			l.Release()
-			return nil, nil, nil, 0, fmt.Errorf("run: %v %+v", err, res)
+			return m, fmt.Errorf("run: %v %+v", err, res)
 		}
 		start := time.Now()
-		var buf bytes.Buffer
-		err = sb.Snapshot(&buf)
+		if whole {
+			var buf bytes.Buffer
+			err = sb.Snapshot(&buf)
+			if err == nil {
+				err = l.Commit(ctx, buf.Bytes())
+			}
+			m.whole = append(m.whole, time.Since(start).Seconds())
+			if err != nil {
+				l.Release()
+				return m, err
+			}
+			// The next parts commit starts from what this one stored.
+			if _, err := parts(); err != nil {
+				l.Release()
+				return m, err
+			}
+			continue
+		}
+		ps, err := parts()
 		snap := time.Since(start)
 		if err == nil {
-			c0 := time.Now()
-			err = l.Commit(ctx, buf.Bytes())
-			commit = append(commit, (snap + time.Since(c0)).Seconds())
-			snapOnly = append(snapOnly, snap.Seconds())
+			key = partsKeyOf(ps)
+			err = pl.CommitParts(ctx, ps)
+			m.commit = append(m.commit, time.Since(start).Seconds())
+			m.snapOnly = append(m.snapOnly, snap.Seconds())
 		}
 		if err != nil {
 			l.Release()
-			return nil, nil, nil, 0, err
+			return m, err
 		}
-		snapLen = buf.Len()
+		m.snapLen = 32
+		for _, p := range ps {
+			m.snapLen += len(p.Data)
+		}
+		// A run that changes nothing: found unchanged by the parts'
+		// sums.
+		if _, err := sb.Run(ctx, "true"); err != nil {
+			l.Release()
+			return m, err
+		}
+		u0 := time.Now()
+		ps, err = parts()
+		if err == nil && partsKeyOf(ps) != key {
+			err = errors.New("a run that changed nothing changed the snapshot's parts")
+		}
+		m.unchanged = append(m.unchanged, time.Since(u0).Seconds())
+		if err != nil {
+			l.Release()
+			return m, err
+		}
 	}
 	l.Release()
-	last := reps - 1
+	last := counter
 
 	// Resumes on the other node: a sandbox made from the last commit.
 	for range reps {
 		start := time.Now()
 		lb, err := b.Acquire(ctx, id)
 		if err != nil {
-			return nil, nil, nil, 0, err
+			return m, err
 		}
 		data, err := lb.Load(ctx)
 		var rs *sandbox.Sandbox
@@ -151,22 +214,39 @@ func measureCommitResume(ctx context.Context, e *Env, a, b *natscluster.Cluster,
 		if err == nil {
 			err = rs.Restore(bytes.NewReader(data))
 		}
-		resume = append(resume, time.Since(start).Seconds())
+		if err == nil {
+			// As serve resumes: the restored sandbox's parts, which
+			// tell the next run's commit what changed.
+			_, err = rs.SnapshotParts()
+		}
+		m.resume = append(m.resume, time.Since(start).Seconds())
 		lb.Release()
 		if err != nil {
-			return nil, nil, nil, 0, err
+			if rs != nil {
+				rs.Close()
+			}
+			return m, err
 		}
 		got, err := rs.ReadFile("/home/user/counter")
 		rs.Close()
 		if err != nil || string(got) != fmt.Sprintf("%d\n", last) {
-			return nil, nil, nil, 0, fmt.Errorf("resumed session has counter %q (%v), want %d", got, err, last)
+			return m, fmt.Errorf("resumed session has counter %q (%v), want %d", got, err, last)
 		}
 	}
 	if l, err := a.Acquire(ctx, id); err == nil {
 		l.Delete(ctx)
 		l.Release()
 	}
-	return commit, snapOnly, resume, snapLen, nil
+	return m, nil
+}
+
+// partsKeyOf identifies a snapshot in parts by their sums.
+func partsKeyOf(ps []server.SnapshotPart) [32]byte {
+	h := sha256.New()
+	for _, p := range ps {
+		h.Write(p.Sum[:])
+	}
+	return [32]byte(h.Sum(nil))
 }
 
 // measureClusterThroughput serves with `nodes` serve nodes (the real

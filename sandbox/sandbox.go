@@ -178,6 +178,9 @@ type Sandbox struct {
 
 	inflight atomic.Int64 // external commands running now
 
+	// parts is what the next SnapshotParts reuses; runMu guards it.
+	parts *partCache
+
 	bridge *bridge // MCP servers and tools; nil without any
 
 	mem *memory // what the sandbox holds of the process budget

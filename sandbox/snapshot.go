@@ -38,6 +38,18 @@ func (s *Sandbox) Snapshot(w io.Writer) error {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	img := &snapImage{}
+	if err := s.snapshotShell(img); err != nil {
+		return err
+	}
+	if err := collect(s.fs, "/", s.snapshotSkip(), img, nil); err != nil {
+		return fmt.Errorf("sandbox: snapshot: %w", err)
+	}
+	return encodeSnapshot(w, img)
+}
+
+// snapshotShell puts the shell's part of a snapshot into img: the 'S'
+// record and, for GNU bash, the 'B' record. runMu is held.
+func (s *Sandbox) snapshotShell(img *snapImage) error {
 	var st wire.State
 	var err error
 	switch sh := s.sh.(type) {
@@ -59,20 +71,27 @@ func (s *Sandbox) Snapshot(w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: snapshot: %w", err)
 	}
+	return nil
+}
+
+// snapshotSkip is the set of paths a snapshot leaves out: /dev and the
+// mount points.
+func (s *Sandbox) snapshotSkip() map[string]bool {
 	skip := map[string]bool{"/dev": true}
 	for _, mp := range s.fs.Mounts() {
 		if mp.Path != "/" {
 			skip[mp.Path] = true
 		}
 	}
-	if err := collect(s.fs, "/", skip, img); err != nil {
-		return fmt.Errorf("sandbox: snapshot: %w", err)
-	}
-	return encodeSnapshot(w, img)
+	return skip
 }
 
-// collect adds the tree at p (not p itself when it is "/") to img.
-func collect(fsys vfs.FS, p string, skip map[string]bool, img *snapImage) error {
+// collect adds the tree at p (not p itself when it is "/") to img. read
+// reads a regular file's content (nil: a copy read through fsys).
+func collect(fsys vfs.FS, p string, skip map[string]bool, img *snapImage, read func(p string, fi fs.FileInfo) ([]byte, error)) error {
+	if read == nil {
+		read = func(p string, _ fs.FileInfo) ([]byte, error) { return readAll(fsys, p) }
+	}
 	f, err := fsys.Open(p)
 	if err != nil {
 		return err
@@ -96,7 +115,7 @@ func collect(fsys vfs.FS, p string, skip map[string]bool, img *snapImage) error 
 		switch m := fi.Mode(); {
 		case m.IsDir():
 			img.Entries = append(img.Entries, snapEntry{Kind: kindDir, Path: child, Mode: m, Mtime: mt})
-			if err := collect(fsys, child, skip, img); err != nil {
+			if err := collect(fsys, child, skip, img, read); err != nil {
 				return err
 			}
 		case m&fs.ModeSymlink != 0:
@@ -109,7 +128,7 @@ func collect(fsys vfs.FS, p string, skip map[string]bool, img *snapImage) error 
 			// byte-identical.
 			img.Entries = append(img.Entries, snapEntry{Kind: kindSymlink, Path: child, Target: t, Mtime: time.Unix(0, 0).UTC()})
 		case m.IsRegular():
-			data, err := readAll(fsys, child)
+			data, err := read(child, fi)
 			if err != nil {
 				return err
 			}
@@ -180,6 +199,7 @@ func (s *Sandbox) Restore(r io.Reader) error {
 	}
 	s.sh.Close()
 	s.fs, s.gfs, s.sh = fresh.fs, fresh.gfs, fresh.sh
+	s.parts = nil // of the files replaced
 	// The shell's commands belong to this sandbox, not to fresh.
 	s.sh.SetSpawner(&commandRunner{s: s})
 	oldHosts := s.hosts
@@ -254,7 +274,7 @@ func apply(fsys *vfs.VFS, img *snapImage) error {
 		}
 	}
 	var have snapImage
-	if err := collect(fsys, "/", skip, &have); err != nil {
+	if err := collect(fsys, "/", skip, &have, nil); err != nil {
 		return err
 	}
 	// Directories that lead to a mount point (/usr/lib for Python's

@@ -258,6 +258,7 @@ type entry struct {
 	leaseUsed time.Time // when a request on the lease last ended
 	snap      string
 	sum       [32]byte
+	partsKey  [32]byte // partsKey of the snapshot snap, when given in parts
 	committed bool
 	// mutated tells that the request may have changed sess; clean that
 	// what sess holds is what the cluster has (commit succeeded or had

@@ -14,6 +14,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/wasmbox/wasmbox/server"
 )
 
 // Incremental snapshots.
@@ -42,14 +44,20 @@ import (
 // chunk has revision 0: it is read from the record, and a node that takes
 // the session over before the copy was made stores it again.
 //
-// Manifest format, version 1 (all integers unsigned varints):
+// Manifest format, versions 1 and 2 (all integers unsigned varints):
 //
 //	magic    "WBXM" (4 bytes)
-//	version  1 byte (1)
-//	size     total bytes of the snapshot
+//	version  1 byte (1 or 2)
+//	size     total bytes of the chunks
 //	count    number of chunks
 //	chunks   count times: length, revision of its key, SHA-256 (32 bytes)
 //	trailer  SHA-256 (32 bytes) of every byte before it
+//
+// In version 1 the chunks are the whole snapshot. In version 2 (a commit
+// of a snapshot given in parts, server.PartsLease) they are the snapshot
+// but its trailer, the SHA-256 of the rest, which Load appends: a commit
+// then hashes only the parts that changed, and each chunk is checked
+// against its own SHA-256 anyway. Both versions are read.
 //
 // A chunk's value is one byte of codec (0 stored, 1 zstd) and the payload.
 // Everything read back is bounded before it is decompressed (a chunk's
@@ -61,6 +69,9 @@ import (
 const (
 	manifestMagic   = "WBXM"
 	manifestVersion = 1
+	// manifestVersionParts is a manifest without the snapshot's
+	// trailer.
+	manifestVersionParts = 2
 
 	// Small chunks make a small commit: a change writes its chunk and
 	// the snapshot's last one (its trailer changes every time), about
@@ -139,8 +150,12 @@ type chunkRef struct {
 	Sum [32]byte
 }
 
-func encodeManifest(size int, refs []chunkRef) []byte {
-	b := append([]byte(manifestMagic), manifestVersion)
+func encodeManifest(size int, refs []chunkRef, noTrailer bool) []byte {
+	v := byte(manifestVersion)
+	if noTrailer {
+		v = manifestVersionParts
+	}
+	b := append([]byte(manifestMagic), v)
 	b = binary.AppendUvarint(b, uint64(size))
 	b = binary.AppendUvarint(b, uint64(len(refs)))
 	for _, r := range refs {
@@ -155,10 +170,11 @@ func encodeManifest(size int, refs []chunkRef) []byte {
 var errManifest = errors.New("natscluster: corrupt snapshot manifest")
 
 // decodeManifest checks and decodes a manifest; limit bounds the snapshot
-// it describes.
-func decodeManifest(m []byte, limit int64) (size int64, refs []chunkRef, err error) {
-	bad := func(what string) (int64, []chunkRef, error) {
-		return 0, nil, fmt.Errorf("%w: %s", errManifest, what)
+// it describes. noTrailer tells that the chunks lack the snapshot's
+// trailer (version 2).
+func decodeManifest(m []byte, limit int64) (size int64, refs []chunkRef, noTrailer bool, err error) {
+	bad := func(what string) (int64, []chunkRef, bool, error) {
+		return 0, nil, false, fmt.Errorf("%w: %s", errManifest, what)
 	}
 	if len(m) < len(manifestMagic)+1+32 || string(m[:len(manifestMagic)]) != manifestMagic {
 		return bad("bad magic")
@@ -167,7 +183,12 @@ func decodeManifest(m []byte, limit int64) (size int64, refs []chunkRef, err err
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], trailer) {
 		return bad("checksum mismatch")
 	}
-	if v := body[len(manifestMagic)]; v != manifestVersion {
+	switch v := body[len(manifestMagic)]; v {
+	case manifestVersion:
+	case manifestVersionParts:
+		noTrailer = true
+		limit -= sha256.Size
+	default:
 		return bad(fmt.Sprintf("unknown version %d", v))
 	}
 	p := body[len(manifestMagic)+1:]
@@ -207,7 +228,7 @@ func decodeManifest(m []byte, limit int64) (size int64, refs []chunkRef, err err
 	if len(p) != 0 || sum != total {
 		return bad("chunk lengths do not add up")
 	}
-	return int64(total), refs, nil
+	return int64(total), refs, noTrailer, nil
 }
 
 // chunkKey is the key of a session's chunk in the chunks bucket.
@@ -271,7 +292,7 @@ func decodeChunk(v []byte, r chunkRef) ([]byte, error) {
 // loadChunks reads the chunks of a manifest (a few at a time) into one
 // snapshot of size bytes.
 func (l *lease) loadChunks(ctx context.Context, size int64, refs []chunkRef) ([]byte, error) {
-	out := make([]byte, size)
+	out := make([]byte, size, size+sha256.Size) // room for a trailer
 	offs := make([]int, len(refs))
 	o := 0
 	for i, r := range refs {
@@ -366,15 +387,69 @@ func (l *lease) readChunk(ctx context.Context, r chunkRef) ([]byte, error) {
 	return nil, err
 }
 
+// piece is a chunk to commit and its SHA-256.
+type piece struct {
+	data []byte
+	sum  [32]byte
+}
+
+// manifestFits tells whether a manifest of n chunks fits in the record.
+func manifestFits(n int) bool { return n*(32+2*binary.MaxVarintLen64)+128 <= MaxInline }
+
 // commitChunks is Commit of an incremental snapshot: it stores the chunks
 // of snap that the current manifest does not list, then advances the
 // record to the new manifest. ok is false when the manifest would not fit
 // in the record (Commit then stores the snapshot whole).
 func (l *lease) commitChunks(ctx context.Context, name string, snap []byte) (err error, ok bool) {
 	lens := cut(snap)
-	if len(lens)*(32+2*binary.MaxVarintLen64)+128 > MaxInline {
+	if !manifestFits(len(lens)) {
 		return nil, false
 	}
+	pieces := make([]piece, len(lens))
+	off := 0
+	for i, n := range lens {
+		b := snap[off : off+n]
+		off += n
+		pieces[i] = piece{b, sha256.Sum256(b)}
+	}
+	return l.commitPieces(ctx, name, pieces, len(snap), false), true
+}
+
+// CommitParts implements server.PartsLease: the parts are the chunks
+// (their sums given, not computed again), the manifest one of version 2.
+// A small snapshot, or one of too many parts, is committed whole.
+func (l *lease) CommitParts(ctx context.Context, parts []server.SnapshotPart) error {
+	size := 0
+	fits := manifestFits(len(parts))
+	for _, p := range parts {
+		size += len(p.Data)
+		if len(p.Data) == 0 || len(p.Data) > maxChunk {
+			fits = false
+		}
+	}
+	if size+sha256.Size < minChunked || !fits {
+		snap := make([]byte, 0, size+sha256.Size)
+		for _, p := range parts {
+			snap = append(snap, p.Data...)
+		}
+		sum := sha256.Sum256(snap)
+		return l.Commit(ctx, append(snap, sum[:]...))
+	}
+	if !l.valid() {
+		return server.ErrLeaseLost
+	}
+	pieces := make([]piece, len(parts))
+	for i, p := range parts {
+		pieces[i] = piece{p.Data, p.Sum}
+	}
+	octx, cancel := l.c.op(ctx)
+	defer cancel()
+	return l.commitPieces(octx, l.newName(), pieces, size, true)
+}
+
+// commitPieces stores the pieces the current manifest does not list and
+// advances the record to their manifest.
+func (l *lease) commitPieces(ctx context.Context, name string, pieces []piece, size int, noTrailer bool) error {
 	l.waitFlush()
 	have := make(map[[32]byte]uint64, len(l.man))
 	for _, r := range l.man {
@@ -394,19 +469,16 @@ func (l *lease) commitChunks(ctx context.Context, name string, snap []byte) (err
 	}
 	var fr []fresh
 	freshBytes := 0
-	refs := make([]chunkRef, len(lens))
+	refs := make([]chunkRef, len(pieces))
 	type pending struct {
 		idx []int
 		fut jetstream.PubAckFuture
 	}
 	var futs []*pending
 	writing := map[[32]byte]*pending{}
-	off := 0
-	for i, n := range lens {
-		b := snap[off : off+n]
-		off += n
-		sum := sha256.Sum256(b)
-		refs[i] = chunkRef{Len: n, Sum: sum}
+	for i, pc := range pieces {
+		b, sum := pc.data, pc.sum
+		refs[i] = chunkRef{Len: len(b), Sum: sum}
 		if rev, ok := have[sum]; ok {
 			refs[i].Rev = rev
 			continue
@@ -430,7 +502,7 @@ func (l *lease) commitChunks(ctx context.Context, name string, snap []byte) (err
 		// replicated together.
 		f, err := l.c.js.PublishAsync("$KV."+l.c.chunksBucket+"."+chunkKey(l.id, sum), v)
 		if err != nil {
-			return unavailable("storing a chunk", err), true
+			return unavailable("storing a chunk", err)
 		}
 		p := &pending{idx: []int{i}, fut: f}
 		writing[sum] = p
@@ -443,22 +515,22 @@ func (l *lease) commitChunks(ctx context.Context, name string, snap []byte) (err
 				refs[i].Rev = ack.Sequence
 			}
 		case err := <-p.fut.Err():
-			return unavailable("storing a chunk", err), true
+			return unavailable("storing a chunk", err)
 		case <-ctx.Done():
-			return unavailable("storing a chunk", ctx.Err()), true
+			return unavailable("storing a chunk", ctx.Err())
 		}
 	}
-	m := encodeManifest(len(snap), refs)
+	m := encodeManifest(size, refs, noTrailer)
 	sum := sha256.Sum256(m)
 	rec := l.rec
-	rec.Snapshot, rec.Size, rec.Sum = name, int64(len(snap)), hex.EncodeToString(sum[:])
+	rec.Snapshot, rec.Size, rec.Sum = name, int64(size), hex.EncodeToString(sum[:])
 	rec.LastUsed, rec.Node = time.Now().UTC(), l.c.node
 	rec.Inline, rec.Manifest, rec.Fresh = nil, m, fr
 	old, oldObject, oldMan := l.rec.Snapshot, l.rec.Inline == nil && l.rec.Manifest == nil, l.man
 	if err := l.update(ctx, rec); err != nil {
 		// The chunks written stay (another commit may list the same
 		// keys); the session's deletion removes them.
-		return err, true
+		return err
 	}
 	l.man = refs
 	l.flush(fr)
@@ -466,7 +538,7 @@ func (l *lease) commitChunks(ctx context.Context, name string, snap []byte) (err
 	if old != "" && oldObject {
 		l.c.deleteObject(old)
 	}
-	return nil, true
+	return nil
 }
 
 // dropChunks deletes, off the request's path, the chunks of old that keep

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/server"
 	"github.com/wasmbox/wasmbox/server/natscluster"
 	"github.com/wasmbox/wasmbox/server/natscluster/embedded"
@@ -38,6 +39,21 @@ func TestMain(m *testing.M) {
 	// The sandboxes' compile cache is the tests' own, not the user's
 	// (package testcache).
 	cleanup := testcache.Setup()
+	// The sandboxes' engine is made (its modules compiled) before any
+	// test, not by the first session a node creates: with a cold cache
+	// under -race the compiler runs instrumented, and on a loaded machine
+	// that took minutes, past the tests' HTTP timeouts (a run of the
+	// race detector once timed out in createSession that way). The go
+	// test -timeout bounds it.
+	start := time.Now()
+	if _, err := sandbox.DefaultEngine(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox engine:", err)
+		cleanup()
+		os.Exit(1)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		fmt.Fprintf(os.Stderr, "sandbox engine made in %v (compiled, cold cache)\n", d.Round(time.Second))
+	}
 	base := goruntime.NumGoroutine()
 	code := m.Run()
 	if code == 0 {

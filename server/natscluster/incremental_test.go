@@ -3,6 +3,7 @@ package natscluster_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/wasmbox/wasmbox/server"
 	"github.com/wasmbox/wasmbox/server/natscluster"
 )
 
@@ -234,7 +236,11 @@ func TestHostileManifestRefused(t *testing.T) {
 		{"huge count", natscluster.ForgeManifest(1, 1<<20, 1<<40, nil), "bad chunk count"},
 		{"lengths", natscluster.ForgeManifest(1, 1<<20, 1, []uint64{1 << 10}), "do not add up"},
 		{"chunk over the bound", natscluster.ForgeManifest(1, 1<<20, 1, []uint64{1 << 20}), "bad chunk entry"},
-		{"version", natscluster.ForgeManifest(2, 1<<10, 1, []uint64{1 << 10}), "unknown version 2"},
+		{"version", natscluster.ForgeManifest(3, 1<<10, 1, []uint64{1 << 10}), "unknown version 3"},
+		// Version 2 (no trailer: Load appends 32 bytes) is bounded with
+		// the trailer counted.
+		{"size over the bound, v2", natscluster.ForgeManifest(2, natscluster.MaxSnapshotBytes, 1, nil), "bad size"},
+		{"lengths, v2", natscluster.ForgeManifest(2, 1<<20, 1, []uint64{1 << 10}), "do not add up"},
 		{"magic", natscluster.ForgeManifest(1, 1<<10, 1, []uint64{1 << 10})[1:], "bad magic"},
 		{"trailer", flipLast(natscluster.ForgeManifest(1, 1<<10, 1, []uint64{1 << 10})), "checksum mismatch"},
 	} {
@@ -318,4 +324,198 @@ func TestLeaseKept(t *testing.T) {
 func flipLast(b []byte) []byte {
 	b[len(b)-1] ^= 1
 	return b
+}
+
+// partsOf cuts b into parts of n bytes with their sums.
+func partsOf(b []byte, n int) []server.SnapshotPart {
+	var parts []server.SnapshotPart
+	for len(b) > 0 {
+		k := min(n, len(b))
+		parts = append(parts, server.SnapshotPart{Data: b[:k:k], Sum: sha256.Sum256(b[:k])})
+		b = b[k:]
+	}
+	return parts
+}
+
+// TestCommitParts: a snapshot committed in parts (server.PartsLease) is
+// loaded on another node as the parts followed by their SHA-256 (the
+// trailer the parts leave out); a later commit that changed one part
+// stores that part only; a small snapshot in parts is committed whole;
+// and whole and part commits follow each other on one session.
+func TestCommitParts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	a, err := natscluster.Open(ctx, natscluster.Config{URLs: nc.URLs(), Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := natscluster.Open(ctx, natscluster.Config{URLs: nc.URLs(), Node: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	js, err := jetstream.New(a.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := func() uint64 {
+		return streamMsgs(ctx, t, js, "KV_wasmbox_chunks") + streamMsgs(ctx, t, js, "OBJ_wasmbox_snapshots")
+	}
+	const id = "parts"
+	if err := a.Create(ctx, id, 10); err != nil {
+		t.Fatal(err)
+	}
+	withTrailer := func(body []byte) []byte {
+		sum := sha256.Sum256(body)
+		return append(append([]byte(nil), body...), sum[:]...)
+	}
+	loadOnB := func(step string, want []byte) {
+		t.Helper()
+		lb, err := b.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := lb.Load(ctx)
+		lb.Release()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: node b loads %d bytes (%v), want the %d committed", step, len(got), err, len(want))
+		}
+	}
+	commit := func(step string, f func(l server.PartsLease) error) {
+		t.Helper()
+		l, err := a.Acquire(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl, ok := l.(server.PartsLease)
+		if !ok {
+			t.Fatal("a natscluster lease is not a server.PartsLease")
+		}
+		err = f(pl)
+		l.Release()
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	body := randomBytes(1<<20, 11)
+	commit("first", func(l server.PartsLease) error { return l.CommitParts(ctx, partsOf(body, 64<<10)) })
+	loadOnB("first", withTrailer(body))
+
+	before := stored()
+	copy(body[500<<10:], randomBytes(100, 12))
+	commit("one part changed", func(l server.PartsLease) error { return l.CommitParts(ctx, partsOf(body, 64<<10)) })
+	// The changed part, copied into the bucket after the commit (and
+	// maybe a fresh chunk of the commit before, which the new lease
+	// could not find there yet): not the 16.
+	if n := stored() - before; n > 3 {
+		t.Fatalf("a commit that changed one part of 16 stored %d messages, want at most 3", n)
+	}
+	loadOnB("one part changed", withTrailer(body))
+
+	// Whole, then parts again, then a small snapshot in parts.
+	whole := withTrailer(randomBytes(300<<10, 13))
+	commit("whole", func(l server.PartsLease) error { return l.Commit(ctx, whole) })
+	loadOnB("whole", whole)
+	commit("parts after whole", func(l server.PartsLease) error { return l.CommitParts(ctx, partsOf(body, 64<<10)) })
+	loadOnB("parts after whole", withTrailer(body))
+	small := randomBytes(1000, 14)
+	commit("small", func(l server.PartsLease) error { return l.CommitParts(ctx, partsOf(small, 300)) })
+	loadOnB("small", withTrailer(small))
+	// Parts over the chunk bound are committed whole, not refused.
+	commit("big parts", func(l server.PartsLease) error { return l.CommitParts(ctx, partsOf(body, 200<<10)) })
+	loadOnB("big parts", withTrailer(body))
+}
+
+// commitsOf is the number of commits node n made (its /health).
+func commitsOf(ctx context.Context, t *testing.T, n *node) uint64 {
+	t.Helper()
+	code, b, err := do(ctx, "GET", n.url+"/health", nil)
+	var h server.Health
+	if err != nil || code != http.StatusOK || json.Unmarshal(b, &h) != nil || h.Cluster == nil {
+		t.Fatalf("health of %s: %d %s %v", n.name, code, b, err)
+	}
+	return h.Cluster.Commits
+}
+
+// TestUnchangedRunNotCommitted: serve commits a sandbox in parts; a run
+// that changed nothing commits nothing, on the node that made the last
+// commit and on a node that just resumed the session (its parts are
+// those of the session restored); a run that changed something commits,
+// and the next node sees it.
+func TestUnchangedRunNotCommitted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	a, b := startNode(t, "a", nc.URLs()), startNode(t, "b", nc.URLs())
+	id := createSession(t, a)
+	mustRun := func(n *node, script, want string) {
+		t.Helper()
+		code, r, err := run(ctx, n, id, script)
+		if err != nil || code != http.StatusOK || r.Stdout != want {
+			t.Fatalf("%q on %s: %d %+v %v", script, n.name, code, r, err)
+		}
+	}
+	mustRun(a, counter, "1\n")
+	mustRun(a, "head -c 300000 /dev/urandom > big", "")
+	mustRun(a, "true", "")
+	c0 := commitsOf(ctx, t, a)
+	mustRun(a, "true", "")
+	mustRun(a, "cat big > /dev/null", "")
+	if c := commitsOf(ctx, t, a); c != c0 {
+		t.Fatalf("node a: runs that changed nothing made %d commits", c-c0)
+	}
+	mustRun(b, "true", "") // b resumes the session
+	if c := commitsOf(ctx, t, b); c != 0 {
+		t.Fatalf("node b: a run that changed nothing right after a resume made %d commits", c)
+	}
+	mustRun(b, counter, "2\n")
+	if c := commitsOf(ctx, t, b); c != 1 {
+		t.Fatalf("node b: a run that changed the session made %d commits, want 1", c)
+	}
+	mustRun(a, counter, "3\n")
+	mustRun(a, "wc -c < big", "300000\n")
+}
+
+// TestLostFenceAnswer: a commit whose write is not applied and whose
+// answer is lost is settled by fencing (rewriting the revision it
+// expected); when the fence's own answer is lost too, but it was
+// applied, the commit is reported unavailable (nothing of it can apply
+// any more), not as a lost race, and the lease knows the fence's
+// revision: its next commit succeeds. (Before: 409 conflict, and the
+// lease kept the stale revision, so its next commit conflicted too.)
+func TestLostFenceAnswer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // watchdog
+	defer cancel()
+	nc := startNATS(t, 1)
+	c, err := natscluster.Open(ctx, natscluster.Config{URLs: nc.URLs(), Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const id = "fence"
+	if err := c.Create(ctx, id, 10); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Acquire(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if err := l.Commit(ctx, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	natscluster.LoseUpdateAnswers(c, false, true) // the write lost, the fence applied
+	err = l.Commit(ctx, []byte("second"))
+	if err == nil || errors.Is(err, server.ErrConflict) || !errors.Is(err, server.ErrClusterUnavailable) {
+		t.Fatalf("a commit whose fence was applied unanswered: %v; want cluster unavailable, not a conflict", err)
+	}
+	if err := l.Commit(ctx, []byte("third")); err != nil {
+		t.Fatalf("the next commit on the lease: %v", err)
+	}
+	got, err := l.Load(ctx)
+	if err != nil || string(got) != "third" {
+		t.Fatalf("Load = %q, %v", got, err)
+	}
 }

@@ -125,7 +125,10 @@ type Cluster struct {
 	once   sync.Once
 }
 
-var _ server.Cluster = (*Cluster)(nil)
+var (
+	_ server.Cluster    = (*Cluster)(nil)
+	_ server.PartsLease = (*lease)(nil)
+)
 
 // Open connects to the cluster and creates the buckets that do not exist.
 func Open(ctx context.Context, cfg Config) (*Cluster, error) {
@@ -502,7 +505,7 @@ func (c *Cluster) acquire(ctx context.Context, id string) (*lease, error) {
 	if rec.Manifest != nil {
 		// Only to know which chunks exist: a manifest that does not
 		// decode gives none (Load refuses it with its error).
-		_, l.man, _ = decodeManifest(rec.Manifest, MaxSnapshotBytes)
+		_, l.man, _, _ = decodeManifest(rec.Manifest, MaxSnapshotBytes)
 		l.resolveFresh()
 	}
 	return l, nil
@@ -682,13 +685,19 @@ func (l *lease) Load(ctx context.Context) ([]byte, error) {
 		if sum := sha256.Sum256(l.rec.Manifest); hex.EncodeToString(sum[:]) != l.rec.Sum {
 			return nil, fmt.Errorf("natscluster: snapshot %s: manifest checksum mismatch", l.rec.Snapshot)
 		}
-		size, refs, err := decodeManifest(l.rec.Manifest, MaxSnapshotBytes)
+		size, refs, noTrailer, err := decodeManifest(l.rec.Manifest, MaxSnapshotBytes)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %s: %w", l.rec.Snapshot, err)
 		}
 		b, err := l.loadChunks(ctx, size, refs)
 		if err != nil {
 			return nil, fmt.Errorf("natscluster: snapshot %s: %w", l.rec.Snapshot, err)
+		}
+		if noTrailer {
+			// Every chunk was checked against its SHA-256, and the
+			// manifest against the record's.
+			sum := sha256.Sum256(b)
+			b = append(b, sum[:]...)
 		}
 		return b, nil
 	}
@@ -747,12 +756,17 @@ func decompress(z []byte, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// newName names a new snapshot of the session.
+func (l *lease) newName() string {
+	return l.id + "/" + strconv.FormatUint(l.recRev, 10) + "-" + randomHex(8)
+}
+
 // Commit implements server.Lease.
 func (l *lease) Commit(ctx context.Context, snap []byte) error {
 	if !l.valid() {
 		return server.ErrLeaseLost
 	}
-	name := l.id + "/" + strconv.FormatUint(l.recRev, 10) + "-" + randomHex(8)
+	name := l.newName()
 	octx, cancel := l.c.op(ctx)
 	defer cancel()
 	if len(snap) >= minChunked {
@@ -828,6 +842,12 @@ func (l *lease) update(ctx context.Context, rec record) error {
 				cancel()
 				l.recRev, l.rec = curRev, rec
 				return nil // it did commit
+			case cur.Write == old.Write:
+				// The fence below was applied, its answer lost:
+				// the write can no longer apply.
+				cancel()
+				l.recRev, l.rec = curRev, old
+				return unavailable("advancing the session record", werr)
 			case curRev != l.recRev:
 				cancel()
 				return fmt.Errorf("%w (revision %d)", server.ErrConflict, l.recRev)

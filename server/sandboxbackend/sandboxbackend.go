@@ -30,7 +30,7 @@ func (b Backend) NewSession(ctx context.Context) (server.Session, error) {
 // Session is a sandbox as a server.SnapshotSession.
 type Session struct{ S *sandbox.Sandbox }
 
-var _ server.SnapshotSession = Session{}
+var _ server.PartsSession = Session{}
 
 // Run implements server.Session.
 func (s Session) Run(ctx context.Context, script string, timeout time.Duration) (server.RunResult, error) {
@@ -63,6 +63,20 @@ func (s Session) Close() error { return s.S.Close() }
 // Snapshot implements server.SnapshotSession: the sandbox's snapshot
 // format (versioned, checksummed).
 func (s Session) Snapshot(w io.Writer) error { return s.S.Snapshot(w) }
+
+// SnapshotParts implements server.PartsSession: the sandbox's
+// incremental snapshot.
+func (s Session) SnapshotParts() ([]server.SnapshotPart, error) {
+	parts, err := s.S.SnapshotParts()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]server.SnapshotPart, len(parts))
+	for i, p := range parts {
+		out[i] = server.SnapshotPart(p)
+	}
+	return out, nil
+}
 
 // Restore implements server.SnapshotSession.
 func (s Session) Restore(r io.Reader) error { return s.S.Restore(r) }
