@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 )
@@ -37,6 +38,74 @@ type MemoryImage struct {
 	deadLow, deadHigh uint64
 	runs              []imageRun // ascending, page-aligned, non-adjacent
 	stored            uint64
+
+	// The image's mapped form (Linux): a sealed memfd that instances
+	// started from the image map copy-on-write (see image_linux.go), so
+	// that starting one copies nothing. Made on the first InstantiateImage
+	// while a holder holds the image (Hold), reserved from the runtime's
+	// budget, and closed when the last holder lets go (Release); mappings
+	// of live instances keep their pages until those instances close.
+	mu      sync.Mutex
+	holds   int
+	mapped  *image
+	mapFail bool // the system refused: instances copy
+}
+
+// Hold says that the caller will start instances from img (a session
+// keeps the image it comes back to after a kill, and forks from): its
+// mapped form, once made, is kept until the matching Release.
+func (img *MemoryImage) Hold() {
+	img.mu.Lock()
+	img.holds++
+	img.mu.Unlock()
+}
+
+// Release ends a Hold. The last one closes the mapped form and gives its
+// bytes back to the budget they were reserved from.
+func (img *MemoryImage) Release() {
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	if img.holds <= 0 {
+		return
+	}
+	img.holds--
+	if img.holds == 0 && img.mapped != nil {
+		img.mapped.close()
+		img.mapped = nil
+	}
+}
+
+// Mapped says whether the image's mapped form is open (for tests).
+func (img *MemoryImage) Mapped() bool {
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	return img.mapped != nil
+}
+
+// mappedForm returns the mapped form of img, made now if needed (reserved
+// from b), and whether the caller must close it once its instance is made
+// (no holder keeps it); nil when the system cannot map images.
+func (img *MemoryImage) mappedForm(b *Budget) (im *image, temp bool) {
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	if img.mapped != nil {
+		return img.mapped, false
+	}
+	if img.mapFail {
+		return nil, false
+	}
+	im, err := newSparseImage(img.size, img.runs, b)
+	if err != nil {
+		if !errors.Is(err, ErrBudget) {
+			img.mapFail = true
+		}
+		return nil, false
+	}
+	if img.holds == 0 {
+		return im, true
+	}
+	img.mapped = im
+	return im, false
 }
 
 // imageRun is a run of adjacent pages of an image.
@@ -167,7 +236,35 @@ func (r *Runtime) InstantiateImage(ctx context.Context, m *Module, img *MemoryIm
 	if err := img.Check(limit); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.name, err)
 	}
-	in, err := r.Instantiate(ctx, m, opts)
+	var in *Instance
+	var err error
+	if im, temp := img.mappedForm(r.budget); im != nil && m.reactor == nil {
+		// The memory is the image, mapped copy-on-write: nothing is
+		// copied (a page is when the guest first writes it).
+		in, err = r.instantiate(ctx, m, opts, im)
+		if temp {
+			im.close() // the instance's mapping keeps what it maps
+		}
+		if err != nil {
+			return nil, err
+		}
+		if errno := growTo(in.mod.Memory(), uint32(img.size)); errno != ErrnoSuccess {
+			in.Close(ctx)
+			err = fmt.Errorf("%s: %w: the image needs %s of memory", m.name, ErrMemoryLimit, FormatBytes(img.size))
+			if lerr := in.LimitError(); lerr != nil {
+				err = fmt.Errorf("%s: %w", m.name, lerr)
+			}
+			return nil, err
+		}
+		if errno := setStackPointer(in.mod, img.sp); errno != ErrnoSuccess {
+			in.Close(ctx)
+			return nil, fmt.Errorf("%s: loading the memory image: %w", m.name, ErrBadImage)
+		}
+		return in, nil
+	} else if temp {
+		im.close()
+	}
+	in, err = r.Instantiate(ctx, m, opts)
 	if err != nil {
 		return nil, err
 	}
