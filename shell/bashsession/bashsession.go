@@ -272,6 +272,10 @@ func (s *Session) instance(ctx context.Context, img *runtime.MemoryImage) (*prev
 	var in *runtime.Instance
 	if img != nil {
 		in, err = s.cfg.Runtime.InstantiateImage(ctx, s.cfg.Module, img, opts)
+	} else if fresh, ferr := s.cfg.Runtime.FreshImage(ctx, s.cfg.Module); ferr == nil {
+		// A new bash: its memory mapped from the module's fresh image
+		// instead of allocated and filled (nothing of it has run).
+		in, err = s.cfg.Runtime.InstantiateImage(ctx, s.cfg.Module, fresh, opts)
 	} else {
 		in, err = s.cfg.Runtime.Instantiate(ctx, s.cfg.Module, opts)
 	}

@@ -1,6 +1,7 @@
 package bashsession_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -9,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/shell/bashsession"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
 
 // imageMemfds counts the descriptors of this process and the lines of its
@@ -103,5 +106,67 @@ func TestImagesLeaveNothing(t *testing.T) {
 	}
 	if used := e.rt.Budget().Used(); used != used0 {
 		t.Errorf("after Close: the runtime's budget holds %d bytes, want %d", used, used0)
+	}
+}
+
+// TestFreshImage: an instance of bash.wasm started from the module's fresh
+// image has exactly the memory and stack pointer of one Instantiate makes
+// (its data segments, zeros elsewhere), and two sessions started from it
+// share nothing.
+func TestFreshImage(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	fresh, err := e.rt.FreshImage(ctx, e.bash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := e.rt.FreshImage(ctx, e.bash); again != fresh {
+		t.Error("FreshImage made a second image")
+	}
+	memOf := func(in *runtime.Instance) []byte {
+		t.Helper()
+		img, err := in.MemoryImage(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img.StackPointer() != fresh.StackPointer() {
+			t.Errorf("stack pointer %#x, the fresh image's %#x", img.StackPointer(), fresh.StackPointer())
+		}
+		return img.Bytes()
+	}
+	newState := func() *preview1.State {
+		st, err := preview1.NewState(preview1.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	plain, err := e.rt.Instantiate(ctx, e.bash, runtime.InstanceOptions{WASI: newState()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close(ctx)
+	mapped, err := e.rt.InstantiateImage(ctx, e.bash, fresh, runtime.InstanceOptions{WASI: newState()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mapped.Close(ctx)
+	if a, b := memOf(plain), memOf(mapped); !bytes.Equal(a, b) {
+		t.Fatalf("the instance from the fresh image differs from a new one (%d and %d bytes)", len(a), len(b))
+	}
+
+	// Two sessions: what one sets, the other does not see; each has its
+	// own seed of $RANDOM (bash seeds it at its start, from the session's
+	// clock and random source).
+	s1, s2 := e.session(t), e.session(t)
+	run(t, s1, `x=one; f() { echo f1; }; cd /tmp; export E=1`)
+	if out, _, _ := run(t, s2, `echo "[${x-}] [${E-}]"; type f 2>&1 | head -1; pwd`); out != "[] []\nbash: line 1: type: f: not found\n/home/user\n" {
+		t.Fatalf("the second session sees the first's state: %q", out)
+	}
+	r1, _, _ := run(t, s1, `echo $RANDOM $RANDOM $RANDOM`)
+	r2, _, _ := run(t, s2, `echo $RANDOM $RANDOM $RANDOM`)
+	if r1 == r2 {
+		t.Errorf("both sessions draw the same $RANDOM: %q", r1)
 	}
 }
