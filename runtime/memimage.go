@@ -157,6 +157,33 @@ func newMemoryImage(mem []byte, sp, deadLow, deadHigh uint64) *MemoryImage {
 	return img
 }
 
+// memoryRuns returns the runs of pages of mem that are not zeros, outside
+// [deadLow, deadHigh) shrunk to whole pages, as views of mem (no copy).
+func memoryRuns(mem []byte, deadLow, deadHigh uint64) []imageRun {
+	size := uint64(len(mem))
+	lo, hi := (deadLow+imagePage-1)&^(imagePage-1), deadHigh&^(imagePage-1)
+	if lo >= hi || hi > size {
+		lo, hi = 0, 0
+	}
+	var runs []imageRun
+	for off := uint64(0); off < size; off += imagePage {
+		if off >= lo && off < hi {
+			off = hi - imagePage
+			continue
+		}
+		end := min(off+imagePage, size)
+		if isZeroPage(mem[off:end]) {
+			continue
+		}
+		if n := len(runs); n > 0 && runs[n-1].off+uint64(len(runs[n-1].data)) == off {
+			runs[n-1].data = mem[runs[n-1].off:end]
+		} else {
+			runs = append(runs, imageRun{off: off, data: mem[off:end]})
+		}
+	}
+	return runs
+}
+
 var zeroPage [imagePage]byte
 
 func isZeroPage(b []byte) bool { return bytes.Equal(b, zeroPage[:len(b)]) }
@@ -355,6 +382,10 @@ func loadMemory(dst api.Module, src []byte, sp uint64) uint32 {
 	return setStackPointer(dst, sp)
 }
 
+// StackLowExport is the export of a build/posix guest that returns the
+// lowest address of its shadow stack (wasm-ld's __stack_low).
+const StackLowExport = "wasmbox_session_stack_low"
+
 // ErrNoFreshImage is FreshImage's error for a module whose fresh state is
 // not its memory alone: it has a start function, which runs at every
 // instantiation, or it is a reactor module (see SnapshotABI), whose
@@ -397,6 +428,14 @@ func (r *Runtime) FreshImage(ctx context.Context, m *Module) (*MemoryImage, erro
 	}
 	b, _ := mem.Read(0, mem.Size())
 	img := NewMemoryImage(b, sp.Get())
+	if in.mod.ExportedFunction(StackLowExport) != nil {
+		// A constant of the module (wasm-ld's __stack_low): forks of
+		// its instances need not copy the stack below their
+		// __stack_pointer (see forkCall).
+		if res, err := in.Call(ctx, StackLowExport); err == nil && len(res) == 1 {
+			m.stackLow.Store(uint64(uint32(res[0])))
+		}
+	}
 	img.Hold()
 	m.fresh = img
 	return img, nil

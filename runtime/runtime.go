@@ -553,6 +553,9 @@ type Module struct {
 	freshMu  sync.Mutex
 	fresh    *MemoryImage // see FreshImage; held until closeCompiled
 	freshErr error
+	// stackLow is the lowest address of the guest's shadow stack, when
+	// known (StackLowExport, asked by FreshImage); 0 otherwise.
+	stackLow atomic.Uint64
 
 	mu      sync.Mutex
 	running int
