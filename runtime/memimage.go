@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
@@ -37,8 +38,11 @@ type MemoryImage struct {
 	// deadLow, deadHigh: the dead range, whole pages; the pages there
 	// are neither kept nor cleared when the image is loaded.
 	deadLow, deadHigh uint64
-	runs              []imageRun // ascending, page-aligned, non-adjacent
+	runs              []imageRun // ascending, page-aligned
 	stored            uint64
+	// retained is what the allocations of its runs hold (shared with the
+	// images it was taken since: see newMemoryImageSince).
+	retained uint64
 
 	// The image's mapped form (Linux): a sealed memfd that instances
 	// started from the image map copy-on-write (see image_linux.go), so
@@ -113,7 +117,13 @@ func (img *MemoryImage) mappedForm(b *Budget) (im *image, temp bool) {
 type imageRun struct {
 	off  uint64
 	data []byte
+	buf  *imageBuf // the allocation data is part of
 }
+
+// imageBuf is an allocation that runs of images are parts of: an image
+// taken since another (see Instance.MemoryImageSince) shares the pages
+// that did not change, and with them their allocations.
+type imageBuf struct{ size uint64 }
 
 const imagePage = 4096
 
@@ -149,10 +159,91 @@ func newMemoryImage(mem []byte, sp, deadLow, deadHigh uint64) *MemoryImage {
 		img.stored += end - off
 	}
 	buf := make([]byte, 0, img.stored)
+	ib := &imageBuf{size: img.stored}
 	for _, sp := range spans {
 		start := len(buf)
 		buf = append(buf, mem[sp.off:sp.end]...)
-		img.runs = append(img.runs, imageRun{off: sp.off, data: buf[start:len(buf):len(buf)]})
+		img.runs = append(img.runs, imageRun{off: sp.off, data: buf[start:len(buf):len(buf)], buf: ib})
+	}
+	img.retained = img.stored
+	return img
+}
+
+// maxRetained bounds what an image taken since another keeps alive: past
+// it, the image is copied whole (see newMemoryImageSince).
+func maxRetained(stored uint64) uint64 { return 2*stored + 1<<20 }
+
+// newMemoryImageSince is newMemoryImage, sharing with prev (an image of
+// the same memory taken earlier) the pages that have not changed since:
+// only the changed ones are copied. What the image keeps alive (the
+// allocations its pages are parts of) is bounded by maxRetained: past it,
+// it copies everything instead, as newMemoryImage.
+func newMemoryImageSince(mem []byte, sp, deadLow, deadHigh uint64, prev *MemoryImage) *MemoryImage {
+	if prev == nil || prev.size != uint64(len(mem)) {
+		return newMemoryImage(mem, sp, deadLow, deadHigh)
+	}
+	img := &MemoryImage{size: uint64(len(mem)), sp: sp}
+	lo, hi := (deadLow+imagePage-1)&^(imagePage-1), deadHigh&^(imagePage-1)
+	if lo < hi && hi <= img.size {
+		img.deadLow, img.deadHigh = lo, hi
+	}
+	type page struct {
+		off  uint64
+		data []byte // prev's, when unchanged
+		buf  *imageBuf
+	}
+	var pages []page
+	changed := uint64(0)
+	j := 0 // prev.runs[j] is the first run that does not end before off
+	for _, r := range memoryRuns(mem, img.deadLow, img.deadHigh) {
+		for off := r.off; off < r.off+uint64(len(r.data)); off += imagePage {
+			cur := mem[off : off+imagePage]
+			for j < len(prev.runs) && prev.runs[j].off+uint64(len(prev.runs[j].data)) <= off {
+				j++
+			}
+			if j < len(prev.runs) && prev.runs[j].off <= off {
+				pr := prev.runs[j]
+				if old := pr.data[off-pr.off : off-pr.off+imagePage]; bytes.Equal(old, cur) {
+					pages = append(pages, page{off, old, pr.buf})
+					continue
+				}
+			}
+			pages = append(pages, page{off: off})
+			changed += imagePage
+		}
+	}
+	var nb []byte
+	var ib *imageBuf
+	if changed > 0 {
+		nb = make([]byte, 0, changed)
+		ib = &imageBuf{size: changed}
+	}
+	seen := map[*imageBuf]bool{}
+	for _, p := range pages {
+		data, buf := p.data, p.buf
+		if data == nil {
+			start := len(nb)
+			nb = append(nb, mem[p.off:p.off+imagePage]...)
+			data, buf = nb[start:len(nb):len(nb)], ib
+		}
+		img.stored += imagePage
+		if !seen[buf] {
+			seen[buf] = true
+			img.retained += buf.size
+		}
+		// Adjacent in memory and in the same allocation: one run.
+		if n := len(img.runs); n > 0 {
+			last := &img.runs[n-1]
+			if last.buf == buf && last.off+uint64(len(last.data)) == p.off &&
+				unsafe.Add(unsafe.Pointer(unsafe.SliceData(last.data)), len(last.data)) == unsafe.Pointer(unsafe.SliceData(data)) {
+				last.data = unsafe.Slice(unsafe.SliceData(last.data), len(last.data)+len(data))
+				continue
+			}
+		}
+		img.runs = append(img.runs, imageRun{off: p.off, data: data, buf: buf})
+	}
+	if img.retained > maxRetained(img.stored) {
+		return newMemoryImage(mem, sp, deadLow, deadHigh)
 	}
 	return img
 }
@@ -230,6 +321,14 @@ func (img *MemoryImage) Check(limit uint64) error {
 // and the __stack_pointer is dead while the guest is idle, and the image
 // does not keep it.
 func (in *Instance) MemoryImage(stackLow uint64) (*MemoryImage, error) {
+	return in.MemoryImageSince(stackLow, nil)
+}
+
+// MemoryImageSince is MemoryImage, sharing with prev (an image of this
+// instance's memory taken earlier, or nil) the pages that did not change
+// since: a session that takes the image of its idle point after every run
+// copies only what the run changed.
+func (in *Instance) MemoryImageSince(stackLow uint64, prev *MemoryImage) (*MemoryImage, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed.Load() || in.dead != nil || in.mod == nil {
@@ -249,7 +348,7 @@ func (in *Instance) MemoryImage(stackLow uint64) (*MemoryImage, error) {
 	if stackLow != 0 && stackLow < spv && spv <= uint64(len(b)) {
 		lo, hi = stackLow, spv
 	}
-	return newMemoryImage(b, spv, lo, hi), nil
+	return newMemoryImageSince(b, spv, lo, hi, prev), nil
 }
 
 // InstantiateImage starts a live instance of m in the state img (see

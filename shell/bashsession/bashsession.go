@@ -301,7 +301,7 @@ func (s *Session) keep() error {
 			s.stackLow = uint64(uint32(res[0]))
 		}
 	}
-	img, err := s.in.MemoryImage(s.stackLow)
+	img, err := s.in.MemoryImageSince(s.stackLow, s.img)
 	if err != nil {
 		return fmt.Errorf("bashsession: %w", err)
 	}
