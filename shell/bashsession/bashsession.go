@@ -301,7 +301,14 @@ func (s *Session) keep() error {
 			s.stackLow = uint64(uint32(res[0]))
 		}
 	}
-	img, err := s.in.MemoryImageSince(s.stackLow, s.img)
+	prev := s.img
+	if prev == nil {
+		// A new bash: its memory came from the module's fresh image,
+		// whose unchanged pages (most of the data segments) the image
+		// shares.
+		prev, _ = s.cfg.Runtime.FreshImage(context.Background(), s.cfg.Module)
+	}
+	img, err := s.in.MemoryImageSince(s.stackLow, prev)
 	if err != nil {
 		return fmt.Errorf("bashsession: %w", err)
 	}
