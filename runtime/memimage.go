@@ -21,7 +21,17 @@ import (
 // an idle instance; InstantiateImage starts a new instance of the same
 // module in it. A session keeps the image of its last idle point, and
 // comes back to it after a killed call (a new instance from the image), or
-// forks from it. fork and InstantiateImage share the copy (loadMemory).
+// forks from it.
+//
+// On Linux nothing is copied to start an instance from an image: the
+// image's pages go into a sealed memfd once (its mapped form, see
+// MemoryImage.Hold), which each instance maps privately, copy-on-write,
+// at the start of its reserved memory (image_linux.go), and the module's
+// data segments are not written over it (wazero patch 12). A guest fork
+// does the same with the caller's memory (forkCall), and a new instance of
+// a session program starts from the module's fresh image (FreshImage).
+// Elsewhere, or when the system refuses the memfd, the bytes are copied
+// (loadImage, loadMemory).
 
 // MemoryImage is the state of an idle instance of a build/posix guest.
 // The host treats its bytes as the guest's: it runs them inside the
