@@ -93,5 +93,62 @@ func measureBash(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		rows = append(rows, row(c.name, Duration, box, nat, c.note+"; GNU bash in wasm (sandbox.Run, WithShell bash) vs "+nativeBash+" -c"))
 	}
+	srows, err := measureBashSession(ctx, e, sb)
+	return append(rows, srows...), err
+}
+
+// measureBashSession times the live bash session's fixed costs (issue 22's
+// targets): a new sandbox and its first command, a builtin-only Run, and a
+// Fork of a session with state, each n times after one unmeasured warm-up.
+func measureBashSession(ctx context.Context, e *Env, sb *sandbox.Sandbox) ([]Row, error) {
+	n := e.reps(20, 200)
+	opts := []sandbox.Option{sandbox.WithEngine(e.Engine), sandbox.WithShell(sandbox.ShellBash)}
+	var rows []Row
+	var ds []float64
+	for i := 0; i <= n; i++ {
+		start := time.Now()
+		nsb, err := sandbox.New(ctx, opts...)
+		if err != nil {
+			return rows, err
+		}
+		res, err := nsb.Run(ctx, "echo hi")
+		d := time.Since(start)
+		nsb.Close()
+		if err != nil || res.Stdout != "hi\n" {
+			return rows, fmt.Errorf("new bash session: %v %q", err, res.Stdout)
+		}
+		if i > 0 {
+			ds = append(ds, seconds(d))
+		}
+	}
+	rows = append(rows, row("bash session: new sandbox and first command", Duration, ds, nil,
+		"sandbox.New(WithShell bash) + Run(echo hi); target <= 2 ms"))
+	if _, err := sb.Run(ctx, `x=1; f() { echo $x; }`); err != nil {
+		return rows, err
+	}
+	box, out, err := timeSandbox(ctx, sb, `x=1; y=$((x+1)); echo "$x $y"`, n)
+	if err != nil {
+		return rows, err
+	}
+	if out != "1 2\n" {
+		return rows, fmt.Errorf("builtin run printed %q", out)
+	}
+	rows = append(rows, row("bash session: builtin-only Run", Duration, box, nil,
+		"x=1; y=$((x+1)); echo; target <= 300 us"))
+	ds = ds[:0]
+	for i := 0; i <= n; i++ {
+		start := time.Now()
+		c, err := sb.Fork()
+		d := time.Since(start)
+		if err != nil {
+			return rows, err
+		}
+		c.Close()
+		if i > 0 {
+			ds = append(ds, seconds(d))
+		}
+	}
+	rows = append(rows, row("bash session: Fork", Duration, ds, nil,
+		"sandbox.Fork of a bash session with state; target <= 1 ms"))
 	return rows, nil
 }

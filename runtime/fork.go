@@ -247,7 +247,27 @@ func forkCall(ctx context.Context, mod api.Module, retPtr uint32) uint32 {
 	})
 	ictx := experimental.WithMemoryAllocator(cctx, alloc)
 	ictx = experimental.WithCloseNotifier(ictx, notify)
+	// The child's memory: the caller's, put in a sealed memfd that the
+	// child maps copy-on-write (its pages of zeros and the dead stack
+	// below the caller's __stack_pointer are not even written), instead
+	// of a new zeroed memory the whole of the caller's is copied into.
+	src, ok := mem.Read(0, size)
+	var im *image
+	if ok {
+		var lo, hi uint64
+		if low, spv := m.stackLow.Load(), sp.Get(); low != 0 && low < spv && spv <= uint64(size) {
+			lo, hi = low, spv
+		}
+		im, _ = newSparseImage(uint64(size), memoryRuns(src, lo, hi), env.budget)
+	}
+	if im != nil {
+		alloc.image = im
+		ictx = experimental.WithoutActiveData(ictx)
+	}
 	child, err := m.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if im != nil {
+		im.close() // the child's mapping keeps what it maps
+	}
 	abort := func(errno uint32) uint32 {
 		if child != nil {
 			_ = child.Close(context.WithoutCancel(ctx))
@@ -259,14 +279,17 @@ func forkCall(ctx context.Context, mod api.Module, retPtr uint32) uint32 {
 		m.release(ctx)
 		return fail(errno)
 	}
-	if err != nil {
+	if err != nil || !ok || alloc.imageErr != nil {
 		return abort(ErrnoNomem)
 	}
-	src, ok := mem.Read(0, size)
-	if !ok {
-		return abort(ErrnoNomem)
-	}
-	if errno := loadMemory(child, src, sp.Get()); errno != ErrnoSuccess {
+	if im != nil {
+		if errno := growTo(child.Memory(), size); errno != ErrnoSuccess {
+			return abort(errno)
+		}
+		if errno := setStackPointer(child, sp.Get()); errno != ErrnoSuccess {
+			return abort(errno)
+		}
+	} else if errno := loadMemory(child, src, sp.Get()); errno != ErrnoSuccess {
 		return abort(errno)
 	}
 	pfd, err := st.AddStream(p, nil, nil, true)

@@ -191,3 +191,45 @@ func roundPage(n uint64) uint64 {
 	const page = 65536 // wasm's page, a multiple of the host's
 	return (n + page - 1) &^ (page - 1)
 }
+
+// newSparseImage stores a memory of size bytes whose non-zero pages are
+// runs (each at its offset) in a sealed memfd, after reserving from b
+// what it stores; an error when the system cannot map one (the caller
+// then copies instead).
+func newSparseImage(size uint64, runs []imageRun, b *Budget) (*image, error) {
+	stored := uint64(0)
+	for _, r := range runs {
+		stored += uint64(len(r.data))
+	}
+	if err := b.Reserve(stored); err != nil {
+		return nil, err
+	}
+	im := &image{size: size, fd: -1, stored: stored, budget: b}
+	fd, err := unix.MemfdCreate("wasmbox-image", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		im.free()
+		return nil, err
+	}
+	fail := func(err error) (*image, error) {
+		unix.Close(fd)
+		im.free()
+		return nil, err
+	}
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		return fail(err)
+	}
+	for _, r := range runs {
+		for p := 0; p < len(r.data); {
+			n, err := unix.Pwrite(fd, r.data[p:], int64(r.off)+int64(p))
+			if err != nil {
+				return fail(err)
+			}
+			p += n
+		}
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
+		return fail(err)
+	}
+	im.fd = fd
+	return im, nil
+}

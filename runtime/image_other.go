@@ -32,3 +32,8 @@ func (im *image) copyTo(buf []byte) error {
 	copy(buf, im.data)
 	return nil
 }
+
+// newSparseImage: images are not mapped on this system (the caller copies).
+func newSparseImage(uint64, []imageRun, *Budget) (*image, error) {
+	return nil, errors.New("memory images are not mapped on this system")
+}

@@ -76,6 +76,17 @@ var ErrInstanceDead = errors.New("instance is no longer running")
 // Instantiate starts a live instance of m. ctx bounds the start (the
 // module's _initialize runs when there is no snapshot).
 func (r *Runtime) Instantiate(ctx context.Context, m *Module, opts InstanceOptions) (*Instance, error) {
+	return r.instantiate(ctx, m, opts, nil)
+}
+
+// instantiate is Instantiate; with mapped (not nil, and m no reactor) the
+// memory starts as that image, mapped copy-on-write, and the module's
+// active data segments are not written (the image holds a later state of
+// the same memory).
+func (r *Runtime) instantiate(ctx context.Context, m *Module, opts InstanceOptions, mapped *image) (*Instance, error) {
+	if m.reactor != nil {
+		mapped = nil
+	}
 	if r.ownWASI && opts.WASI == nil {
 		return nil, errors.New("runtime: Instantiate needs InstanceOptions.WASI")
 	}
@@ -98,6 +109,9 @@ func (r *Runtime) Instantiate(ctx context.Context, m *Module, opts InstanceOptio
 	need := uint64(m.minPages) * 65536
 	if snap != nil {
 		need = max(need, uint64(snap.pages)*65536)
+	}
+	if mapped != nil {
+		need = max(need, mapped.size)
 	}
 	if need > limit {
 		return nil, fmt.Errorf("%s: %w: the module needs %s of initial memory, the limit is %s",
@@ -128,6 +142,9 @@ func (r *Runtime) Instantiate(ctx context.Context, m *Module, opts InstanceOptio
 	if snap != nil {
 		in.alloc.image = snap.img
 	}
+	if mapped != nil {
+		in.alloc.image = mapped
+	}
 	r.live.Add(1)
 	in.counted.Store(true)
 	notify := experimental.CloseNotifyFunc(func(context.Context, uint32) {
@@ -137,8 +154,14 @@ func (r *Runtime) Instantiate(ctx context.Context, m *Module, opts InstanceOptio
 	})
 	ictx := experimental.WithMemoryAllocator(cctx, in.alloc)
 	ictx = experimental.WithCloseNotifier(ictx, notify)
+	if mapped != nil {
+		ictx = experimental.WithoutActiveData(ictx)
+	}
 	mod, err := m.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	in.mod = mod
+	if err == nil && mapped != nil && in.alloc.imageErr != nil {
+		err = in.alloc.imageErr
+	}
 	if err == nil && m.reactor != nil {
 		if snap != nil {
 			err = restore(mod, m.reactor, snap, in.alloc)

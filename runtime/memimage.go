@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"unsafe"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero/api"
+	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
 
 // Memory images of idle instances.
@@ -18,7 +21,17 @@ import (
 // an idle instance; InstantiateImage starts a new instance of the same
 // module in it. A session keeps the image of its last idle point, and
 // comes back to it after a killed call (a new instance from the image), or
-// forks from it. fork and InstantiateImage share the copy (loadMemory).
+// forks from it.
+//
+// On Linux nothing is copied to start an instance from an image: the
+// image's pages go into a sealed memfd once (its mapped form, see
+// MemoryImage.Hold), which each instance maps privately, copy-on-write,
+// at the start of its reserved memory (image_linux.go), and the module's
+// data segments are not written over it (wazero patch 12). A guest fork
+// does the same with the caller's memory (forkCall), and a new instance of
+// a session program starts from the module's fresh image (FreshImage).
+// Elsewhere, or when the system refuses the memfd, the bytes are copied
+// (loadImage, loadMemory).
 
 // MemoryImage is the state of an idle instance of a build/posix guest.
 // The host treats its bytes as the guest's: it runs them inside the
@@ -35,15 +48,92 @@ type MemoryImage struct {
 	// deadLow, deadHigh: the dead range, whole pages; the pages there
 	// are neither kept nor cleared when the image is loaded.
 	deadLow, deadHigh uint64
-	runs              []imageRun // ascending, page-aligned, non-adjacent
+	runs              []imageRun // ascending, page-aligned
 	stored            uint64
+	// retained is what the allocations of its runs hold (shared with the
+	// images it was taken since: see newMemoryImageSince).
+	retained uint64
+
+	// The image's mapped form (Linux): a sealed memfd that instances
+	// started from the image map copy-on-write (see image_linux.go), so
+	// that starting one copies nothing. Made on the first InstantiateImage
+	// while a holder holds the image (Hold), reserved from the runtime's
+	// budget, and closed when the last holder lets go (Release); mappings
+	// of live instances keep their pages until those instances close.
+	mu      sync.Mutex
+	holds   int
+	mapped  *image
+	mapFail bool // the system refused: instances copy
+}
+
+// Hold says that the caller will start instances from img (a session
+// keeps the image it comes back to after a kill, and forks from): its
+// mapped form, once made, is kept until the matching Release.
+func (img *MemoryImage) Hold() {
+	img.mu.Lock()
+	img.holds++
+	img.mu.Unlock()
+}
+
+// Release ends a Hold. The last one closes the mapped form and gives its
+// bytes back to the budget they were reserved from.
+func (img *MemoryImage) Release() {
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	if img.holds <= 0 {
+		return
+	}
+	img.holds--
+	if img.holds == 0 && img.mapped != nil {
+		img.mapped.close()
+		img.mapped = nil
+	}
+}
+
+// Mapped says whether the image's mapped form is open (for tests).
+func (img *MemoryImage) Mapped() bool {
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	return img.mapped != nil
+}
+
+// mappedForm returns the mapped form of img, made now if needed (reserved
+// from b), and whether the caller must close it once its instance is made
+// (no holder keeps it); nil when the system cannot map images.
+func (img *MemoryImage) mappedForm(b *Budget) (im *image, temp bool) {
+	img.mu.Lock()
+	defer img.mu.Unlock()
+	if img.mapped != nil {
+		return img.mapped, false
+	}
+	if img.mapFail {
+		return nil, false
+	}
+	im, err := newSparseImage(img.size, img.runs, b)
+	if err != nil {
+		if !errors.Is(err, ErrBudget) {
+			img.mapFail = true
+		}
+		return nil, false
+	}
+	if img.holds == 0 {
+		return im, true
+	}
+	img.mapped = im
+	return im, false
 }
 
 // imageRun is a run of adjacent pages of an image.
 type imageRun struct {
 	off  uint64
 	data []byte
+	buf  *imageBuf // the allocation data is part of
 }
+
+// imageBuf is an allocation that runs of images are parts of: an image
+// taken since another (see Instance.MemoryImageSince) shares the pages
+// that did not change, and with them their allocations.
+type imageBuf struct{ size uint64 }
 
 const imagePage = 4096
 
@@ -79,12 +169,120 @@ func newMemoryImage(mem []byte, sp, deadLow, deadHigh uint64) *MemoryImage {
 		img.stored += end - off
 	}
 	buf := make([]byte, 0, img.stored)
+	ib := &imageBuf{size: img.stored}
 	for _, sp := range spans {
 		start := len(buf)
 		buf = append(buf, mem[sp.off:sp.end]...)
-		img.runs = append(img.runs, imageRun{off: sp.off, data: buf[start:len(buf):len(buf)]})
+		img.runs = append(img.runs, imageRun{off: sp.off, data: buf[start:len(buf):len(buf)], buf: ib})
+	}
+	img.retained = img.stored
+	return img
+}
+
+// maxRetained bounds what an image taken since another keeps alive: past
+// it, the image is copied whole (see newMemoryImageSince).
+func maxRetained(stored uint64) uint64 { return 2*stored + 1<<20 }
+
+// newMemoryImageSince is newMemoryImage, sharing with prev (an image of
+// the same memory taken earlier) the pages that have not changed since:
+// only the changed ones are copied. What the image keeps alive (the
+// allocations its pages are parts of) is bounded by maxRetained: past it,
+// it copies everything instead, as newMemoryImage.
+func newMemoryImageSince(mem []byte, sp, deadLow, deadHigh uint64, prev *MemoryImage) *MemoryImage {
+	if prev == nil || prev.size != uint64(len(mem)) {
+		return newMemoryImage(mem, sp, deadLow, deadHigh)
+	}
+	img := &MemoryImage{size: uint64(len(mem)), sp: sp}
+	lo, hi := (deadLow+imagePage-1)&^(imagePage-1), deadHigh&^(imagePage-1)
+	if lo < hi && hi <= img.size {
+		img.deadLow, img.deadHigh = lo, hi
+	}
+	type page struct {
+		off  uint64
+		data []byte // prev's, when unchanged
+		buf  *imageBuf
+	}
+	var pages []page
+	changed := uint64(0)
+	j := 0 // prev.runs[j] is the first run that does not end before off
+	for _, r := range memoryRuns(mem, img.deadLow, img.deadHigh) {
+		for off := r.off; off < r.off+uint64(len(r.data)); off += imagePage {
+			cur := mem[off : off+imagePage]
+			for j < len(prev.runs) && prev.runs[j].off+uint64(len(prev.runs[j].data)) <= off {
+				j++
+			}
+			if j < len(prev.runs) && prev.runs[j].off <= off {
+				pr := prev.runs[j]
+				if old := pr.data[off-pr.off : off-pr.off+imagePage]; bytes.Equal(old, cur) {
+					pages = append(pages, page{off, old, pr.buf})
+					continue
+				}
+			}
+			pages = append(pages, page{off: off})
+			changed += imagePage
+		}
+	}
+	var nb []byte
+	var ib *imageBuf
+	if changed > 0 {
+		nb = make([]byte, 0, changed)
+		ib = &imageBuf{size: changed}
+	}
+	seen := map[*imageBuf]bool{}
+	for _, p := range pages {
+		data, buf := p.data, p.buf
+		if data == nil {
+			start := len(nb)
+			nb = append(nb, mem[p.off:p.off+imagePage]...)
+			data, buf = nb[start:len(nb):len(nb)], ib
+		}
+		img.stored += imagePage
+		if !seen[buf] {
+			seen[buf] = true
+			img.retained += buf.size
+		}
+		// Adjacent in memory and in the same allocation: one run.
+		if n := len(img.runs); n > 0 {
+			last := &img.runs[n-1]
+			if last.buf == buf && last.off+uint64(len(last.data)) == p.off &&
+				unsafe.Add(unsafe.Pointer(unsafe.SliceData(last.data)), len(last.data)) == unsafe.Pointer(unsafe.SliceData(data)) {
+				last.data = unsafe.Slice(unsafe.SliceData(last.data), len(last.data)+len(data))
+				continue
+			}
+		}
+		img.runs = append(img.runs, imageRun{off: p.off, data: data, buf: buf})
+	}
+	if img.retained > maxRetained(img.stored) {
+		return newMemoryImage(mem, sp, deadLow, deadHigh)
 	}
 	return img
+}
+
+// memoryRuns returns the runs of pages of mem that are not zeros, outside
+// [deadLow, deadHigh) shrunk to whole pages, as views of mem (no copy).
+func memoryRuns(mem []byte, deadLow, deadHigh uint64) []imageRun {
+	size := uint64(len(mem))
+	lo, hi := (deadLow+imagePage-1)&^(imagePage-1), deadHigh&^(imagePage-1)
+	if lo >= hi || hi > size {
+		lo, hi = 0, 0
+	}
+	var runs []imageRun
+	for off := uint64(0); off < size; off += imagePage {
+		if off >= lo && off < hi {
+			off = hi - imagePage
+			continue
+		}
+		end := min(off+imagePage, size)
+		if isZeroPage(mem[off:end]) {
+			continue
+		}
+		if n := len(runs); n > 0 && runs[n-1].off+uint64(len(runs[n-1].data)) == off {
+			runs[n-1].data = mem[runs[n-1].off:end]
+		} else {
+			runs = append(runs, imageRun{off: off, data: mem[off:end]})
+		}
+	}
+	return runs
 }
 
 var zeroPage [imagePage]byte
@@ -133,6 +331,14 @@ func (img *MemoryImage) Check(limit uint64) error {
 // and the __stack_pointer is dead while the guest is idle, and the image
 // does not keep it.
 func (in *Instance) MemoryImage(stackLow uint64) (*MemoryImage, error) {
+	return in.MemoryImageSince(stackLow, nil)
+}
+
+// MemoryImageSince is MemoryImage, sharing with prev (an image of this
+// instance's memory taken earlier, or nil) the pages that did not change
+// since: a session that takes the image of its idle point after every run
+// copies only what the run changed.
+func (in *Instance) MemoryImageSince(stackLow uint64, prev *MemoryImage) (*MemoryImage, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed.Load() || in.dead != nil || in.mod == nil {
@@ -152,7 +358,7 @@ func (in *Instance) MemoryImage(stackLow uint64) (*MemoryImage, error) {
 	if stackLow != 0 && stackLow < spv && spv <= uint64(len(b)) {
 		lo, hi = stackLow, spv
 	}
-	return newMemoryImage(b, spv, lo, hi), nil
+	return newMemoryImageSince(b, spv, lo, hi, prev), nil
 }
 
 // InstantiateImage starts a live instance of m in the state img (see
@@ -167,7 +373,35 @@ func (r *Runtime) InstantiateImage(ctx context.Context, m *Module, img *MemoryIm
 	if err := img.Check(limit); err != nil {
 		return nil, fmt.Errorf("%s: %w", m.name, err)
 	}
-	in, err := r.Instantiate(ctx, m, opts)
+	var in *Instance
+	var err error
+	if im, temp := img.mappedForm(r.budget); im != nil && m.reactor == nil {
+		// The memory is the image, mapped copy-on-write: nothing is
+		// copied (a page is when the guest first writes it).
+		in, err = r.instantiate(ctx, m, opts, im)
+		if temp {
+			im.close() // the instance's mapping keeps what it maps
+		}
+		if err != nil {
+			return nil, err
+		}
+		if errno := growTo(in.mod.Memory(), uint32(img.size)); errno != ErrnoSuccess {
+			in.Close(ctx)
+			err = fmt.Errorf("%s: %w: the image needs %s of memory", m.name, ErrMemoryLimit, FormatBytes(img.size))
+			if lerr := in.LimitError(); lerr != nil {
+				err = fmt.Errorf("%s: %w", m.name, lerr)
+			}
+			return nil, err
+		}
+		if errno := setStackPointer(in.mod, img.sp); errno != ErrnoSuccess {
+			in.Close(ctx)
+			return nil, fmt.Errorf("%s: loading the memory image: %w", m.name, ErrBadImage)
+		}
+		return in, nil
+	} else if temp {
+		im.close()
+	}
+	in, err = r.Instantiate(ctx, m, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -255,4 +489,74 @@ func loadMemory(dst api.Module, src []byte, sp uint64) uint32 {
 		return ErrnoNomem
 	}
 	return setStackPointer(dst, sp)
+}
+
+// StackLowExport is the export of a build/posix guest that returns the
+// lowest address of its shadow stack (wasm-ld's __stack_low).
+const StackLowExport = "wasmbox_session_stack_low"
+
+// ErrNoFreshImage is FreshImage's error for a module whose fresh state is
+// not its memory alone: it has a start function, which runs at every
+// instantiation, or it is a reactor module (see SnapshotABI), whose
+// instances start from its snapshot.
+var ErrNoFreshImage = errors.New("the module has no fresh image")
+
+// FreshImage returns the state of a new instance of m before any of its
+// code runs: its memory as its data segments make it, and its initial
+// __stack_pointer. An instance started from it (InstantiateImage) is the
+// same as one Instantiate makes, but maps the image copy-on-write instead
+// of allocating a zeroed memory and writing the segments into it: for GNU
+// bash, whose initial memory is 8.6 MiB, that allocation was most of a new
+// session. It is made once per module, on first use, from an instance in
+// which nothing runs; the module holds it (its mapped form is reserved
+// from the runtime's budget) until the module is released.
+func (r *Runtime) FreshImage(ctx context.Context, m *Module) (*MemoryImage, error) {
+	if m.reactor != nil || m.startSec {
+		return nil, fmt.Errorf("%s: %w", m.name, ErrNoFreshImage)
+	}
+	m.freshMu.Lock()
+	defer m.freshMu.Unlock()
+	if m.fresh != nil || m.freshErr != nil {
+		return m.fresh, m.freshErr
+	}
+	st, err := preview1.NewState(preview1.Config{})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	in, err := r.Instantiate(ctx, m, InstanceOptions{WASI: st})
+	if err != nil {
+		return nil, err // a budget or a context: tried again next time
+	}
+	defer in.Close(ctx)
+	mem := in.mod.Memory()
+	sp, ok := in.mod.ExportedGlobal(StackPointerExport).(api.MutableGlobal)
+	if mem == nil || !ok {
+		m.freshErr = fmt.Errorf("%s: %w: no memory or no exported %s", m.name, ErrNoFreshImage, StackPointerExport)
+		return nil, m.freshErr
+	}
+	b, _ := mem.Read(0, mem.Size())
+	img := NewMemoryImage(b, sp.Get())
+	if in.mod.ExportedFunction(StackLowExport) != nil {
+		// A constant of the module (wasm-ld's __stack_low): forks of
+		// its instances need not copy the stack below their
+		// __stack_pointer (see forkCall).
+		if res, err := in.Call(ctx, StackLowExport); err == nil && len(res) == 1 {
+			m.stackLow.Store(uint64(uint32(res[0])))
+		}
+	}
+	img.Hold()
+	m.fresh = img
+	return img, nil
+}
+
+// dropFresh lets go of the module's fresh image (instances mapped from it
+// keep their mappings).
+func (m *Module) dropFresh() {
+	m.freshMu.Lock()
+	defer m.freshMu.Unlock()
+	if m.fresh != nil {
+		m.fresh.Release()
+		m.fresh = nil
+	}
 }

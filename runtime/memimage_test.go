@@ -45,3 +45,61 @@ func TestMemoryImageSparse(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryImageSince: an image taken since another has the memory's
+// bytes, shares the pages that did not change and copies the others, and
+// keeps no more than twice what it stores alive.
+func TestMemoryImageSince(t *testing.T) {
+	mem := make([]byte, 4*65536)
+	for p := 0; p < 32; p++ {
+		mem[p*imagePage+1] = byte(p + 1)
+	}
+	prev := newMemoryImage(mem, 16, 0, 0)
+	mem[3*imagePage+5] = 9  // changed
+	mem[40*imagePage] = 7   // new
+	mem[31*imagePage+1] = 0 // now zeros
+	img := newMemoryImageSince(mem, 32, 0, 0, prev)
+	if !bytes.Equal(img.Bytes(), mem) || img.StackPointer() != 32 {
+		t.Fatal("the image differs from the memory")
+	}
+	if img.Stored() != 32*imagePage {
+		t.Errorf("stored %d, want 32 pages", img.Stored())
+	}
+	if img.retained != prev.stored+2*imagePage {
+		t.Errorf("retained %d, want prev's %d and 2 new pages", img.retained, prev.stored)
+	}
+	// The image is a copy: changing the memory changes neither.
+	mem[0*imagePage+1] = 99
+	mem[3*imagePage+5] = 99
+	if b := img.Bytes(); b[1] != 1 || b[3*imagePage+5] != 9 {
+		t.Fatal("the image shares the memory")
+	}
+	if b := prev.Bytes(); b[3*imagePage+5] != 0 || b[31*imagePage+1] != 32 {
+		t.Fatal("the earlier image changed")
+	}
+	// A long chain in which every image keeps one page of each earlier
+	// allocation alive is cut: what an image retains stays bounded.
+	// Step i changes every page above page i: page i stays in the
+	// allocation of step i-1, whose other pages are gone.
+	img = prev
+	cut := false
+	for i := 0; i < 64; i++ {
+		for p := i%32 + 1; p < 32; p++ {
+			mem[p*imagePage+2] = byte(i + 1)
+		}
+		before := len(img.runs)
+		img = newMemoryImageSince(mem, 16, 0, 0, img)
+		if len(img.runs) < before && img.retained == img.stored {
+			cut = true
+		}
+		if img.retained > maxRetained(img.stored) {
+			t.Fatalf("step %d: retained %d for %d stored", i, img.retained, img.stored)
+		}
+		if !bytes.Equal(img.Bytes(), mem) {
+			t.Fatalf("step %d: the image differs from the memory", i)
+		}
+	}
+	if !cut {
+		t.Error("no image of the chain was copied whole: the bound never acted")
+	}
+}

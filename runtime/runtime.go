@@ -458,6 +458,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 			if m.reactor != nil {
 				m.reactor.close() // running instances keep their mappings
 			}
+			m.dropFresh()
 		}
 		r.mu.Unlock()
 		if err := r.fast.Close(ctx); r.closeErr == nil {
@@ -545,6 +546,16 @@ type Module struct {
 	rt       wazero.Runtime // r.rt, or r.fast for a metered module
 	pinned   bool
 	elem     *list.Element
+	// startSec: the module has a start function (it runs at every
+	// instantiation; see FreshImage).
+	startSec bool
+
+	freshMu  sync.Mutex
+	fresh    *MemoryImage // see FreshImage; held until closeCompiled
+	freshErr error
+	// stackLow is the lowest address of the guest's shadow stack, when
+	// known (StackLowExport, asked by FreshImage); 0 otherwise.
+	stackLow atomic.Uint64
 
 	mu      sync.Mutex
 	running int
@@ -586,6 +597,7 @@ func (m *Module) closeCompiled(ctx context.Context) {
 	if m.reactor != nil {
 		m.reactor.close()
 	}
+	m.dropFresh()
 	_ = m.compiled.Close(context.WithoutCancel(ctx))
 }
 
@@ -725,6 +737,9 @@ func (r *Runtime) compileLocked(ctx context.Context, name string, wasm []byte, k
 	}
 	m := &Module{name: name, key: key, size: len(wasm), compiled: compiled, minPages: minPages,
 		reactor: rc, rt: target, imports: map[[2]string]bool{}}
+	if secs, err := wasmbin.Sections(binary); err != nil || wasmbin.Find(secs, wasmbin.SecStart) >= 0 {
+		m.startSec = true
+	}
 	for _, def := range compiled.ImportedFunctions() {
 		if mod, fn, ok := def.Import(); ok {
 			m.imports[[2]string{mod, fn}] = true

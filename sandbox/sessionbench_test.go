@@ -21,9 +21,21 @@ func benchShells(b *testing.B, f func(b *testing.B, opts ...Option)) {
 	}
 	for _, sh := range shells {
 		b.Run(shellName(sh), func(b *testing.B) {
-			if _, err := DefaultEngine(context.Background()); err != nil {
+			ctx := context.Background()
+			if _, err := DefaultEngine(ctx); err != nil {
 				b.Fatal(err)
 			}
+			// Warm: the shell's module is compiled (seconds for
+			// bash.wasm) and its caches filled before the timer runs,
+			// so that the rows measure a session, not the compiler.
+			sb, err := New(ctx, WithShell(sh))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res, err := sb.Run(ctx, `echo hi`); err != nil || res.Stdout != "hi\n" {
+				b.Fatal(res, err)
+			}
+			sb.Close()
 			f(b, WithShell(sh))
 		})
 	}

@@ -210,14 +210,16 @@ func NewFromImage(ctx context.Context, cfg Config, img *runtime.MemoryImage) (*S
 	if err := img.Check(cfg.MemoryLimit); err != nil {
 		return nil, fmt.Errorf("bashsession: %w", err)
 	}
+	img.Hold()
 	s := &Session{cfg: cfg, dir: cfg.Dir, img: img}
 	if err := s.ready(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	// An image the host did not make may hold anything: it must at least
 	// answer as an idle session does before it is one.
 	if _, err := s.info(ctx); err != nil {
-		s.discard()
+		s.Close()
 		return nil, fmt.Errorf("bashsession: the image is not an idle bash session: %w", err)
 	}
 	return s, nil
@@ -270,6 +272,10 @@ func (s *Session) instance(ctx context.Context, img *runtime.MemoryImage) (*prev
 	var in *runtime.Instance
 	if img != nil {
 		in, err = s.cfg.Runtime.InstantiateImage(ctx, s.cfg.Module, img, opts)
+	} else if fresh, ferr := s.cfg.Runtime.FreshImage(ctx, s.cfg.Module); ferr == nil {
+		// A new bash: its memory mapped from the module's fresh image
+		// instead of allocated and filled (nothing of it has run).
+		in, err = s.cfg.Runtime.InstantiateImage(ctx, s.cfg.Module, fresh, opts)
 	} else {
 		in, err = s.cfg.Runtime.Instantiate(ctx, s.cfg.Module, opts)
 	}
@@ -295,9 +301,20 @@ func (s *Session) keep() error {
 			s.stackLow = uint64(uint32(res[0]))
 		}
 	}
-	img, err := s.in.MemoryImage(s.stackLow)
+	prev := s.img
+	if prev == nil {
+		// A new bash: its memory came from the module's fresh image,
+		// whose unchanged pages (most of the data segments) the image
+		// shares.
+		prev, _ = s.cfg.Runtime.FreshImage(context.Background(), s.cfg.Module)
+	}
+	img, err := s.in.MemoryImageSince(s.stackLow, prev)
 	if err != nil {
 		return fmt.Errorf("bashsession: %w", err)
+	}
+	img.Hold()
+	if s.img != nil {
+		s.img.Release()
 	}
 	s.img = img
 	return nil
@@ -528,10 +545,12 @@ func (s *Session) ForkBudget(ctx context.Context, fsys vfs.FS, spawner runtime.S
 		return nil, session.ErrClosed
 	}
 	cfg, img, dir, dirOK := s.cfg, s.img, s.dir, s.dirOK
+	img.Hold() // under s.mu: a run of s cannot let it go first
 	s.mu.Unlock()
 	cfg.FS, cfg.Spawner, cfg.Budget = fsys, spawner, b
 	c := &Session{cfg: cfg, img: img, dir: dir, dirOK: dirOK}
 	if err := c.ready(ctx); err != nil {
+		c.Close()
 		return nil, err
 	}
 	c.dirOK = dirOK
@@ -544,7 +563,10 @@ func (s *Session) Close() error {
 	defer s.mu.Unlock()
 	s.closed = true
 	s.discard()
-	s.img = nil
+	if s.img != nil {
+		s.img.Release()
+		s.img = nil
+	}
 	return nil
 }
 

@@ -49,3 +49,33 @@ func BenchmarkNew(b *testing.B) {
 		s.Close()
 	}
 }
+
+// BenchmarkPipeline5Builtins: a 5-stage pipeline of builtins, so the
+// guest's five forks and their waits, no command started.
+func BenchmarkPipeline5Builtins(b *testing.B) {
+	e := newEnv(b)
+	s := e.session(b)
+	ctx := context.Background()
+	var out bytes.Buffer
+	for b.Loop() {
+		out.Reset()
+		if _, err := s.Run(ctx, `echo a | read x | true | echo b | read y`, nil, &out, nil); err != nil || out.String() != "" {
+			b.Fatal(err, out.String())
+		}
+	}
+}
+
+// BenchmarkPipeline5Commands: a 5-stage pipeline of small commands (five
+// forks, five execs through the executor).
+func BenchmarkPipeline5Commands(b *testing.B) {
+	e := newEnv(b)
+	s := e.session(b)
+	ctx := context.Background()
+	var out bytes.Buffer
+	for b.Loop() {
+		out.Reset()
+		if _, err := s.Run(ctx, `echo a | cat | tr a b | sort | wc -l`, nil, &out, nil); err != nil || out.String() != "1\n" {
+			b.Fatal(err, out.String())
+		}
+	}
+}

@@ -50,3 +50,12 @@ func WithMemoryAllocator(ctx context.Context, allocator MemoryAllocator) context
 	}
 	return ctx
 }
+
+// WithoutActiveData makes an instantiation with ctx leave memory as the
+// MemoryAllocator gave it: active data segments are checked against the
+// memory's bounds but not copied into it. For a host that starts the
+// instance in memory that already holds a later state of the same module
+// (an image mapped by its allocator). A wasmbox patch (PATCHES.md, 12).
+func WithoutActiveData(ctx context.Context) context.Context {
+	return context.WithValue(ctx, expctxkeys.SkipActiveDataKey{}, true)
+}

@@ -329,7 +329,10 @@ func (m *ModuleInstance) validateData(data []DataSegment) (err error) {
 // applyData uses the given data segments and mutate the memory according to the initial contents on it
 // and populate the `DataInstances`. This is called after all the validation phase passes and out of
 // bounds memory access error here is not a validation error, but rather a runtime error.
-func (m *ModuleInstance) applyData(data []DataSegment) error {
+//
+// With skipActive, active segments are checked but not copied: the memory
+// already holds the module's state (wasmbox patch 12).
+func (m *ModuleInstance) applyData(data []DataSegment, skipActive bool) error {
 	m.DataInstances = make([][]byte, len(data))
 	for i := range data {
 		d := &data[i]
@@ -340,7 +343,9 @@ func (m *ModuleInstance) applyData(data []DataSegment) error {
 			if offset < 0 || offset+len(d.Init) > len(m.MemoryInstance.Buffer) {
 				return fmt.Errorf("%s[%d]: out of bounds memory access", SectionIDName(SectionIDData), i)
 			}
-			copy(m.MemoryInstance.Buffer[offset:], d.Init)
+			if !skipActive {
+				copy(m.MemoryInstance.Buffer[offset:], d.Init)
+			}
 		}
 	}
 	return nil
@@ -452,7 +457,8 @@ func (s *Store) instantiate(
 	m.buildElementInstances(module.ElementSection)
 
 	// Now all the validation passes, we are safe to mutate memory instances (possibly imported ones).
-	if err = m.applyData(module.DataSection); err != nil {
+	skipData, _ := ctx.Value(expctxkeys.SkipActiveDataKey{}).(bool)
+	if err = m.applyData(module.DataSection, skipData); err != nil {
 		return nil, err
 	}
 
