@@ -177,3 +177,35 @@ func TestCToolsMemoryBomb(t *testing.T) {
 	res = run(t, sb, `echo ok | awk '{print}'`)
 	wantEqual(t, res.Stdout, "ok\n")
 }
+
+// TestCToolsCoreutils: sort, uniq, wc, cut and sha256sum are GNU
+// coreutils 9.1 (build/ctools), with what build/ctools/README.md says of
+// WASI: sort -o writes its file (through fd_renumber, not the standard
+// output), sort spills to temporary files and merges them when the input
+// exceeds its buffer (also with --compress-program, which cannot start
+// here: the files stay uncompressed), --parallel sorts in one thread, and
+// wc has 9.2's --total. Expectations from Debian 12's coreutils on the
+// host (wc --total by coreutils 9.2's rules).
+func TestCToolsCoreutils(t *testing.T) {
+	sb := newSandbox(t, WithTimeout(time.Minute))
+	res := run(t, sb, `for c in sort uniq wc cut sha256sum; do $c --version | head -n1; done`)
+	wantEqual(t, res.Stdout, "sort (GNU coreutils) 9.1\nuniq (GNU coreutils) 9.1\nwc (GNU coreutils) 9.1\ncut (GNU coreutils) 9.1\nsha256sum (GNU coreutils) 9.1\n")
+	mkdirs(t, sb, "/tmp/cu")
+	for _, c := range []struct{ script, out string }{
+		{`printf 'b\na\nc\n' > in; sort -o out in; echo "[$?]"; cat out`, "[0]\na\nb\nc\n"},
+		{`printf 'b\na\nc\n' > in; sort -o in in; cat in`, "a\nb\nc\n"},
+		{`printf '3\n1\n2\n' | sort --parallel=4 -n`, "1\n2\n3\n"},
+		{`seq 1 20000 | sort -S 1K -r | head -n3`, "9999\n9998\n9997\n"},
+		{`seq 1 20000 | sort -S 1K --compress-program=gzip -r | sha256sum`, "32e8bfc1888e4abc71c499baefe2efcad2ecc01d1c18f4a453d5d62b502a2c3e  -\n"},
+		{`printf '1e3\n-2\nabc\n0.5\n' | sort -g`, "abc\n-2\n0.5\n1e3\n"},
+		{`printf 'x y\n' > a; printf '1\n2\n' > b; wc --total=only a b; wc --total=always a; wc --total=never a b`, "3 4 8\n1 2 4 a\n1 2 4 total\n1 2 4 a\n2 2 4 b\n"},
+		{`echo 'a:b:c' | cut -d: -f2`, "b\n"},
+		{`printf 'a\na\nb\n' | uniq -c`, "      2 a\n      1 b\n"},
+		{`printf 'abc\n' | sha256sum`, "edeaaff3f1774ad2888673770c6d64097e391bc362d7d6fb34982ddf0efd18cb  -\n"},
+	} {
+		res := run(t, sb, "cd /tmp/cu && "+c.script)
+		if res.Stdout != c.out || res.ExitCode != 0 {
+			t.Errorf("%s:\nstdout %q\nstderr %q\nexit %d; want %q", c.script, res.Stdout, res.Stderr, res.ExitCode, c.out)
+		}
+	}
+}

@@ -2,14 +2,16 @@ package wasm
 
 import _ "embed"
 
-// The C tools: GNU grep, GNU sed and mawk for wasm32-wasi (wasm/ctools,
+// The C tools: GNU grep, GNU sed, mawk and GNU coreutils' sort, uniq, wc,
+// cut and sha256sum for wasm32-wasi (wasm/ctools,
 // built by `make ctools` from Debian's source packages, see
 // build/ctools). They are plain WASI commands (_start), not multi-call Go
 // reactors: each module is one program, started afresh for every run
 // (a few milliseconds of C start-up, no snapshot). Their lines of the
 // command index (wasm/ctools/commands.txt, which `make wasm` merges into
 // commands.txt in place of the Go tools' lines for the same names) give
-// them grep, egrep, fgrep, sed, awk, mawk and nawk; the Go tools of those
+// them grep, egrep, fgrep, sed, awk, mawk, nawk, sort, uniq, wc, cut and
+// sha256sum; the Go tools of those
 // names stay in the coreutils module for its native tests, unreachable by
 // name, and GoAWK stays reachable as gawk (its gawk extensions). mawk's
 // system() and pipes run sandbox commands through the runtime's process
@@ -21,6 +23,16 @@ var (
 	sedWasm []byte
 	//go:embed ctools/mawk.wasm
 	mawkWasm []byte
+	//go:embed ctools/sort.wasm
+	sortWasm []byte
+	//go:embed ctools/uniq.wasm
+	uniqWasm []byte
+	//go:embed ctools/wc.wasm
+	wcWasm []byte
+	//go:embed ctools/cut.wasm
+	cutWasm []byte
+	//go:embed ctools/sha256sum.wasm
+	sha256sumWasm []byte
 	// ctoolsIndex is their part of commands.txt (make wasm merges it).
 	//go:embed ctools/commands.txt
 	ctoolsIndex []byte
@@ -35,13 +47,26 @@ const (
 	SedModule = "sed"
 	// MawkModule is mawk: awk, mawk and nawk.
 	MawkModule = "mawk"
+	// SortModule, UniqModule, WcModule, CutModule and Sha256sumModule
+	// are GNU coreutils' sort, uniq, wc, cut and sha256sum.
+	SortModule      = "sort"
+	UniqModule      = "uniq"
+	WcModule        = "wc"
+	CutModule       = "cut"
+	Sha256sumModule = "sha256sum"
 )
 
 // CModules returns the names of the C tool modules, sorted. They are
 // among Modules, but are built by `make ctools`, not by `make wasm`.
-func CModules() []string { return []string{GrepModule, MawkModule, SedModule} }
+func CModules() []string {
+	return []string{CutModule, GrepModule, MawkModule, SedModule, Sha256sumModule, SortModule, UniqModule, WcModule}
+}
 
 // IsCModule reports whether name is one of CModules.
 func IsCModule(name string) bool {
-	return name == GrepModule || name == SedModule || name == MawkModule
+	switch name {
+	case CutModule, GrepModule, MawkModule, SedModule, Sha256sumModule, SortModule, UniqModule, WcModule:
+		return true
+	}
+	return false
 }

@@ -19,8 +19,9 @@
 // initialisation would otherwise run on every start of every command;
 // "net" is curl and wget, which alone link net/http;
 // "shell" is the bash interpreter, the live shell of every sandbox session
-// (its wasmbox_session export) and sh, bash and dash; "grep", "sed" and
-// "mawk" are the C tools (CModules, see ctools.go).
+// (its wasmbox_session export) and sh, bash and dash; "grep", "sed",
+// "mawk", "sort", "uniq", "wc", "cut" and "sha256sum" are the C tools
+// (CModules, see ctools.go).
 //
 // # Build
 //
@@ -97,7 +98,7 @@ func Coreutils() []byte { return coreutils }
 
 // Modules returns the names of the embedded modules, sorted.
 func Modules() []string {
-	return []string{AWKModule, CoreutilsModule, GrepModule, JQModule, MawkModule, NetModule, SedModule, ShellModule}
+	return []string{AWKModule, CoreutilsModule, CutModule, GrepModule, JQModule, MawkModule, NetModule, SedModule, Sha256sumModule, ShellModule, SortModule, UniqModule, WcModule}
 }
 
 // GoModules returns the names of the Go tool modules (`make wasm`
@@ -126,6 +127,16 @@ func Module(name string) ([]byte, bool) {
 		return sedWasm, true
 	case MawkModule:
 		return mawkWasm, true
+	case SortModule:
+		return sortWasm, true
+	case UniqModule:
+		return uniqWasm, true
+	case WcModule:
+		return wcWasm, true
+	case CutModule:
+		return cutWasm, true
+	case Sha256sumModule:
+		return sha256sumWasm, true
 	case PythonModule:
 		m, _, ok := Python()
 		return m, ok

@@ -13,7 +13,7 @@ func TestIndex(t *testing.T) {
 	if !slices.IsSortedFunc(cs, func(a, b Command) int { return strings.Compare(a.Name, b.Name) }) {
 		t.Fatal("Commands() is not sorted")
 	}
-	for _, name := range []string{"echo", "printf", "test", "xargs", "env", "date", "seq", "sha256sum"} {
+	for _, name := range []string{"echo", "printf", "test", "xargs", "env", "date", "seq", "sha1sum"} {
 		c, ok := Lookup(name)
 		if !ok || c.Module != CoreutilsModule || c.AliasOf != "" {
 			t.Errorf("Lookup(%q) = %+v, %v", name, c, ok)
@@ -22,8 +22,9 @@ func TestIndex(t *testing.T) {
 	if c, ok := Lookup("["); !ok || c.AliasOf != "test" {
 		t.Errorf(`Lookup("[") = %+v, %v; want an alias of test`, c, ok)
 	}
-	// The heavy commands have modules of their own; grep, sed and awk are
-	// the C tools (one module, one behaviour per name), gawk is GoAWK.
+	// The heavy commands have modules of their own; grep, sed, awk, sort,
+	// uniq, wc, cut and sha256sum are the C tools (one module, one
+	// behaviour per name), gawk is GoAWK.
 	for _, want := range []Command{
 		{Name: "jq", Module: JQModule},
 		{Name: "gawk", Module: AWKModule, AliasOf: "awk"},
@@ -34,6 +35,11 @@ func TestIndex(t *testing.T) {
 		{Name: "egrep", Module: GrepModule},
 		{Name: "fgrep", Module: GrepModule},
 		{Name: "sed", Module: SedModule},
+		{Name: "sort", Module: SortModule},
+		{Name: "uniq", Module: UniqModule},
+		{Name: "wc", Module: WcModule},
+		{Name: "cut", Module: CutModule},
+		{Name: "sha256sum", Module: Sha256sumModule},
 	} {
 		if c, ok := Lookup(want.Name); !ok || c != want {
 			t.Errorf("Lookup(%q) = %+v, %v; want %+v", want.Name, c, ok, want)

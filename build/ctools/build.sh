@@ -5,6 +5,7 @@
 #   OUTDIR/grep.wasm     GNU grep (grep, egrep, fgrep)
 #   OUTDIR/sed.wasm      GNU sed
 #   OUTDIR/awk.wasm      the awk (see README.md for which and why)
+#   OUTDIR/{sort,uniq,wc,cut,sha256sum}.wasm  those GNU coreutils
 #   OUTDIR/ctools.inputs the source packages and toolchain they used
 # Run by `make ctools` (and `make ctools-check`); not part of `make wasm`.
 #
@@ -28,6 +29,7 @@ GREP_VER=3.8-5
 SED_VER=4.9-1+deb12u1
 MAWK_VER=1.3.4.20200120-3.1
 PCRE2_VER=10.42-1
+COREUTILS_VER=9.1-1
 TOOLCHAIN_PKGS="clang-19 lld-19 llvm-19 wasi-libc libclang-rt-19-dev-wasm32"
 BUILD_PKGS="dpkg-dev make patch"
 
@@ -72,23 +74,24 @@ fi
 rm -rf "$WORK"
 mkdir -p "$WORK/src" "$WORK/bin"
 cd "$WORK/src"
-apt-get source -qq "grep=$GREP_VER" "sed=$SED_VER" "mawk=$MAWK_VER" "pcre2=$PCRE2_VER" >/dev/null 2>&1 || {
+apt-get source -qq "grep=$GREP_VER" "sed=$SED_VER" "mawk=$MAWK_VER" "pcre2=$PCRE2_VER" "coreutils=$COREUTILS_VER" >/dev/null 2>&1 || {
 	log "apt-get source failed: are the pinned versions (build/ctools/build.sh) still in the archive?"
-	apt-cache policy grep sed mawk libpcre2-8-0 >&2 || true
+	apt-cache policy grep sed mawk libpcre2-8-0 coreutils >&2 || true
 	exit 1
 }
 GREPSRC=$(ls -d "$WORK"/src/grep-*/)
 SEDSRC=$(ls -d "$WORK"/src/sed-*/)
 MAWKSRC=$(ls -d "$WORK"/src/mawk-*/)
 PCRE2SRC=$(ls -d "$WORK"/src/pcre2-*/)
-# The newest of the four changelogs: one date for every file.
+COREUTILSSRC=$(ls -d "$WORK"/src/coreutils-*/)
+# The newest of the changelogs: one date for every file.
 SOURCE_DATE_EPOCH=0
-for s in "$GREPSRC" "$SEDSRC" "$MAWKSRC" "$PCRE2SRC"; do
+for s in "$GREPSRC" "$SEDSRC" "$MAWKSRC" "$PCRE2SRC" "$COREUTILSSRC"; do
 	t=$(cd "$s" && dpkg-parsechangelog -STimestamp)
 	[ "$t" -gt "$SOURCE_DATE_EPOCH" ] && SOURCE_DATE_EPOCH=$t
 done
 export SOURCE_DATE_EPOCH
-for tool in grep sed mawk; do
+for tool in grep sed mawk coreutils; do
 	src=$(ls -d "$WORK"/src/$tool-*/)
 	for p in "$HERE"/patches/$tool-*.patch; do
 		[ -e "$p" ] || continue
@@ -98,7 +101,7 @@ for tool in grep sed mawk; do
 done
 # Debian's patches (and ours) leave some inputs of the autotools newer
 # than their outputs (make would run automake): one time for every file.
-find "$GREPSRC" "$SEDSRC" "$MAWKSRC" "$PCRE2SRC" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+find "$GREPSRC" "$SEDSRC" "$MAWKSRC" "$PCRE2SRC" "$COREUTILSSRC" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 # --- toolchain --------------------------------------------------------------
 # Debian's wasi-libc installs its headers and libraries under
@@ -132,13 +135,13 @@ GNULIB_CACHE="ac_cv_func_pipe=yes ac_cv_func_dup=yes ac_cv_func_dup2=yes gl_cv_f
 HOST="--host=wasm32-unknown-wasi --build=x86_64-linux-gnu"
 
 # gnu_build DIR CONFIGURE_ARGS...: configure and build a gnulib package;
-# the compat declarations go at the end of its config.h.
+# the compat declarations go at the end of its config.h (coreutils': lib/).
 gnu_build() {
 	local dir=$1; shift
 	(cd "$dir" &&
 		CC=$CC AR=$AR RANLIB=$RANLIB CFLAGS="$OPT $EMU" LDFLAGS="$EMULIBS" LIBS="$COMPAT" \
 			./configure -q $HOST --disable-nls --disable-threads "$@" $GNULIB_CACHE >"$WORK/$(basename "$dir").configure.log" 2>&1 &&
-		cat "$HERE/wasi_compat.h" >> config.h) || {
+		cat "$HERE/wasi_compat.h" >> "$(if [ -f lib/config.h ]; then echo lib/config.h; else echo config.h; fi)") || {
 		tail -40 "$WORK/$(basename "$dir").configure.log"; log "$dir: configure failed"; exit 1; }
 }
 # mk DIR TARGET...: make in DIR, its log in WORK.
@@ -197,15 +200,48 @@ $CC $OPT -c "$HERE/wasi_strtod.c" -o "$WORK/wasi_strtod.o"
 mk "$MAWKSRC" mawk
 /usr/bin/llvm-strip-19 -o "$OUT/mawk.wasm" "$MAWKSRC/mawk"
 
+# --- GNU coreutils: sort, uniq, wc, cut, sha256sum ---------------------------
+# Only these programs (see README.md for why these). configure cannot find
+# a way to read the mount table (WASI has none; only df and stat would),
+# which patches/coreutils-wasi-configure.patch makes a warning.
+log "coreutils"
+COREUTILS_TOOLS="sort uniq wc cut sha256sum"
+gnu_build "$COREUTILSSRC" --without-selinux --disable-acl --disable-xattr --without-libgmp \
+	--without-openssl --disable-libcap --disable-libsmack
+# POSIX threads and fork for sort (coreutils_wasi.c, include/sys/wait.h);
+# printf's long double for sort -g's --debug and error messages.
+CU_MAKE=(CPPFLAGS="-I$HERE/include" LIBS="$COMPAT $WORK/coreutils_wasi.o -lc-printscan-long-double")
+BUILT=$(printf 'include Makefile\nwasmbox-built-sources:\n\t@echo $(BUILT_SOURCES)\n' | make -s -C "$COREUTILSSRC" -f - wasmbox-built-sources)
+mk "$COREUTILSSRC" "${CU_MAKE[@]}" $BUILT
+# (after the generated headers: it includes gnulib's <pthread.h>)
+$CC $OPT $EMU -I"$HERE/include" -I"$COREUTILSSRC" -I"$COREUTILSSRC/lib" -include "$COREUTILSSRC/lib/config.h" \
+	-c "$HERE/coreutils_wasi.c" -o "$WORK/coreutils_wasi.o"
+# gnulib's library: a few of its files need what WASI lacks (getaddrinfo's
+# resolver, fchown, geteuid, tzset, gnulib's own pthread emulation over
+# wasi-libc's pthread types) and are for programs not built here. Every
+# file that compiles goes into the archive, in a fixed order; a tool that
+# needed one of the others would fail to link below.
+# (gnulib's replacements of libc functions, $(gl_LIBOBJS), are objects of
+# their own names: rpl_malloc, rpl_vfprintf, ...)
+make -k -j"$JOBS" -C "$COREUTILSSRC" "${CU_MAKE[@]}" lib/libcoreutils.a >>"$WORK/make.log" 2>&1 || true
+rm -f "$COREUTILSSRC/lib/libcoreutils.a"
+GL_LIBOBJS=$(printf 'include Makefile\nwasmbox-libobjs:\n\t@echo $(gl_LIBOBJS)\n' | make -s -C "$COREUTILSSRC" -f - wasmbox-libobjs)
+(cd "$COREUTILSSRC" && $AR rcsD lib/libcoreutils.a $( (ls lib/libcoreutils_a-*.o lib/*/libcoreutils_a-*.o; ls $GL_LIBOBJS 2>/dev/null) | LC_ALL=C sort))
+mk "$COREUTILSSRC" "${CU_MAKE[@]}" -o lib/libcoreutils.a $(printf 'src/%s ' $COREUTILS_TOOLS)
+for t in $COREUTILS_TOOLS; do
+	/usr/bin/llvm-strip-19 -o "$OUT/$t.wasm" "$COREUTILSSRC/src/$t"
+done
+
 # --- the index: the command names of these modules ---------------------------
 # (make wasm merges it into wasm/commands.txt, see package wasm)
-printf '%s\n' "awk mawk" "egrep grep" "fgrep grep" "grep grep" "mawk mawk" "nawk mawk" "sed sed" > "$OUT/commands.txt"
+printf '%s\n' "awk mawk" "cut cut" "egrep grep" "fgrep grep" "grep grep" "mawk mawk" "nawk mawk" "sed sed" \
+	"sha256sum sha256sum" "sort sort" "uniq uniq" "wc wc" > "$OUT/commands.txt"
 
 # --- inputs -------------------------------------------------------------------
 {
 	echo "# The inputs of the modules of wasm/ctools (build/ctools/build.sh)."
 	(cd "$WORK/src" && sha256sum *.dsc)
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
-	(cd "$ROOT" && sha256sum build/ctools/build.sh build/ctools/wasi_compat.[ch] build/ctools/wasi_string.c build/ctools/wasi_string_test.c build/ctools/wasi_strtod.c build/ctools/mawk_wasi.c $(ls build/ctools/patches/*.patch 2>/dev/null))
+	(cd "$ROOT" && sha256sum build/ctools/build.sh build/ctools/wasi_compat.[ch] build/ctools/wasi_string.c build/ctools/wasi_string_test.c build/ctools/wasi_strtod.c build/ctools/mawk_wasi.c build/ctools/coreutils_wasi.c build/ctools/include/sys/wait.h $(ls build/ctools/patches/*.patch 2>/dev/null))
 } > "$OUT/ctools.inputs"
 log "built $(cd "$OUT" && for f in *.wasm; do printf '%s (%s bytes) ' "$f" "$(wc -c < "$f")"; done)in $(( $(date +%s) - start ))s"
