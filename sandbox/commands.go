@@ -106,7 +106,9 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 	case ClassTimeout, ClassCancelled:
 		return res.ExitCode, ctxErr(ctx, res.Class)
 	case ClassDenied:
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: not allowed in this sandbox\n", c.Argv[0])
+		// The command's name: GNU bash execs the path it found
+		// (/bin/rm for rm), and the policy is by name.
+		fmt.Fprintf(orDiscard(c.Stderr), "%s: not allowed in this sandbox\n", path.Base(c.Argv[0]))
 		return res.ExitCode, nil
 	case ClassLimitExceeded:
 		var ee *budget.ExceededError

@@ -257,7 +257,10 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 			mem.release()
 		}
 	}()
-	vopts := []vfs.Option{vfs.WithQuota(vfs.Quota{Bytes: cfg.limits.VFSBytes, Files: cfg.limits.Files, FileSize: cfg.limits.VFSBytes})}
+	// The root filesystem has the same device number in every sandbox
+	// (and fork): GNU bash keeps stats (st_dev) in its memory, whose image
+	// is a snapshot, the same bytes in a deterministic sandbox.
+	vopts := []vfs.Option{vfs.WithQuota(vfs.Quota{Bytes: cfg.limits.VFSBytes, Files: cfg.limits.Files, FileSize: cfg.limits.VFSBytes}), vfs.WithDevice(rootDevice)}
 	if cfg.deterministic != nil {
 		d := cfg.deterministic
 		vopts = append(vopts, vfs.WithClock(func() time.Time { return d.Walltime }), vfs.WithRandom(newSeededReader(d.Seed)))
@@ -547,7 +550,20 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	// Once the run is killed, the shell may still run a few steps
 	// before the kill reaches it (a command that the kill ended returns
 	// first): none of its output gets out.
-	r, err := s.sh.Run(ctx, script, stdin, ctxWriter{ctx, out}, ctxWriter{ctx, errOut})
+	var errTail *tailWriter
+	var shellErr io.Writer = ctxWriter{ctx, errOut}
+	if s.cfg.shell == ShellBash {
+		if i := strings.IndexByte(script, 0); i >= 0 {
+			// bash takes its script as a C string: it would run what
+			// comes before the NUL and silently drop the rest.
+			fmt.Fprintf(errOut, "bash: line %d: syntax error: NUL byte in the script\n", strings.Count(script[:i], "\n")+1)
+			errOut.flush()
+			return Result{ExitCode: 2, Truncated: out.Truncated() || errOut.Truncated()}, nil
+		}
+		errTail = &tailWriter{w: shellErr}
+		shellErr = errTail
+	}
+	r, err := s.sh.Run(ctx, script, stdin, ctxWriter{ctx, out}, shellErr)
 	out.flush()
 	errOut.flush()
 	if err != nil {
@@ -568,6 +584,11 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		// (a closed pipe for it) ends with that command's status, 141,
 		// as in bash with a reader that left; Truncated says why.
 		res.ErrorClass = rs.classFor(r.Code)
+		if res.ErrorClass == ClassNone && r.Code == executor.ExitNotFound && errTail.notFound() {
+			// GNU bash looks commands up itself: one it did not find
+			// never reaches the executor, and bash says so last.
+			res.ErrorClass = ClassNotFound
+		}
 	case errors.Is(r.Err, context.DeadlineExceeded):
 		res.ErrorClass, res.ExitCode = ClassTimeout, executor.ExitTimeout
 	case errors.Is(r.Err, context.Canceled):
@@ -586,6 +607,39 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	}
 	return res, nil
 }
+
+// tailWriter passes writes on and keeps the last bytes written.
+type tailWriter struct {
+	w    io.Writer
+	mu   sync.Mutex
+	tail []byte
+}
+
+const maxTail = 256
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.tail = append(t.tail, p[max(0, len(p)-maxTail):]...)
+	if len(t.tail) > maxTail {
+		t.tail = append(t.tail[:0], t.tail[len(t.tail)-maxTail:]...)
+	}
+	t.mu.Unlock()
+	return t.w.Write(p)
+}
+
+// notFound reports whether bash's last words were that a command was not
+// found ("bash: line 1: NAME: command not found"); false for nil.
+func (t *tailWriter) notFound() bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return bytes.HasSuffix(t.tail, []byte(": command not found\n"))
+}
+
+// rootDevice is the device number of a sandbox's root filesystem.
+const rootDevice = vfs.FixedDeviceBase + 1
 
 // ScriptOnStdin, given to Stream as stdin, says that the script itself
 // arrived on standard input (`wasmbox run -`). With WithShell(ShellBash),
