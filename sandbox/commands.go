@@ -17,6 +17,7 @@ import (
 // command is one external command of a script, with its streams.
 type command struct {
 	Argv           []string
+	Arg0           string // what the program sees as argv[0] (executor.Job.Arg0)
 	Env            []string
 	Dir            string
 	Stdin          io.Reader
@@ -35,7 +36,7 @@ type commandRunner struct{ s *Sandbox }
 // Spawn implements runtime.Spawner for the children of the sandbox's
 // shell.
 func (r *commandRunner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, error) {
-	c := command{Argv: req.Argv, Env: req.Env, Dir: req.Dir}
+	c := command{Argv: req.Argv, Arg0: req.Arg0, Env: req.Env, Dir: req.Dir}
 	if req.Stdio != nil {
 		c.Stdin, c.Stdout, c.Stderr = req.Stdio.Stdin, req.Stdio.Stdout, req.Stdio.Stderr
 		c.Inherited = req.Stdio.Inherited
@@ -86,6 +87,7 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 
 	res := s.engine.exec.Run(ctx, executor.Job{
 		Argv:          c.Argv,
+		Arg0:          c.Arg0,
 		Env:           c.Env,
 		Dir:           c.Dir,
 		Stdin:         c.Stdin,
