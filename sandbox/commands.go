@@ -27,6 +27,15 @@ type command struct {
 	Inherited []preview1.Inherited
 }
 
+// name is the command as the script named it, for messages: GNU bash
+// execs the path it found (Argv[0] /bin/rm, Arg0 rm).
+func (c command) name() string {
+	if c.Arg0 != "" && path.Base(c.Arg0) == path.Base(c.Argv[0]) {
+		return c.Arg0
+	}
+	return c.Argv[0]
+}
+
 // commandRunner starts the commands of the sandbox's shell: the shell
 // (shell.wasm) asks for each through the process ABI, and they go to the
 // wasm executor or, for allowlisted native binaries, to the native lane.
@@ -108,29 +117,27 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 	case ClassTimeout, ClassCancelled:
 		return res.ExitCode, ctxErr(ctx, res.Class)
 	case ClassDenied:
-		// The command's name: GNU bash execs the path it found
-		// (/bin/rm for rm), and the policy is by name.
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: not allowed in this sandbox\n", path.Base(c.Argv[0]))
+		fmt.Fprintf(orDiscard(c.Stderr), "%s: not allowed in this sandbox\n", c.name())
 		return res.ExitCode, nil
 	case ClassLimitExceeded:
 		var ee *budget.ExceededError
 		if errors.As(res.Err, &ee) && ee.Name != "command" {
 			// A budget above the command's own limit (the run's, the
 			// process's) refused it: one line that names it.
-			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: %s memory budget (%s) exceeded\n", c.Argv[0], ee.Name, spacedBytes(ee.Limit))
+			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: %s memory budget (%s) exceeded\n", c.name(), ee.Name, spacedBytes(ee.Limit))
 			return res.ExitCode, nil
 		}
 		if errors.Is(res.Err, runtime.ErrMemoryLimit) {
 			// One line, in place of the guest's own crash report (the
 			// executor drops what it writes once refused memory).
-			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: memory limit (%s) exceeded\n", c.Argv[0], spacedBytes(s.cfg.limits.MemoryPerCommand))
+			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: memory limit (%s) exceeded\n", c.name(), spacedBytes(s.cfg.limits.MemoryPerCommand))
 			return res.ExitCode, nil
 		}
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.Argv[0], res.Err)
+		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.name(), res.Err)
 		return res.ExitCode, nil
 	}
 	if res.Err != nil {
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.Argv[0], res.Err)
+		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.name(), res.Err)
 	}
 	return res.ExitCode, nil
 }

@@ -628,14 +628,23 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 }
 
 // notFound reports whether bash's last words were that a command was not
-// found ("bash: line 1: NAME: command not found"); false for nil.
+// found ("bash: line 1: NAME: command not found", with patch 0020's hint
+// for git); false for nil.
 func (t *tailWriter) notFound() bool {
 	if t == nil {
 		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return bytes.HasSuffix(t.tail, []byte(": command not found\n"))
+	line, ok := bytes.CutSuffix(t.tail, []byte("\n"))
+	if !ok {
+		return false
+	}
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	// (bash adds a hint for a command of the native lane: patch 0020.)
+	return bytes.HasSuffix(line, []byte(": command not found")) || bytes.Contains(line, []byte(": command not found (git runs in the native lane"))
 }
 
 // rootDevice is the device number of a sandbox's root filesystem.
