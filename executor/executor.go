@@ -116,6 +116,11 @@ type Job struct {
 	// Argv is the command and its arguments; Argv[0] is resolved as
 	// described in the package documentation.
 	Argv []string
+	// Arg0, when set and of the same base name as Argv[0], is the argv[0]
+	// the program sees (runtime.SpawnRequest.Arg0: sed for /bin/sed).
+	// Another name is ignored: a multi-call module keeps the name it
+	// dispatches on.
+	Arg0 string
 	// Env is the exact environment ("K=V" entries), nothing is inherited
 	// from the host. PWD is set to Dir.
 	Env []string
@@ -496,6 +501,8 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 	argv := append([]string(nil), job.Argv...)
 	if cmd.argv0 != "" {
 		argv[0] = cmd.argv0
+	} else if job.Arg0 != "" && path.Base(job.Arg0) == path.Base(argv[0]) {
+		argv[0] = job.Arg0
 	}
 	// Once the guest is refused memory, what it writes to stderr is its
 	// crash report (a Go runtime trace): the Result says what happened.

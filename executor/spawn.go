@@ -30,7 +30,7 @@ func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, 
 		return ExitCannotExecute, runtime.ErrSpawnDepth
 	}
 	child := s.parent
-	child.Argv = req.Argv
+	child.Argv, child.Arg0 = req.Argv, req.Arg0
 	child.Module = nil // the child is looked up by its own argv[0]
 	child.Plain = false
 	if !req.InheritEnv {
@@ -110,7 +110,7 @@ func orDiscard(w io.Writer) io.Writer {
 func (e *Executor) Spawner(template Job) runtime.Spawner {
 	return runtime.SpawnFunc(func(ctx context.Context, req runtime.SpawnRequest) (uint32, error) {
 		job := template
-		job.Argv = req.Argv
+		job.Argv, job.Arg0 = req.Argv, req.Arg0
 		job.Module = nil
 		if !req.InheritEnv {
 			job.Env = req.Env

@@ -357,6 +357,12 @@ func (in *Instance) MemoryImageSince(stackLow uint64, prev *MemoryImage) (*Memor
 	var lo, hi uint64
 	if stackLow != 0 && stackLow < spv && spv <= uint64(len(b)) {
 		lo, hi = stackLow, spv
+		// The dead stack's bytes that share a page with live data are
+		// kept: they are cleared first, so that an image holds nothing
+		// of what the guest did before (the same program and inputs give
+		// the same image, whatever frames ran last).
+		clear(b[max(lo, hi&^(imagePage-1)):hi])
+		clear(b[lo:min(hi, (lo+imagePage-1)&^(imagePage-1))])
 	}
 	return newMemoryImageSince(b, spv, lo, hi, prev), nil
 }

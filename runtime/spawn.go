@@ -78,6 +78,11 @@ const MaxSpawnRequest = 1 << 20
 // SpawnRequest is a decoded, validated spawn request.
 type SpawnRequest struct {
 	Argv []string
+	// Arg0, when set, is the name the program is asked to see as its
+	// argv[0] ("arg0" in the request): a shell execs the path it found
+	// (Argv[0] /bin/sed) for the name it was given (sed). The executor
+	// uses it only when its base name is Argv[0]'s (executor.Job.Arg0).
+	Arg0 string
 	// Env is the child's environment; InheritEnv means "use the caller's".
 	Env        []string
 	InheritEnv bool
@@ -129,6 +134,7 @@ func WithSpawner(ctx context.Context, s Spawner) context.Context {
 
 type spawnWire struct {
 	Argv      []string  `json:"argv"`
+	Arg0      string    `json:"arg0"`
 	Env       *[]string `json:"env"`
 	Dir       string    `json:"dir"`
 	Stdin     string    `json:"stdin"`
@@ -175,6 +181,10 @@ func ParseSpawnRequest(b []byte) (SpawnRequest, error) {
 	}
 	req.InheritFDs, req.Cloexec = w.Inherit, w.Cloexec
 	req.Argv = w.Argv
+	req.Arg0 = w.Arg0
+	if containsNUL(w.Arg0) {
+		return req, errors.New("spawn request: NUL byte in arg0")
+	}
 	req.Dir = w.Dir
 	req.Timeout = time.Duration(min(w.TimeoutMS, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond
 	if w.Env == nil {

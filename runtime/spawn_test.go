@@ -32,6 +32,8 @@ func TestParseSpawnRequest(t *testing.T) {
 		{`{"argv":["x"],"stdin":"pipe"}`, runtime.SpawnRequest{}, `spawn request: stdin "pipe" is not "inherit" or "null"`},
 		{`{"argv":["x"],"timeout_ms":-1}`, runtime.SpawnRequest{}, "spawn request: negative timeout_ms"},
 		{`{"argv":["a\u0000b"]}`, runtime.SpawnRequest{}, "spawn request: NUL byte in argv"},
+		{`{"argv":["/bin/sed","-n"],"arg0":"sed"}`, runtime.SpawnRequest{Argv: []string{"/bin/sed", "-n"}, Arg0: "sed", InheritEnv: true}, ""},
+		{`{"argv":["/bin/sed"],"arg0":"s\u0000ed"}`, runtime.SpawnRequest{}, "spawn request: NUL byte in arg0"},
 		{`{"argv":"ls"}`, runtime.SpawnRequest{}, "spawn request: json: cannot unmarshal string into Go struct field spawnWire.argv of type []string"},
 		{"\xff", runtime.SpawnRequest{}, "spawn request is not UTF-8"},
 		{`[`, runtime.SpawnRequest{}, "spawn request: unexpected end of JSON input"},

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -217,23 +216,4 @@ func decodeBashImage(p []byte, limit uint64) (*runtime.MemoryImage, string, erro
 
 // errNotBash is Restore's error for a bash image in a sandbox of another
 // shell.
-var errNotBash = errors.New("the snapshot holds a GNU bash session: restore it into a sandbox made WithShell(ShellBash)")
-
-// restoreShellEnv gives a bash session restored from a snapshot of the
-// interpreter (no image) the snapshot's exported variables.
-func restoreShellEnv(ctx context.Context, b *bashsession.Session, env map[string]string) error {
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if k == "PWD" || k == "OLDPWD" || strings.ContainsAny(k, "=\x00") {
-			continue
-		}
-		if err := b.SetEnv(ctx, k, env[k]); err != nil && !errors.Is(err, bashsession.ErrReadOnly) {
-			return err
-		}
-	}
-	return nil
-}
+var errNotBash = errors.New("the snapshot holds a GNU bash session: restore it into a sandbox of GNU bash (the default shell)")

@@ -18,7 +18,7 @@ import (
 // sessionShells are the shells the session tests run on: the interpreter,
 // and GNU bash's session when it is built in.
 func sessionShells(t *testing.T) []string {
-	shells := []string{ShellDefault}
+	shells := []string{ShellInterp}
 	if haveBash() {
 		shells = append(shells, ShellBash)
 	} else {
@@ -28,7 +28,7 @@ func sessionShells(t *testing.T) []string {
 }
 
 func shellName(sh string) string {
-	if sh == ShellDefault {
+	if sh == ShellInterp {
 		return "interpreter"
 	}
 	return sh
@@ -259,7 +259,7 @@ func TestBashSessionSnapshotRefusals(t *testing.T) {
 	wantEqual(t, run(t, target, `echo $mine`).Stdout, "1\n")
 
 	// Into the interpreter: refused.
-	interp := newSandbox(t, WithShell(ShellDefault))
+	interp := newSandbox(t, WithShell(ShellInterp))
 	if err := interp.Restore(bytes.NewReader(snap.Bytes())); err == nil || !strings.Contains(err.Error(), "GNU bash session") {
 		t.Fatalf("bash snapshot into the interpreter: %v", err)
 	}
@@ -282,7 +282,7 @@ func TestBashSessionSnapshotVersion(t *testing.T) {
 	for _, c := range []struct {
 		sh      string
 		version byte
-	}{{ShellDefault, 1}, {ShellBash, 2}} {
+	}{{ShellInterp, 1}, {ShellBash, 2}} {
 		sb := newSandbox(t, WithShell(c.sh))
 		var b bytes.Buffer
 		if err := sb.Snapshot(&b); err != nil {

@@ -17,6 +17,7 @@ import (
 // command is one external command of a script, with its streams.
 type command struct {
 	Argv           []string
+	Arg0           string // what the program sees as argv[0] (executor.Job.Arg0)
 	Env            []string
 	Dir            string
 	Stdin          io.Reader
@@ -24,6 +25,15 @@ type command struct {
 	// Inherited: descriptors a build/posix caller's exec hands on
 	// (runtime.SpawnABI's "inherit_fds"); wasm commands only.
 	Inherited []preview1.Inherited
+}
+
+// name is the command as the script named it, for messages: GNU bash
+// execs the path it found (Argv[0] /bin/rm, Arg0 rm).
+func (c command) name() string {
+	if c.Arg0 != "" && path.Base(c.Arg0) == path.Base(c.Argv[0]) {
+		return c.Arg0
+	}
+	return c.Argv[0]
 }
 
 // commandRunner starts the commands of the sandbox's shell: the shell
@@ -35,7 +45,7 @@ type commandRunner struct{ s *Sandbox }
 // Spawn implements runtime.Spawner for the children of the sandbox's
 // shell.
 func (r *commandRunner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, error) {
-	c := command{Argv: req.Argv, Env: req.Env, Dir: req.Dir}
+	c := command{Argv: req.Argv, Arg0: req.Arg0, Env: req.Env, Dir: req.Dir}
 	if req.Stdio != nil {
 		c.Stdin, c.Stdout, c.Stderr = req.Stdio.Stdin, req.Stdio.Stdout, req.Stdio.Stderr
 		c.Inherited = req.Stdio.Inherited
@@ -86,6 +96,7 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 
 	res := s.engine.exec.Run(ctx, executor.Job{
 		Argv:          c.Argv,
+		Arg0:          c.Arg0,
 		Env:           c.Env,
 		Dir:           c.Dir,
 		Stdin:         c.Stdin,
@@ -106,27 +117,27 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 	case ClassTimeout, ClassCancelled:
 		return res.ExitCode, ctxErr(ctx, res.Class)
 	case ClassDenied:
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: not allowed in this sandbox\n", c.Argv[0])
+		fmt.Fprintf(orDiscard(c.Stderr), "%s: not allowed in this sandbox\n", c.name())
 		return res.ExitCode, nil
 	case ClassLimitExceeded:
 		var ee *budget.ExceededError
 		if errors.As(res.Err, &ee) && ee.Name != "command" {
 			// A budget above the command's own limit (the run's, the
 			// process's) refused it: one line that names it.
-			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: %s memory budget (%s) exceeded\n", c.Argv[0], ee.Name, spacedBytes(ee.Limit))
+			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: %s memory budget (%s) exceeded\n", c.name(), ee.Name, spacedBytes(ee.Limit))
 			return res.ExitCode, nil
 		}
 		if errors.Is(res.Err, runtime.ErrMemoryLimit) {
 			// One line, in place of the guest's own crash report (the
 			// executor drops what it writes once refused memory).
-			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: memory limit (%s) exceeded\n", c.Argv[0], spacedBytes(s.cfg.limits.MemoryPerCommand))
+			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: memory limit (%s) exceeded\n", c.name(), spacedBytes(s.cfg.limits.MemoryPerCommand))
 			return res.ExitCode, nil
 		}
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.Argv[0], res.Err)
+		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.name(), res.Err)
 		return res.ExitCode, nil
 	}
 	if res.Err != nil {
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.Argv[0], res.Err)
+		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.name(), res.Err)
 	}
 	return res.ExitCode, nil
 }

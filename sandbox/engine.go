@@ -34,7 +34,7 @@ type Engine struct {
 }
 
 // NewEngine returns an engine over a new runtime configured by cfg, with
-// the embedded tools registered and the shell and coreutils modules
+// the embedded tools registered and the shells and coreutils modules
 // compiled (jq and awk compile on first use; the on-disk cache makes that
 // fast after the first time).
 func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
@@ -47,10 +47,16 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	// The shell runs every script and the coreutils module serves almost
-	// every one: compile (or load) them now; jq and awk are compiled on
+	// GNU bash runs every script (the interpreter runs sh -c and the
+	// sandboxes WithShell(ShellInterp)) and the coreutils module serves
+	// almost every one: compile (or load) them now, under ctx, rather
+	// than in a sandbox's first session; jq and awk are compiled on
 	// first use.
-	if err := ex.PrecompileModules(ctx, wasm.ShellModule, wasm.CoreutilsModule); err != nil {
+	mods := []string{wasm.ShellModule, wasm.CoreutilsModule}
+	if _, ok := wasm.Bash(); ok {
+		mods = append(mods, wasm.BashModule)
+	}
+	if err := ex.PrecompileModules(ctx, mods...); err != nil {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: compiling the tools: %w", err)
 	}

@@ -135,9 +135,9 @@ type config struct {
 	protected      []ProtectedPath
 }
 
-// defaultShell is the shell of a sandbox made without WithShell: the
-// interpreter. The package's tests set it from WASMBOX_TEST_SHELL, to run
-// every test on GNU bash's session (see TestMain).
+// defaultShell is the shell of a sandbox made without WithShell:
+// ShellDefault, GNU bash. The package's tests set it from
+// WASMBOX_TEST_SHELL (see TestMain).
 var defaultShell = ShellDefault
 
 func defaultConfig() *config {
@@ -149,13 +149,14 @@ func (c *config) check() error {
 		return fmt.Errorf("sandbox: %w", c.errs[0])
 	}
 	switch c.shell {
-	case ShellDefault:
-	case ShellBash:
+	case ShellDefault, ShellBash:
 		if _, ok := wasm.Bash(); !ok {
 			return errors.New("sandbox: shell bash: GNU bash is not built into this binary (make bash)")
 		}
+		c.shell = ShellBash
+	case ShellInterp:
 	default:
-		return fmt.Errorf("sandbox: unknown shell %q (want bash, or none for the default)", c.shell)
+		return fmt.Errorf("sandbox: unknown shell %q (want bash, interp, or none for the default: bash)", c.shell)
 	}
 	if err := c.buildNative(); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
@@ -267,23 +268,25 @@ func WithDeterministic(seed int64) Option {
 	}
 }
 
-// Shells WithShell accepts: ShellDefault, the wasmbox interpreter
-// (shell.wasm, one live session per sandbox), and ShellBash, GNU bash
-// (wasm/bash.wasm, build/bash).
+// Shells WithShell accepts: ShellDefault and ShellBash, GNU bash
+// (wasm/bash.wasm, build/bash; the default), and ShellInterp, the wasmbox
+// interpreter (shell.wasm), the default before GNU bash.
 const (
 	ShellDefault = ""
 	ShellBash    = "bash"
+	ShellInterp  = "interp"
 )
 
-// WithShell selects the sandbox's shell. ShellBash makes GNU bash the
-// live shell of the session (shell/bashsession): one bash instance whose
+// WithShell selects the sandbox's shell. GNU bash (ShellDefault,
+// ShellBash) is the live shell of the session (shell/bashsession): one bash instance whose
 // state (variables, functions, aliases, options, the working directory)
 // persists across Runs as the interpreter's does, a kill or limit going
 // back to the state at the start of the Run, Fork and Snapshot/Restore
 // carrying its memory image; its commands, forks and pipes run under the
 // same policy, limits and filesystem. Each Run is a script of its own as
-// with bash -c: an EXIT trap runs when it ends. New returns an error for
-// another name, or for ShellBash when this binary has no GNU bash built in.
+// with bash -c: an EXIT trap runs when it ends. ShellInterp selects the
+// wasmbox interpreter instead. New returns an error for another name, or
+// for GNU bash when this binary has none built in.
 func WithShell(name string) Option {
 	return func(c *config) { c.shell = name }
 }

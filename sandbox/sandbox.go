@@ -260,7 +260,10 @@ func New(ctx context.Context, opts ...Option) (*Sandbox, error) {
 			mem.release()
 		}
 	}()
-	vopts := []vfs.Option{vfs.WithQuota(vfs.Quota{Bytes: cfg.limits.VFSBytes, Files: cfg.limits.Files, FileSize: cfg.limits.VFSBytes})}
+	// The root filesystem has the same device number in every sandbox
+	// (and fork): GNU bash keeps stats (st_dev) in its memory, whose image
+	// is a snapshot, the same bytes in a deterministic sandbox.
+	vopts := []vfs.Option{vfs.WithQuota(vfs.Quota{Bytes: cfg.limits.VFSBytes, Files: cfg.limits.Files, FileSize: cfg.limits.VFSBytes}), vfs.WithDevice(rootDevice)}
 	if cfg.deterministic != nil {
 		d := cfg.deterministic
 		vopts = append(vopts, vfs.WithClock(func() time.Time { return d.Walltime }), vfs.WithRandom(newSeededReader(d.Seed)))
@@ -550,7 +553,20 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	// Once the run is killed, the shell may still run a few steps
 	// before the kill reaches it (a command that the kill ended returns
 	// first): none of its output gets out.
-	r, err := s.sh.Run(ctx, script, stdin, ctxWriter{ctx, out}, ctxWriter{ctx, errOut})
+	var errTail *tailWriter
+	var shellErr io.Writer = ctxWriter{ctx, errOut}
+	if s.cfg.shell == ShellBash {
+		if i := strings.IndexByte(script, 0); i >= 0 {
+			// bash takes its script as a C string: it would run what
+			// comes before the NUL and silently drop the rest.
+			fmt.Fprintf(errOut, "bash: line %d: syntax error: NUL byte in the script\n", strings.Count(script[:i], "\n")+1)
+			errOut.flush()
+			return Result{ExitCode: 2, Truncated: out.Truncated() || errOut.Truncated()}, nil
+		}
+		errTail = &tailWriter{w: shellErr}
+		shellErr = errTail
+	}
+	r, err := s.sh.Run(ctx, script, stdin, ctxWriter{ctx, out}, shellErr)
 	out.flush()
 	errOut.flush()
 	if err != nil {
@@ -571,6 +587,11 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 		// (a closed pipe for it) ends with that command's status, 141,
 		// as in bash with a reader that left; Truncated says why.
 		res.ErrorClass = rs.classFor(r.Code)
+		if res.ErrorClass == ClassNone && r.Code == executor.ExitNotFound && errTail.notFound() {
+			// GNU bash looks commands up itself: one it did not find
+			// never reaches the executor, and bash says so last.
+			res.ErrorClass = ClassNotFound
+		}
 	case errors.Is(r.Err, context.DeadlineExceeded):
 		res.ErrorClass, res.ExitCode = ClassTimeout, executor.ExitTimeout
 	case errors.Is(r.Err, context.Canceled):
@@ -589,6 +610,48 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	}
 	return res, nil
 }
+
+// tailWriter passes writes on and keeps the last bytes written.
+type tailWriter struct {
+	w    io.Writer
+	mu   sync.Mutex
+	tail []byte
+}
+
+const maxTail = 256
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.tail = append(t.tail, p[max(0, len(p)-maxTail):]...)
+	if len(t.tail) > maxTail {
+		t.tail = append(t.tail[:0], t.tail[len(t.tail)-maxTail:]...)
+	}
+	t.mu.Unlock()
+	return t.w.Write(p)
+}
+
+// notFound reports whether bash's last words were that a command was not
+// found ("bash: line 1: NAME: command not found", with patch 0020's hint
+// for git); false for nil.
+func (t *tailWriter) notFound() bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	line, ok := bytes.CutSuffix(t.tail, []byte("\n"))
+	if !ok {
+		return false
+	}
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	// (bash adds a hint for a command of the native lane: patch 0020.)
+	return bytes.HasSuffix(line, []byte(": command not found")) || bytes.Contains(line, []byte(": command not found (git runs in the native lane"))
+}
+
+// rootDevice is the device number of a sandbox's root filesystem.
+const rootDevice = vfs.FixedDeviceBase + 1
 
 // ScriptOnStdin, given to Stream as stdin, says that the script itself
 // arrived on standard input (`wasmbox run -`). With WithShell(ShellBash),

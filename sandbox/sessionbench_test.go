@@ -15,7 +15,7 @@ import (
 // asserted anywhere; TestSessionIdleMemory logs what idle sessions hold.
 
 func benchShells(b *testing.B, f func(b *testing.B, opts ...Option)) {
-	shells := []string{ShellDefault}
+	shells := []string{ShellInterp}
 	if haveBash() {
 		shells = append(shells, ShellBash)
 	}

@@ -215,8 +215,8 @@ func (s *Sandbox) Restore(r io.Reader) error {
 
 // restoreShell loads a snapshot's shell state into the (fresh) sandbox's
 // shell: the interpreter's state, or for GNU bash its memory image (or,
-// from a snapshot of the interpreter, a new bash in its directory with its
-// exported variables).
+// from a snapshot of the interpreter, a new bash in its directory that
+// declares the interpreter's state: see interpStateScript).
 func (s *Sandbox) restoreShell(st wire.State, bashImg *runtime.MemoryImage) error {
 	ctx := contextBackground()
 	switch sh := s.sh.(type) {
@@ -237,13 +237,7 @@ func (s *Sandbox) restoreShell(st wire.State, bashImg *runtime.MemoryImage) erro
 			return err
 		}
 		if bashImg == nil {
-			env := map[string]string{}
-			for _, v := range st.Vars {
-				if v.Exported && v.Kind == "string" {
-					env[v.Name] = v.Str
-				}
-			}
-			if err := restoreShellEnv(ctx, b, env); err != nil {
+			if err := restoreInterpState(ctx, b, st); err != nil {
 				b.Close()
 				return err
 			}

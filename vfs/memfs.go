@@ -39,6 +39,15 @@ var _ FS = (*MemFS)(nil)
 
 var devCounter atomic.Uint64
 
+// newDev is the device number of a new MemFS (or fork) of this
+// configuration: the one WithDevice gave, else a new one.
+func (c config) newDev() uint64 {
+	if c.dev != 0 {
+		return c.dev
+	}
+	return devCounter.Add(1)
+}
+
 type kind uint8
 
 const (
@@ -100,7 +109,7 @@ func reserve(c *atomic.Int64, d, limit int64) bool {
 // (mode 0755). See WithClock, WithQuota and WithOwner.
 func NewMemFS(opts ...Option) *MemFS {
 	cfg := newConfig(opts)
-	m := &MemFS{cfg: cfg, q: &quotaState{limits: cfg.quota}, ino: new(atomic.Uint64), dev: devCounter.Add(1)}
+	m := &MemFS{cfg: cfg, q: &quotaState{limits: cfg.quota}, ino: new(atomic.Uint64), dev: cfg.newDev()}
 	now := m.now()
 	m.root = m.newInode(kDir, os.ModeDir|0o755, now)
 	m.root.parent = m.root
@@ -1006,11 +1015,12 @@ func (m *MemFS) mknod(name string, perm os.FileMode, dev Device, how access) err
 // (copy-on-write), so forking costs time proportional to the number of
 // inodes, not to their size. Hard links stay hard links in the copy. Files
 // that are unlinked but still open are not part of the copy. The copy has
-// the same quota limits and usage, and a new device number.
+// the same quota limits and usage, and a new device number (the same one
+// with WithDevice).
 func (m *MemFS) Fork() *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	nm := &MemFS{cfg: m.cfg, q: &quotaState{limits: m.q.limits}, ino: new(atomic.Uint64), dev: devCounter.Add(1)}
+	nm := &MemFS{cfg: m.cfg, q: &quotaState{limits: m.q.limits}, ino: new(atomic.Uint64), dev: m.cfg.newDev()}
 	nm.ino.Store(m.ino.Load())
 	seen := make(map[*inode]*inode)
 	// One allocation for all inodes of the copy.

@@ -462,3 +462,24 @@ func TestDirLinkCounts(t *testing.T) {
 		t.Fatalf("after RemoveAll: /p2 %d", nl("/p2"))
 	}
 }
+
+// TestWithDevice: a MemFS made WithDevice has that device number, and so
+// do its forks; without it, every MemFS and fork has a new one.
+func TestWithDevice(t *testing.T) {
+	dev := func(m *vfs.MemFS) uint64 {
+		fi, err := m.Stat("/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*vfs.Stat).Dev
+	}
+	const fixed = vfs.FixedDeviceBase + 7
+	a, b := vfs.NewMemFS(vfs.WithDevice(fixed)), vfs.NewMemFS(vfs.WithDevice(fixed))
+	if dev(a) != fixed || dev(b) != fixed || dev(a.Fork()) != fixed {
+		t.Fatalf("devices %d %d %d, want %d", dev(a), dev(b), dev(a.Fork()), fixed)
+	}
+	c := vfs.NewMemFS()
+	if d := dev(c); d == dev(vfs.NewMemFS()) || d == dev(c.Fork()) || d >= vfs.FixedDeviceBase {
+		t.Fatalf("counter devices are not new: %d", d)
+	}
+}

@@ -50,6 +50,7 @@ type config struct {
 	uid    uint32
 	gid    uint32
 	umask  os.FileMode
+	dev    uint64 // 0: a new device number (devCounter)
 }
 
 func newConfig(opts []Option) config {
@@ -64,6 +65,19 @@ func newConfig(opts []Option) config {
 	}
 	return c
 }
+
+// WithDevice gives the MemFS (and its forks) the device number dev
+// instead of a new one from a process-wide counter: what a guest keeps of
+// a stat (st_dev) is then the same in every process and every sandbox, as
+// in a deterministic sandbox's memory image. Numbers from
+// FixedDeviceBase up are never given by the counter.
+func WithDevice(dev uint64) Option {
+	return func(c *config) { c.dev = dev }
+}
+
+// FixedDeviceBase is the lowest device number for WithDevice that no
+// counter-numbered MemFS can have.
+const FixedDeviceBase = 1 << 40
 
 // WithClock sets the clock used for atime, mtime and ctime. A deterministic
 // sandbox passes a fixed or stepping clock to get reproducible metadata.

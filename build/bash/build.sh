@@ -123,14 +123,14 @@ log "configure"
 cd "$WORK/obj"
 grep -v '^#' "$HERE/config.cache" > config.cache
 # The link: build/posix's _start (-nostartfiles) and library; --wrap for
-# compat's SIGPIPE and kill-of-self; the shadow stack pointer exported for
+# compat's SIGPIPE and kill-of-self, metadata and chdir; the shadow stack pointer exported for
 # fork; an 8 MiB shadow stack (bash keeps jmp_bufs, which hold Asyncify's
 # saved frames, in stack frames).
 # (One line: configure copies LDFLAGS into a Makefile variable.)
 # -lc-printscan-long-double: bash's printf formats floats as long double;
 # without it wasi-libc aborts on printf %f.
 LINK="-nostartfiles -Wl,--export=__stack_pointer -Wl,-z,stack-size=8388608"
-for sym in write writev kill stat lstat fstatat access faccessat open execve __main_argc_argv; do
+for sym in write writev kill stat lstat fstatat access faccessat open execve chdir __main_argc_argv; do
 	LINK="$LINK -Wl,--wrap=$sym"
 done
 CC="$CC" AR=/usr/bin/llvm-ar-19 RANLIB=/usr/bin/llvm-ranlib-19 \

@@ -909,12 +909,14 @@ func TestEngineScriptBytes(t *testing.T) {
 
 // TestEngineShellFromClientEnv: WASMBOX_SHELL is the client's, not the
 // engine's (the engine ran the wasmbox interpreter for
-// WASMBOX_SHELL=bash clients: $BASH_VERSION 5.2.0).
+// WASMBOX_SHELL=bash clients: $BASH_VERSION 5.2.0). GNU bash is the
+// default; WASMBOX_SHELL=interp is the interpreter.
 func TestEngineShellFromClientEnv(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ env, want string }{
+		{"WASMBOX_SHELL=interp", "5.2.0(1)-release\n"},
 		{"WASMBOX_SHELL=bash", "5.2.15(1)-release\n"},
-		{"WASMBOX_SHELL=", "5.2.0(1)-release\n"},
+		{"WASMBOX_SHELL=", "5.2.15(1)-release\n"},
 	} {
 		r := viaTestEngineEnv(t, dir, "", false, []string{"HOME=/nowhere", c.env}, "run", "-c", "echo $BASH_VERSION")
 		if r.err != nil || r.stdout != c.want || r.rep.Exit != 0 {

@@ -359,7 +359,7 @@ export API_KEY=x). The output is redacted only with --redact-output.`,
 	}
 	f.register(cmd)
 	cmd.Flags().StringVarP(&script, "command", "c", "", "the script to run")
-	cmd.Flags().StringVar(&f.shell, "shell", "", "the shell that runs the script: bash is GNU bash (wasm/bash.wasm), the sandbox's live session shell; default: the wasmbox interpreter ($WASMBOX_SHELL when the flag is not given)")
+	cmd.Flags().StringVar(&f.shell, "shell", "", "the shell that runs the script: bash is GNU bash (wasm/bash.wasm), the sandbox's live session shell; interp is the wasmbox interpreter (shell.wasm); default: bash ($WASMBOX_SHELL when the flag is not given)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object {"stdout","stderr","exit_code","error_class","truncated","duration_ms"}`)
 	return cmd
 }

@@ -20,9 +20,10 @@ func newShellCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "shell [flags]",
 		Short: "An interactive sandbox session that keeps its state between lines",
-		Long: `Read bash lines from standard input and run each in one sandbox: the
-working directory, variables, functions, aliases and files persist between
-lines. A line ending in a backslash, or an unfinished construct (an open
+		Long: `Read bash lines from standard input and run each in one sandbox's GNU
+bash: the working directory, variables, functions, aliases, options and
+files persist between lines (as in a bash script, aliases expand after
+shopt -s expand_aliases; --shell interp runs the wasmbox interpreter). A line ending in a backslash, or an unfinished construct (an open
 quote, if/while/for without its end), continues on the next line. Ctrl-D
 or exit ends the session; its exit status is that of the last line. Each
 line has the --timeout limit.

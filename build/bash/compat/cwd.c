@@ -9,6 +9,19 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+int __real_chdir(const char *);
+
+/* chdir enters only a directory the sandbox user may search, as chdir(2)
+ * does: wasi-libc's chdir only checks that the path opens as a directory,
+ * and the host opens for the guest what its owner may read
+ * (bash is linked with --wrap=chdir; access is compat/meta.c's). */
+int __wrap_chdir(const char *path)
+{
+	if (path && *path && access(path, X_OK) != 0)
+		return -1;
+	return __real_chdir(path);
+}
+
 __attribute__((import_module("wasmbox"), import_name("getcwd")))
 int32_t wasmbox_host_getcwd(char *buf, uint32_t len);
 
@@ -18,12 +31,12 @@ static void start_dir(void)
 	int32_t n = wasmbox_host_getcwd(buf, sizeof buf - 1);
 	if (n > 0 && (uint32_t)n < sizeof buf) {
 		buf[n] = 0;
-		chdir(buf);
+		__real_chdir(buf);
 		return;
 	}
 	const char *pwd = getenv("PWD");
 	if (pwd && pwd[0] == '/')
-		chdir(pwd);
+		__real_chdir(pwd);
 }
 
 int __real___main_argc_argv(int, char **);

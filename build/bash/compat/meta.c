@@ -9,7 +9,8 @@
  *   - stat/lstat/fstatat: the 07777 bits, uid and gid from the VFS;
  *   - access/faccessat: decided from those bits and the sandbox user
  *     (compat/ids.c), as access(2) decides for an unprivileged user;
- *   - open with O_CREAT of a new file: mode & ~umask (compat/misc.c);
+ *   - open with O_CREAT of a new file: mode & ~umask (compat/misc.c),
+ *     but for 0666 under the starting 022, which keeps the host's mode;
  *   - chmod (wasi-libc has none): wasmbox.chmod; fchmod: ENOSYS (no path to name; bash only
  *     narrows its own temporary files with it).
  * fstat of a descriptor keeps wasi-libc's answer (no path to ask about).
@@ -156,7 +157,11 @@ int __wrap_open(const char *name, int flags, ...)
 	struct meta m;
 	int existed = !(flags & O_CREAT) || meta(name, 1, &m) == 0;
 	int fd = __real_open(name, flags, mode);
-	if (fd >= 0 && !existed) {
+	/* A new file bash asks 0666 for under the starting mask 022 keeps
+	 * the mode the host gave it: 0644 in the sandbox, and on a host
+	 * mount what the host's umask makes of it (the client's, as for
+	 * every other command). Any other mode or mask is set as asked. */
+	if (fd >= 0 && !existed && (wasmbox_umask_value() != 022 || (mode & 07777) != 0666)) {
 		char buf[PATH_MAX];
 		const char *p = absolute(name, buf, sizeof buf);
 		if (p)

@@ -84,7 +84,14 @@ int execve(const char *path, char *const argv[], char *const envp[]) {
 		put(&b, ",", 1);
 		str(&b, argv[i]);
 	}
-	puts_(&b, "],\"env\":");
+	puts_(&b, "]");
+	/* The name the program sees: a shell execs the path it found for
+	 * the name it was given (argv[0] sed for /bin/sed). */
+	if (argv && argv[0] && strcmp(argv[0], path) != 0) {
+		puts_(&b, ",\"arg0\":");
+		str(&b, argv[0]);
+	}
+	puts_(&b, ",\"env\":");
 	list(&b, envp);
 	char cwd[PATH_MAX];
 	if (getcwd(cwd, sizeof cwd) && cwd[0] == '/') {

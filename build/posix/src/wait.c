@@ -1,12 +1,18 @@
 /* waitpid over the process handles of the host's fork (see README.md). */
 #include <errno.h>
 #include <poll.h>
+#include <string.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <sys/wait.h>
 #include "internal.h"
 
 #define MAXCHILD 1024
+
+/* What this file keeps between calls is only the live children: a freed
+ * slot and the poll arrays are cleared after use, so that a program's
+ * memory does not depend on when its children happened to end (the
+ * memory image of a deterministic session is the same bytes every time). */
 
 static struct child {
 	int pid, handle; /* pid 0: a free slot */
@@ -41,7 +47,7 @@ void __wb_children_forget(void) {
 	for (int i = 0; i < MAXCHILD; i++)
 		if (children[i].pid) {
 			close(children[i].handle);
-			children[i].pid = 0;
+			memset(&children[i], 0, sizeof children[i]);
 		}
 }
 
@@ -79,7 +85,7 @@ static int reap(int i, int *status) {
 	else
 		*status = (int)((st & 0xff) << 8);
 	close(children[i].handle);
-	children[i].pid = 0;
+	memset(&children[i], 0, sizeof children[i]);
 	return 1;
 }
 
@@ -93,9 +99,12 @@ pid_t waitpid(pid_t pid, int *status, int options) {
 				continue;
 			pid_t cpid = children[i].pid;
 			int r = reap(i, &st);
-			if (r < 0)
+			if (r < 0) {
+				memset(fds, 0, sizeof fds[0] * (size_t)n);
 				return -1;
+			}
 			if (r > 0) {
+				memset(fds, 0, sizeof fds[0] * (size_t)n);
 				if (status)
 					*status = st;
 				return cpid;
@@ -109,9 +118,13 @@ pid_t waitpid(pid_t pid, int *status, int options) {
 			errno = ECHILD;
 			return -1;
 		}
-		if (options & WNOHANG)
+		if (options & WNOHANG) {
+			memset(fds, 0, sizeof fds[0] * (size_t)n);
 			return 0;
-		if (poll(fds, (nfds_t)n, -1) < 0 && errno != EINTR)
+		}
+		int pr = poll(fds, (nfds_t)n, -1);
+		memset(fds, 0, sizeof fds[0] * (size_t)n);
+		if (pr < 0 && errno != EINTR)
 			return -1;
 	}
 }
@@ -141,13 +154,16 @@ int __wb_child_ended(void) {
 		idx[n] = i;
 		n++;
 	}
-	if (n == 0 || poll(fds, (nfds_t)n, 0) <= 0)
+	if (n == 0)
 		return 0;
 	int ended = 0;
-	for (int k = 0; k < n; k++)
-		if (fds[k].revents) {
-			children[idx[k]].noticed = 1;
-			ended = 1;
-		}
+	if (poll(fds, (nfds_t)n, 0) > 0)
+		for (int k = 0; k < n; k++)
+			if (fds[k].revents) {
+				children[idx[k]].noticed = 1;
+				ended = 1;
+			}
+	memset(fds, 0, sizeof fds[0] * (size_t)n);
+	memset(idx, 0, sizeof idx[0] * (size_t)n);
 	return ended;
 }
