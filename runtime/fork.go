@@ -95,6 +95,23 @@ type forkEnv struct {
 	m      *Module
 	limit  uint64
 	budget *Budget
+	// onLimit is InstanceOptions.OnForkLimit (nil for a run).
+	onLimit func(error)
+}
+
+// refused tells onLimit that a fork or a forked child was refused memory.
+func (e *forkEnv) refused(alloc *limitAllocator, err error) {
+	if e.onLimit == nil {
+		return
+	}
+	if b := alloc.refusal.Load(); b != nil {
+		e.onLimit(fmt.Errorf("%w: %w", ErrMemoryLimit, b))
+		return
+	}
+	if err == nil {
+		err = fmt.Errorf("%w: a process asked for more than %s", ErrMemoryLimit, FormatBytes(e.limit))
+	}
+	e.onLimit(err)
 }
 
 type forkEnvKey struct{}
@@ -187,7 +204,20 @@ func hostFdDup2(ctx context.Context, _ api.Module, stack []uint64) {
 }
 
 func hostFork(ctx context.Context, mod api.Module, stack []uint64) {
-	stack[0] = uint64(forkCall(ctx, mod, uint32(stack[0])))
+	errno := forkCall(ctx, mod, uint32(stack[0]))
+	if errno != ErrnoSuccess && ctx.Err() != nil {
+		// The caller is being killed (its run's deadline or cancel,
+		// proc_kill, its parent's end): it ends here, as at spawn, rather
+		// than see EAGAIN and retry (bash's "fork: retry: Resource
+		// temporarily unavailable", from every process of an ending tree).
+		code := sys.ExitCodeContextCanceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			code = sys.ExitCodeDeadlineExceeded
+		}
+		_ = mod.CloseWithExitCode(ctx, code)
+		panic(sys.NewExitError(code))
+	}
+	stack[0] = uint64(errno)
 }
 
 func forkCall(ctx context.Context, mod api.Module, retPtr uint32) uint32 {
@@ -223,10 +253,16 @@ func forkCall(ctx context.Context, mod api.Module, retPtr uint32) uint32 {
 		return errno
 	}
 	if uint64(size) > env.limit {
+		env.refused(alloc, nil)
 		return fail(ErrnoNomem)
 	}
 	if err := alloc.prepay(uint64(size)); err != nil {
+		env.refused(alloc, nil)
 		return fail(ErrnoNomem)
+	}
+	if env.onLimit != nil {
+		// The child's growth refused is the tree's limit too.
+		alloc.setOnHit(func() { env.refused(alloc, nil) })
 	}
 	if !m.acquire() {
 		return fail(ErrnoNosys)

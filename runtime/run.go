@@ -139,7 +139,7 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		cctx = preview1.WithState(cctx, opts.WASI)
 	}
 	// Children of the process ABI never outlive the run.
-	cctx, stopProcs := withProcs(cctx)
+	cctx, stopProcs := withProcs(cctx, 0, nil)
 	cctx = context.WithValue(cctx, forkEnvKey{}, &forkEnv{r: r, m: m, limit: limit, budget: b})
 	defer stopProcs()
 
