@@ -24,6 +24,7 @@ func bashBomb(t *testing.T, sb *Sandbox, script string) Result {
 	stop := rssWatch(t, 1536<<20)
 	defer stop()
 	done := make(chan Result, 1)
+	start := time.Now()
 	go func() {
 		res, err := sb.Run(context.Background(), script)
 		if err != nil {
@@ -33,7 +34,7 @@ func bashBomb(t *testing.T, sb *Sandbox, script string) Result {
 	}()
 	select {
 	case res := <-done:
-		t.Logf("%.60q: exit %d class %q truncated %v; stderr %.200q", script, res.ExitCode, res.ErrorClass, res.Truncated, res.Stderr)
+		t.Logf("%.60q: exit %d class %q truncated %v after %v; stderr %.200q", script, res.ExitCode, res.ErrorClass, res.Truncated, time.Since(start).Round(time.Millisecond), res.Stderr)
 		return res
 	case <-time.After(3 * time.Minute): // a watchdog, not a timing assertion
 		t.Fatalf("%q did not end", script)
@@ -93,7 +94,7 @@ func TestBashForksCountInShellMemory(t *testing.T) {
 		// Seven forks alive at once: more than 48 MiB of copies.
 		`x=$(echo $(echo $(echo $(echo $(echo $(echo $(echo deep))))))); echo "not reached $x"`,
 		// A pipeline stage that grows past what is left.
-		`echo {1..10}{1..10}{1..10}{1..10}{1..10}{1..10}{1..10} | wc -c; echo not reached`,
+		`true | { x=x; while :; do x=$x$x; done; }; echo not reached`,
 	} {
 		res := bashBomb(t, sb, script)
 		wantStatus(t, res, 137, ClassLimitExceeded)
@@ -198,5 +199,59 @@ func TestBashForkBombs(t *testing.T) {
 			sb.Close()
 			leftBehind(t, g0, live0, fd0)
 		})
+	}
+}
+
+// TestBashExpansionBombs: expansions that want more memory than the shell
+// has, in the shell or in a fork, end with 137, LIMIT_EXCEEDED and the
+// limit's line, and the session goes on in its state before the run.
+func TestBashExpansionBombs(t *testing.T) {
+	needBash(t)
+	lim := DefaultLimits
+	lim.ShellMemory = 64 << 20
+	lim.Timeout = time.Minute
+	sb := newSandbox(t, WithShell(ShellBash), WithLimits(lim))
+	run(t, sb, `KEEP=before; y=$(printf %01000000d 0)`)
+	for _, script := range []string{
+		`x=$(printf %0100000000d 0); echo ${#x}`,
+		`a=({1..10000000}); echo ${#a[@]}`,
+		`x=${y//?/$y$y}; echo ${#x}`,
+		`z=$y$y$y$y$y$y$y$y; z=$z$z$z$z$z$z$z$z; z=$z$z$z$z$z$z$z$z; echo ${#z}`,
+		"cat <<EOF | wc -c\n" + strings.Repeat("$y", 100) + "\nEOF",
+		`echo $( x=x; while :; do x=$x$x; done )`,
+	} {
+		res := bashBomb(t, sb, script)
+		wantStatus(t, res, 137, ClassLimitExceeded)
+		wantEqual(t, res.Stdout, "")
+		wantEqual(t, res.Stderr, "wasmbox: shell memory limit (64 MiB) exceeded\n")
+		got := run(t, sb, `echo "$KEEP ${#y}"`)
+		wantEqual(t, got.Stdout, "before 1000000\n")
+	}
+}
+
+// TestBashOutputFloods: writers past the output cap end as on a closed
+// pipe (SIGPIPE: 141), whether a command or the shell's own builtins in a
+// loop, in the shell or in a fork; the session goes on.
+func TestBashOutputFloods(t *testing.T) {
+	needBash(t)
+	lim := DefaultLimits
+	lim.OutputBytes = 64 << 10
+	lim.Timeout = time.Minute
+	sb := newSandbox(t, WithShell(ShellBash), WithLimits(lim))
+	for _, script := range []string{
+		`yes`,
+		`while :; do echo; done`,
+		`while :; do printf '%s\n' flood; done`,
+		`(while :; do echo sub; done)`,
+		`while :; do echo; done | cat`,
+		`while :; do echo err >&2; done`,
+	} {
+		res := bashBomb(t, sb, script)
+		if !res.Truncated || len(res.Stdout) > 64<<10 || len(res.Stderr) > 64<<10 {
+			t.Errorf("%q: truncated %v, %d+%d bytes, want the cap", script, res.Truncated, len(res.Stdout), len(res.Stderr))
+		}
+		wantStatus(t, res, 141, ClassNone)
+		got := run(t, sb, `echo alive`)
+		wantEqual(t, got.Stdout, "alive\n")
 	}
 }
