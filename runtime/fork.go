@@ -47,9 +47,15 @@ import (
 // same memory budget (its memory counts against it from the fork on), the
 // same spawner (its spawn and proc_spawn calls go through the executor),
 // and the same process table: MaxProcesses bounds the children of a run,
-// spawned and forked, its whole tree together. When the run (or the call
-// of a live instance) ends, every child still running is stopped and
-// waited for, its instance closed and its descriptors released.
+// spawned and forked, its whole tree together (the runs of the commands
+// the tree spawns count in it too). A fork refused memory, a forked child
+// refused memory, or a fork refused a process slot ends the whole run
+// with that limit's error (runtime.Run; a live instance's call tells
+// InstanceOptions.OnForkLimit, which ends it); a fork of a child that is
+// being killed ends that child. When the run (or the call of a live
+// instance) ends, every child still running is stopped and waited for,
+// its instance closed and its descriptors released; a child's own
+// children end with it (there are no orphans).
 //
 // Pids are small numbers of the run: the instance the run started is 1
 // (its parent 0), the children 2, 3, ... in the order they were forked. No

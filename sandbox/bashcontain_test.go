@@ -255,3 +255,20 @@ func TestBashOutputFloods(t *testing.T) {
 		wantEqual(t, got.Stdout, "alive\n")
 	}
 }
+
+// TestBashCommandForkBomb: a bash command (not the session's shell) whose
+// forks want more than its memory (a command and its forks share
+// MemoryPerCommand) ends with 137 and the limit's one line, instead of
+// printing "fork: Out of memory" for every refused fork; the script goes
+// on after it, as after any failed command.
+func TestBashCommandForkBomb(t *testing.T) {
+	needBash(t)
+	lim := DefaultLimits
+	lim.MemoryPerCommand = 64 << 20
+	lim.Timeout = time.Minute
+	sb := newSandbox(t, WithShell(ShellBash), WithLimits(lim))
+	res := bashBomb(t, sb, `bash -c 'g(){ g | g; }; g'; echo "after $?"`)
+	wantStatus(t, res, 0, ClassNone)
+	wantEqual(t, res.Stdout, "after 137\n")
+	wantEqual(t, res.Stderr, "wasmbox: /bin/bash: memory limit (64 MiB) exceeded\n")
+}
