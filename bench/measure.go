@@ -126,6 +126,57 @@ func measureKill(ctx context.Context, e *Env) ([]Row, error) {
 		}
 		rows = append(rows, row(c.name, Duration, box, nat, "native: exec.CommandContext (SIGKILL) of "+filepath.Base(c.native[0])))
 	}
+	bashRows, err := measureBashKill(ctx, e, n)
+	return append(rows, bashRows...), err
+}
+
+// measureBashKill times deadline → return of busy loops under GNU bash's
+// session (sandbox.WithShell(ShellBash)): in the shell itself, in a forked
+// subshell, in a pipeline stage, and in a command the shell spawned (bash
+// -c, awk). The native column is bash -c under exec.CommandContext.
+func measureBashKill(ctx context.Context, e *Env, n int) ([]Row, error) {
+	if _, ok := wasm.Bash(); !ok {
+		return nil, nil
+	}
+	sb, err := sandbox.New(ctx, sandbox.WithEngine(e.Engine), sandbox.WithTimeout(5*time.Minute), sandbox.WithShell(sandbox.ShellBash))
+	if err != nil {
+		return nil, err
+	}
+	defer sb.Close()
+	var rows []Row
+	for _, c := range []struct{ name, script string }{
+		{"bash: while :; do :; done", "while :; do :; done"},
+		{"bash: the loop in a subshell (fork)", "(while :; do :; done)"},
+		{"bash: the loop in a pipeline stage", "while :; do :; done | cat"},
+		{"bash: the loop in a spawned bash -c", "bash -c 'while :; do :; done'"},
+		{"bash: awk's loop, spawned", "awk 'BEGIN { while (1) {} }'"},
+	} {
+		var box, nat []float64
+		for i := 0; i < n; i++ {
+			lat, err := killAfter(ctx, func(ctx context.Context) error {
+				res, err := sb.Stream(ctx, c.script, nil, io.Discard, io.Discard)
+				if err != nil {
+					return err
+				}
+				if res.ErrorClass != sandbox.ClassTimeout {
+					return fmt.Errorf("bash %q ended with exit %d class %q, want TIMEOUT", c.script, res.ExitCode, res.ErrorClass)
+				}
+				return nil
+			})
+			if err != nil {
+				return rows, err
+			}
+			box = append(box, lat)
+			lat, err = killAfter(ctx, func(ctx context.Context) error {
+				return nativeKill(ctx, []string{"/usr/bin/bash", "-c", c.script}, false)
+			})
+			if err != nil {
+				return rows, err
+			}
+			nat = append(nat, lat)
+		}
+		rows = append(rows, row(c.name, Duration, box, nat, "GNU bash's session in wasm (sandbox.Stream, WithShell bash); native: exec.CommandContext (SIGKILL) of bash -c"))
+	}
 	return rows, nil
 }
 

@@ -34,6 +34,7 @@
 //	141   ""               the guest wrote to a pipe whose reader is closed (EPIPE; 128+SIGPIPE)
 //	134   ""               the guest trapped (unreachable, out-of-bounds access, stack overflow, ...); Err has the trap
 //	137   LIMIT_EXCEEDED   the guest failed after hitting its memory limit; errors.Is(Err, runtime.ErrMemoryLimit)
+//	137   LIMIT_EXCEEDED   its forks met their memory limit or budget (ErrMemoryLimit), or MaxProcesses (runtime.ErrProcessLimit)
 //
 // 134 and 137 follow the shell convention 128+signal for SIGABRT and
 // SIGKILL (the kernel's OOM killer).
@@ -653,7 +654,7 @@ func resultOf(err error) Result {
 		return Result{ExitCode: ExitTimeout, Class: ClassTimeout, Err: err}
 	case errors.Is(err, context.Canceled):
 		return Result{ExitCode: ExitCancelled, Class: ClassCancelled, Err: err}
-	case errors.Is(err, runtime.ErrMemoryLimit):
+	case errors.Is(err, runtime.ErrMemoryLimit), errors.Is(err, runtime.ErrProcessLimit):
 		return Result{ExitCode: ExitLimitExceeded, Class: ClassLimitExceeded, Err: err}
 	case errors.As(err, &ee):
 		return Result{ExitCode: int(ee.ExitCode() & 0xff)}

@@ -47,9 +47,15 @@ import (
 // same memory budget (its memory counts against it from the fork on), the
 // same spawner (its spawn and proc_spawn calls go through the executor),
 // and the same process table: MaxProcesses bounds the children of a run,
-// spawned and forked, its whole tree together. When the run (or the call
-// of a live instance) ends, every child still running is stopped and
-// waited for, its instance closed and its descriptors released.
+// spawned and forked, its whole tree together (the runs of the commands
+// the tree spawns count in it too). A fork refused memory, a forked child
+// refused memory, or a fork refused a process slot ends the whole run
+// with that limit's error (runtime.Run; a live instance's call tells
+// InstanceOptions.OnForkLimit, which ends it); a fork of a child that is
+// being killed ends that child. When the run (or the call of a live
+// instance) ends, every child still running is stopped and waited for,
+// its instance closed and its descriptors released; a child's own
+// children end with it (there are no orphans).
 //
 // Pids are small numbers of the run: the instance the run started is 1
 // (its parent 0), the children 2, 3, ... in the order they were forked. No
@@ -95,6 +101,23 @@ type forkEnv struct {
 	m      *Module
 	limit  uint64
 	budget *Budget
+	// onLimit is InstanceOptions.OnForkLimit (nil for a run).
+	onLimit func(error)
+}
+
+// refused tells onLimit that a fork or a forked child was refused memory.
+func (e *forkEnv) refused(alloc *limitAllocator, err error) {
+	if e.onLimit == nil {
+		return
+	}
+	if b := alloc.refusal.Load(); b != nil {
+		e.onLimit(fmt.Errorf("%w: %w", ErrMemoryLimit, b))
+		return
+	}
+	if err == nil {
+		err = fmt.Errorf("%w: a process asked for more than %s", ErrMemoryLimit, FormatBytes(e.limit))
+	}
+	e.onLimit(err)
 }
 
 type forkEnvKey struct{}
@@ -187,7 +210,20 @@ func hostFdDup2(ctx context.Context, _ api.Module, stack []uint64) {
 }
 
 func hostFork(ctx context.Context, mod api.Module, stack []uint64) {
-	stack[0] = uint64(forkCall(ctx, mod, uint32(stack[0])))
+	errno := forkCall(ctx, mod, uint32(stack[0]))
+	if errno != ErrnoSuccess && ctx.Err() != nil {
+		// The caller is being killed (its run's deadline or cancel,
+		// proc_kill, its parent's end): it ends here, as at spawn, rather
+		// than see EAGAIN and retry (bash's "fork: retry: Resource
+		// temporarily unavailable", from every process of an ending tree).
+		code := sys.ExitCodeContextCanceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			code = sys.ExitCodeDeadlineExceeded
+		}
+		_ = mod.CloseWithExitCode(ctx, code)
+		panic(sys.NewExitError(code))
+	}
+	stack[0] = uint64(errno)
 }
 
 func forkCall(ctx context.Context, mod api.Module, retPtr uint32) uint32 {
@@ -223,10 +259,16 @@ func forkCall(ctx context.Context, mod api.Module, retPtr uint32) uint32 {
 		return errno
 	}
 	if uint64(size) > env.limit {
+		env.refused(alloc, nil)
 		return fail(ErrnoNomem)
 	}
 	if err := alloc.prepay(uint64(size)); err != nil {
+		env.refused(alloc, nil)
 		return fail(ErrnoNomem)
+	}
+	if env.onLimit != nil {
+		// The child's growth refused is the tree's limit too.
+		alloc.setOnHit(func() { env.refused(alloc, nil) })
 	}
 	if !m.acquire() {
 		return fail(ErrnoNosys)

@@ -51,6 +51,21 @@ type InstanceOptions struct {
 	// The guest sees memory.grow fail; a caller that wants it ended at
 	// once cancels the call's context here.
 	OnMemoryLimit func()
+	// OnForkLimit, when set, is called when the process tree of a call
+	// (its forked children, theirs, and the children of the commands
+	// they spawn; see ForkABI and MaxProcesses) meets a limit: a fork
+	// refused because its copy does not fit in the memory limit or the
+	// budget, or a forked child asking for memory past them (err wraps
+	// ErrMemoryLimit), or a fork or process ABI child refused because
+	// MaxProcesses processes run (err is ErrProcessLimit). The guest sees
+	// ENOMEM, EAGAIN or memory.grow fail; a caller that wants the call
+	// ended cancels its context here. It may be called from any
+	// goroutine of the tree, more than once.
+	OnForkLimit func(err error)
+	// MaxProcesses bounds the processes of a call's tree running at once
+	// (see the package's MaxProcesses, which is also the default and the
+	// most it may be).
+	MaxProcesses int
 }
 
 // Instance is a live instance of a module. Its methods are safe for
@@ -189,7 +204,7 @@ func (in *Instance) callCtx(ctx context.Context) context.Context {
 	if b == nil {
 		b = in.r.budget
 	}
-	cctx = context.WithValue(cctx, forkEnvKey{}, &forkEnv{r: in.r, m: in.m, limit: in.opts.MemoryLimit, budget: b})
+	cctx = context.WithValue(cctx, forkEnvKey{}, &forkEnv{r: in.r, m: in.m, limit: in.opts.MemoryLimit, budget: b, onLimit: in.opts.OnForkLimit})
 	return cctx
 }
 
@@ -213,7 +228,7 @@ func (in *Instance) Call(ctx context.Context, name string, params ...uint64) ([]
 	if f == nil {
 		return nil, fmt.Errorf("%s: no exported function %s", in.m.name, name)
 	}
-	cctx, stopProcs := withProcs(in.callCtx(ctx))
+	cctx, stopProcs := withProcs(in.callCtx(ctx), in.opts.MaxProcesses, in.opts.OnForkLimit)
 	res, err := f.Call(cctx, params...)
 	stopProcs()
 	if err == nil {

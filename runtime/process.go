@@ -105,9 +105,46 @@ type Stdio struct {
 	Inherited []preview1.Inherited
 }
 
-// MaxProcesses bounds the children of one run (or of one call of a live
-// instance) running at once through the process ABI.
+// MaxProcesses bounds the processes of one tree running at once: the
+// children (forked or started through the process ABI) of a run or of one
+// call of a live instance, together with the children of every command
+// that tree spawns, at any depth (their runs share the count of the run
+// that spawned them). A command that a child runs with the blocking spawn
+// (exec) is not counted apart: its caller, which waits for it, is.
 const MaxProcesses = 256
+
+// ErrProcessLimit is the error given to InstanceOptions.OnForkLimit when a
+// fork or a process ABI child was refused because MaxProcesses processes
+// of the tree run.
+var ErrProcessLimit = errors.New("process limit exceeded")
+
+// procCount is the live processes of a tree of runs (see MaxProcesses).
+type procCount struct {
+	n   atomic.Int32
+	max int32 // MaxProcesses or less (InstanceOptions.MaxProcesses)
+	// onFull, when set, is told of a refusal (the root call's
+	// InstanceOptions.OnForkLimit).
+	onFull func(error)
+}
+
+// take counts one more process; false (after telling onFull) when
+// MaxProcesses run.
+func (c *procCount) take() bool {
+	for {
+		n := c.n.Load()
+		if n >= c.max {
+			if c.onFull != nil {
+				c.onFull(fmt.Errorf("%w: %d processes run", ErrProcessLimit, n))
+			}
+			return false
+		}
+		if c.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (c *procCount) put() { c.n.Add(-1) }
 
 // procTable is the children a run started through the process ABI.
 type procTable struct {
@@ -117,26 +154,38 @@ type procTable struct {
 	closed bool                     // stop ran: no new connection
 	wg     sync.WaitGroup
 	pids   atomic.Uint32 // the last pid given (ForkABI); the run's instance is 1
+	count  *procCount    // shared with the tables of the runs it spawned
 }
 
 type procTableKey struct{}
 
 // withProcs returns ctx carrying a new process table, and the func that
-// stops and waits for whatever it still runs.
-func withProcs(ctx context.Context) (context.Context, func()) {
+// stops and waits for whatever it still runs. The table counts its
+// processes in the count of the table ctx already carries (the run that
+// spawned this one), if any, else in a count of its own, of at most max
+// processes (0: MaxProcesses), that tells onFull of a refusal.
+func withProcs(ctx context.Context, max int, onFull func(error)) (context.Context, func()) {
 	t := &procTable{procs: map[*process]struct{}{}, nets: map[*netSession]struct{}{}}
+	if parent, ok := ctx.Value(procTableKey{}).(*procTable); ok && parent.count != nil {
+		t.count = parent.count
+	} else {
+		if max <= 0 || max > MaxProcesses {
+			max = MaxProcesses
+		}
+		t.count = &procCount{max: int32(max), onFull: onFull}
+	}
 	t.pids.Store(1)
 	return context.WithValue(ctx, procTableKey{}, t), t.stop
 }
 
 // admit registers a new forked child under ctx, with a pid of its own and
-// a context that its cancel ends; nil when MaxProcesses children run or
-// the table was stopped. Its
-// goroutine calls done when it has ended.
+// a context that its cancel ends; nil when MaxProcesses processes of the
+// tree run or the table was stopped. Its goroutine calls done when it has
+// ended.
 func (t *procTable) admit(ctx context.Context) (*process, uint32, context.Context) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed || len(t.procs) >= MaxProcesses {
+	if t.closed || !t.count.take() {
 		return nil, 0, nil
 	}
 	pctx, cancel := context.WithCancel(ctx)
@@ -151,6 +200,7 @@ func (t *procTable) done(p *process) {
 	t.mu.Lock()
 	delete(t.procs, p)
 	t.mu.Unlock()
+	t.count.put()
 	t.wg.Done()
 }
 
@@ -409,12 +459,15 @@ func procSpawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, pfdPtr u
 	if sp == nil || table == nil {
 		return ErrnoAcces
 	}
-	table.mu.Lock()
-	n := len(table.procs)
-	table.mu.Unlock()
-	if n >= MaxProcesses {
+	if !table.count.take() {
 		return ErrnoAgain
 	}
+	counted := true
+	defer func() {
+		if counted {
+			table.count.put()
+		}
+	}()
 	// The child's streams: what the caller's descriptors refer to.
 	stdio := &Stdio{}
 	var releases []func()
@@ -459,6 +512,7 @@ func procSpawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, pfdPtr u
 	table.procs[p] = struct{}{}
 	table.wg.Add(1)
 	table.mu.Unlock()
+	counted = false // the child's goroutine gives it back
 	go func() {
 		defer table.wg.Done()
 		status, cause := runChild(pctx, sp, req.SpawnRequest)
@@ -468,6 +522,7 @@ func procSpawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, pfdPtr u
 		table.mu.Lock()
 		delete(table.procs, p)
 		table.mu.Unlock()
+		table.count.put()
 	}()
 	mem.WriteUint32Le(pfdPtr, pfd)
 	return ErrnoSuccess

@@ -138,9 +138,24 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	if r.ownWASI {
 		cctx = preview1.WithState(cctx, opts.WASI)
 	}
+	// A fork tree that meets a limit (a fork or a forked child refused
+	// memory; MaxProcesses, when this run is the root of its tree) ends
+	// the run with that limit's error, as the guest's own memory limit
+	// does, rather than the guest seeing ENOMEM or EAGAIN and going on.
+	cctx, cancelTree := context.WithCancelCause(cctx)
+	defer cancelTree(nil)
+	var treeErr atomic.Pointer[error]
+	onTree := func(err error) {
+		if treeErr.CompareAndSwap(nil, &err) {
+			if errors.Is(err, ErrMemoryLimit) && opts.OnMemoryLimit != nil {
+				opts.OnMemoryLimit()
+			}
+			cancelTree(err)
+		}
+	}
 	// Children of the process ABI never outlive the run.
-	cctx, stopProcs := withProcs(cctx)
-	cctx = context.WithValue(cctx, forkEnvKey{}, &forkEnv{r: r, m: m, limit: limit, budget: b})
+	cctx, stopProcs := withProcs(cctx, 0, onTree)
+	cctx = context.WithValue(cctx, forkEnvKey{}, &forkEnv{r: r, m: m, limit: limit, budget: b, onLimit: onTree})
 	defer stopProcs()
 
 	if snap != nil {
@@ -188,6 +203,14 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	st.LimitHit = alloc.hit.Load()
 	if err == nil {
 		return st, nil
+	}
+	if p := treeErr.Load(); p != nil && ctx.Err() == nil {
+		// The fork tree's limit ended the run.
+		st.LimitHit = true
+		if errors.Is(*p, ErrMemoryLimit) {
+			return st, &limitError{name: m.name, limit: limit, cause: *p}
+		}
+		return st, fmt.Errorf("%s: %w", m.name, *p)
 	}
 	// A context that ended wins over whatever the guest was doing.
 	var ee *sys.ExitError

@@ -70,6 +70,7 @@ func (s *Sandbox) bashConfig(ctx context.Context, dir string) (bashsession.Confi
 		MemoryLimit:   s.cfg.limits.ShellMemory,
 		Budget:        s.mem.shell,
 		Deterministic: s.cfg.deterministic,
+		MaxProcesses:  s.cfg.limits.Processes,
 	}, nil
 }
 

@@ -49,8 +49,17 @@ type Limits struct {
 	// ShellMemory bounds the linear memory of the sandbox's shell (default
 	// 256 MiB): a Run whose expansions want more ends with exit status 137
 	// and LIMIT_EXCEEDED, and the shell's state is what it was before the
-	// Run.
+	// Run. Under GNU bash (WithShell(ShellBash)) it bounds the shell and
+	// its forks together — subshells, pipeline stages, $(...), background
+	// jobs — each of which holds a copy of the shell's memory: a fork
+	// that does not fit ends the Run the same way.
 	ShellMemory uint64
+	// Processes bounds the processes of one Run of GNU bash alive at
+	// once: the shell's forks and the commands they start, at any depth
+	// (default and most: 256, runtime.MaxProcesses). A Run that meets it
+	// ends with LIMIT_EXCEEDED and "wasmbox: process limit (N at once)
+	// exceeded", and the shell's state is what it was before the Run.
+	Processes int
 	// RunMemory bounds the linear memory of all the commands of one Run
 	// together, each command still within MemoryPerCommand (default: an
 	// eighth of the process budget, at most 1 GiB and at least
@@ -78,6 +87,7 @@ var DefaultLimits = Limits{
 	NestingDepth:       1000,
 	SpawnDepth:         16,
 	ShellMemory:        256 << 20,
+	Processes:          256,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -93,6 +103,7 @@ func (l Limits) withDefaults() Limits {
 		NestingDepth:       orDefault(l.NestingDepth, d.NestingDepth),
 		SpawnDepth:         orDefault(l.SpawnDepth, d.SpawnDepth),
 		ShellMemory:        orDefault(l.ShellMemory, d.ShellMemory),
+		Processes:          min(orDefault(l.Processes, d.Processes), d.Processes),
 		RunMemory:          l.RunMemory,
 	}
 }

@@ -114,6 +114,12 @@ type Config struct {
 	// by the Spawner as /usr/bin/NAME): bash starts with them in its hash
 	// table (hash -p), as the interpreter's wire.Init.Commands.
 	Commands map[string]string
+	// MaxProcesses bounds the processes of a run running at once: the
+	// shell's forks (subshells, pipeline stages, $(...), background
+	// jobs) and the commands they start, at any depth; 0 means
+	// runtime.MaxProcesses, which is also the most it may be. A run that
+	// meets it ends with a *session.LimitError.
+	MaxProcesses int
 }
 
 // Errors of a session.
@@ -141,7 +147,8 @@ type Session struct {
 	// known; images then keep the dead stack too).
 	stackLow uint64
 
-	hit       atomic.Bool
+	hit       atomic.Bool // the memory limit stopped the call
+	procHit   atomic.Bool // the process limit stopped the call
 	cancelRun atomic.Pointer[context.CancelCauseFunc]
 }
 
@@ -268,6 +275,8 @@ func (s *Session) instance(ctx context.Context, img *runtime.MemoryImage) (*prev
 		FS:            s.cfg.FS,
 		Spawner:       s.cfg.Spawner,
 		OnMemoryLimit: s.onMemoryLimit,
+		OnForkLimit:   s.onForkLimit,
+		MaxProcesses:  s.cfg.MaxProcesses,
 	}
 	var in *runtime.Instance
 	if img != nil {
@@ -291,6 +300,26 @@ func (s *Session) onMemoryLimit() {
 	if c := s.cancelRun.Load(); c != nil {
 		(*c)(session.ErrMemoryLimit)
 	}
+}
+
+// onForkLimit ends the run whose process tree met the shell's memory
+// (forks count against it as the shell does) or the process limit: the
+// guest would see ENOMEM or EAGAIN, and bash says "fork: Out of memory"
+// or retries, and a fork bomb goes on to the deadline; the run ends
+// instead, with the limit's one line, and the session goes back to its
+// state at the start of the run.
+func (s *Session) onForkLimit(err error) {
+	if errors.Is(err, runtime.ErrProcessLimit) {
+		if s.hit.Load() {
+			return
+		}
+		s.procHit.Store(true)
+		if c := s.cancelRun.Load(); c != nil {
+			(*c)(err)
+		}
+		return
+	}
+	s.onMemoryLimit()
 }
 
 // keep takes the image of the idle instance: the state a killed call
@@ -398,6 +427,7 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 	s.cancelRun.Store(&cancel)
 	defer s.cancelRun.Store(nil)
 	s.hit.Store(false)
+	s.procHit.Store(false)
 	unbind := session.BindRun(cctx, s.st, stdin, stdout, stderr, &s.hit)
 	defer func() { unbind(s.st) }()
 	s.dirOK = false
@@ -419,6 +449,14 @@ func (s *Session) killed(ctx context.Context, stderr io.Writer, err error) sessi
 	limit := s.hit.Load() || s.in.LimitHit() || errors.Is(err, runtime.ErrMemoryLimit)
 	lerr := s.in.LimitError()
 	s.discard()
+	if !limit && s.procHit.Load() {
+		max := s.cfg.MaxProcesses
+		if max <= 0 || max > runtime.MaxProcesses {
+			max = runtime.MaxProcesses
+		}
+		fmt.Fprintf(stderr, "wasmbox: process limit (%d at once) exceeded\n", max)
+		return session.Result{Code: 1, Err: &session.LimitError{Limit: "process"}}
+	}
 	return session.KilledResult(ctx, stderr, err, limit, lerr, s.cfg.MemoryLimit, func(code uint32) (session.Result, bool) {
 		// The bash process itself ended (exec, a fatal error of the
 		// shell): the run ended the shell, with that status; the next
