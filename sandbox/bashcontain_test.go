@@ -270,5 +270,5 @@ func TestBashCommandForkBomb(t *testing.T) {
 	res := bashBomb(t, sb, `bash -c 'g(){ g | g; }; g'; echo "after $?"`)
 	wantStatus(t, res, 0, ClassNone)
 	wantEqual(t, res.Stdout, "after 137\n")
-	wantEqual(t, res.Stderr, "wasmbox: /bin/bash: memory limit (64 MiB) exceeded\n")
+	wantEqual(t, res.Stderr, "wasmbox: bash: memory limit (64 MiB) exceeded\n")
 }

@@ -84,9 +84,16 @@ func TestHostileInputs(t *testing.T) {
 			wantStatus(t, res, 0, ClassNone)
 			wantEqual(t, res.Stdout, "4\n")
 		}, nil},
-		{"500-level nested $( )", "echo " + strings.Repeat("$(echo ", 500) + "deep" + strings.Repeat(")", 500), nil, func(t *testing.T, res Result) {
+		{"16-level nested $( )", "echo " + strings.Repeat("$(echo ", 16) + "deep" + strings.Repeat(")", 16), nil, func(t *testing.T, res Result) {
 			wantStatus(t, res, 0, ClassNone)
 			wantEqual(t, res.Stdout, "deep\n")
+		}, nil},
+		// Each level of $( ) is a live bash process, as in bash, and every
+		// one counts its memory (~9 MiB) in the shell's: 500 of them meet
+		// the shell memory limit, which ends the run with its line.
+		{"500-level nested $( ) meets the shell memory limit", "echo " + strings.Repeat("$(echo ", 500) + "deep" + strings.Repeat(")", 500), nil, func(t *testing.T, res Result) {
+			wantStatus(t, res, 137, ClassLimitExceeded)
+			wantContains(t, res.Stderr, "shell memory limit")
 		}, nil},
 		{"1200-level nested $( ) passes the nesting limit", "echo " + strings.Repeat("$(echo ", 1200) + "deep" + strings.Repeat(")", 1200), nil, func(t *testing.T, res Result) {
 			if res.ErrorClass != ClassLimitExceeded || res.ExitCode == 0 {

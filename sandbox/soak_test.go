@@ -44,8 +44,10 @@ func TestSoak(t *testing.T) {
 	rt := eng.Runtime()
 	const workers = 2
 	boxes := make([]*Sandbox, workers)
+	// 64 MiB of shell memory: bash and every process it forks (a
+	// pipeline's stages, ~9 MiB each) count in it.
 	for i := range boxes {
-		boxes[i] = newSandbox(t, WithLimits(Limits{Timeout: 30 * time.Second, OutputBytes: 64 << 10, ShellMemory: 32 << 20}))
+		boxes[i] = newSandbox(t, WithLimits(Limits{Timeout: 30 * time.Second, OutputBytes: 64 << 10, ShellMemory: 64 << 20}))
 	}
 
 	phase := func(from, to int) map[string]int {
@@ -128,7 +130,7 @@ func soakRun(ctx context.Context, sb *Sandbox, i int) (string, error) {
 		{"Cancel: pipeline", "cat /dev/zero | cat > /dev/null", "Cancel", ClassCancelled},
 		{"deadline: background job", "sleep 10 & wait", "deadline", ClassTimeout},
 		{"deadline: shell pipeline", "f() { while :; do echo x; done; }; f | while read l; do :; done", "deadline", ClassTimeout},
-		{"limit: shell memory", "x=$(head -c 2000000 /dev/zero | tr \"\\0\" a); y=$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x", "", ClassLimitExceeded},
+		{"limit: shell memory", "x=$(head -c 2000000 /dev/zero | tr \"\\0\" a); y=$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x$x", "", ClassLimitExceeded},
 		{"cancel: mixed pipeline", "cat /dev/zero | f() { cat; }; yes | tr y n | while read l; do :; done", "cancel", ClassCancelled},
 	}
 	k := kinds[i%len(kinds)]
