@@ -208,7 +208,14 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		// The fork tree's limit ended the run.
 		st.LimitHit = true
 		if errors.Is(*p, ErrMemoryLimit) {
-			return st, &limitError{name: m.name, limit: limit, cause: *p}
+			le := &limitError{name: m.name, limit: limit, cause: *p}
+			// A budget that refused a fork or a child's growth is named,
+			// not the per-instance limit the guest never reached.
+			var be *budget.ExceededError
+			if errors.As(*p, &be) {
+				le.budget = be
+			}
+			return st, le
 		}
 		return st, fmt.Errorf("%s: %w", m.name, *p)
 	}
