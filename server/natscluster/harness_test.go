@@ -122,6 +122,12 @@ func startNode(t *testing.T, name, urls string, opts ...nats.Option) *node {
 // startNodeTTL starts a serve node whose sessions expire after ttl.
 func startNodeTTL(t *testing.T, name, urls string, ttl time.Duration, opts ...nats.Option) *node {
 	t.Helper()
+	return startNodeBackend(t, name, urls, ttl, sandboxbackend.Backend{}, opts...)
+}
+
+// startNodeBackend starts a serve node whose sessions are backend's.
+func startNodeBackend(t *testing.T, name, urls string, ttl time.Duration, backend sandboxbackend.Backend, opts ...nats.Option) *node {
+	t.Helper()
 	opts = append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond), nats.Timeout(2 * time.Second)}, opts...)
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
@@ -136,7 +142,7 @@ func startNodeTTL(t *testing.T, name, urls string, ttl time.Duration, opts ...na
 	}
 	n := &node{name: name, cl: cl, nc: nc}
 	srv, err := server.New(server.Config{
-		Backend: sandboxbackend.Backend{}, Cluster: countingCluster{cl, &n.acquires}, MaxSessions: 16, SessionTTL: ttl,
+		Backend: backend, Cluster: countingCluster{cl, &n.acquires}, MaxSessions: 16, SessionTTL: ttl,
 		DefaultTimeout: time.Minute,
 	})
 	if err != nil {
