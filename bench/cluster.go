@@ -65,7 +65,7 @@ func measureCluster(ctx context.Context, e *Env) ([]Row, error) {
 			row("commit, "+sz.name+" of files", Duration, m.commit, nil,
 				fmt.Sprintf("a run that changed a few bytes, as serve commits it: the sandbox's incremental snapshot in parts (%s; what did not change is not read or hashed again), parts the record's manifest lacks stored (the whole snapshot zstd in the record under 64 KiB), CAS on the record; R3", fmtSize(m.snapLen))),
 			row("  of which the snapshot, "+sz.name, Duration, m.snapOnly, nil, "sandbox.SnapshotParts on the node, before the cluster's part"),
-			row("  unchanged session, "+sz.name, Duration, m.unchanged, nil, "a run that changed nothing: SnapshotParts and the parts' sums compared, no commit"),
+			row("  unchanged session, "+sz.name, Duration, m.unchanged, nil, "a run that changed no file: SnapshotParts and the parts' sums compared (under the interpreter: unchanged, no commit; GNU bash's part changes every run)"),
 			row("commit of the whole snapshot, "+sz.name, Duration, m.whole, nil,
 				"the same change committed as before parts: sandbox.Snapshot, cut into chunks and hashed whole, chunks stored, CAS"),
 			row("resume on a new node, "+sz.name+" of files", Duration, m.resume, nil,
@@ -134,7 +134,6 @@ func measureCommitResume(ctx context.Context, e *Env, a, b *natscluster.Cluster,
 		l.Release()
 		return m, err
 	}
-	var key [32]byte
 	counter := 0
 	for i := range 2 * reps {
 		whole := i%2 == 1
@@ -166,7 +165,6 @@ func measureCommitResume(ctx context.Context, e *Env, a, b *natscluster.Cluster,
 		ps, err := parts()
 		snap := time.Since(start)
 		if err == nil {
-			key = partsKeyOf(ps)
 			err = pl.CommitParts(ctx, ps)
 			m.commit = append(m.commit, time.Since(start).Seconds())
 			m.snapOnly = append(m.snapOnly, snap.Seconds())
@@ -179,17 +177,17 @@ func measureCommitResume(ctx context.Context, e *Env, a, b *natscluster.Cluster,
 		for _, p := range ps {
 			m.snapLen += len(p.Data)
 		}
-		// A run that changes nothing: found unchanged by the parts'
-		// sums.
+		// A run that changes no file. GNU bash's memory changes with
+		// every run (its command counters, malloc's free lists), so only
+		// under the interpreter is such a run found unchanged by the
+		// parts' sums (server/natscluster's TestUnchangedRunNotCommitted);
+		// under bash the files' parts are reused and the shell's is new.
 		if _, err := sb.Run(ctx, "true"); err != nil {
 			l.Release()
 			return m, err
 		}
 		u0 := time.Now()
 		ps, err = parts()
-		if err == nil && partsKeyOf(ps) != key {
-			err = errors.New("a run that changed nothing changed the snapshot's parts")
-		}
 		m.unchanged = append(m.unchanged, time.Since(u0).Seconds())
 		if err != nil {
 			l.Release()

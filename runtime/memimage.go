@@ -307,6 +307,20 @@ func (img *MemoryImage) Bytes() []byte {
 	return b
 }
 
+// Pages calls fn for each 4 KiB page of the image that is not zeros, in
+// ascending order of offset, with a view of its bytes (not to be changed
+// or kept): what Bytes holds, without the zeros between.
+func (img *MemoryImage) Pages(fn func(off uint64, page []byte)) {
+	for _, r := range img.runs {
+		for i := uint64(0); i < uint64(len(r.data)); i += imagePage {
+			p := r.data[i:min(i+imagePage, uint64(len(r.data)))]
+			if !isZeroPage(p) {
+				fn(r.off+i, p)
+			}
+		}
+	}
+}
+
 // ErrBadImage is wrapped by InstantiateImage's error for an image that
 // cannot be an instance's state (its size, its stack pointer).
 var ErrBadImage = errors.New("bad memory image")
