@@ -44,26 +44,11 @@ func measureBash(ctx context.Context, e *Env) ([]Row, error) {
 	if !ok {
 		return nil, nil
 	}
-	var rows []Row
-	// The compile every first run of a process pays without the disk
-	// cache (the engine keeps it compiled after that).
-	var cold []float64
-	for i := 0; i < e.reps(1, 3); i++ {
-		rt, err := runtime.New(ctx, runtime.Config{DisableCache: true})
-		if err != nil {
-			return nil, err
-		}
-		start := time.Now()
-		_, err = rt.Compile(ctx, "bash", bin)
-		d := time.Since(start)
-		rt.Close(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("compile bash: %w", err)
-		}
-		cold = append(cold, seconds(d))
+	cold, err := coldCompileRow(ctx, e, "bash", bin)
+	if err != nil {
+		return nil, err
 	}
-	rows = append(rows, row("cold compile of bash.wasm", Duration, cold, nil,
-		fmt.Sprintf("%d bytes; runtime.Compile with the disk cache disabled", len(bin))))
+	rows := []Row{cold}
 
 	sb, err := sandbox.New(ctx, sandbox.WithEngine(e.Engine), sandbox.WithTimeout(5*time.Minute), sandbox.WithShell(sandbox.ShellBash))
 	if err != nil {
@@ -151,4 +136,27 @@ func measureBashSession(ctx context.Context, e *Env, sb *sandbox.Sandbox) ([]Row
 	rows = append(rows, row("bash session: Fork", Duration, ds, nil,
 		"sandbox.Fork of a bash session with state; target <= 1 ms"))
 	return rows, nil
+}
+
+// coldCompileRow times the compile the first run of a process pays for
+// the module bin without the disk cache (a faster build must not make it
+// much slower; the engine keeps it compiled after that).
+func coldCompileRow(ctx context.Context, e *Env, name string, bin []byte) (Row, error) {
+	var cold []float64
+	for i := 0; i < e.reps(1, 3); i++ {
+		rt, err := runtime.New(ctx, runtime.Config{DisableCache: true})
+		if err != nil {
+			return Row{}, err
+		}
+		start := time.Now()
+		_, err = rt.Compile(ctx, name, bin)
+		d := time.Since(start)
+		rt.Close(ctx)
+		if err != nil {
+			return Row{}, fmt.Errorf("compile %s: %w", name, err)
+		}
+		cold = append(cold, seconds(d))
+	}
+	return row("cold compile of "+name+".wasm", Duration, cold, nil,
+		fmt.Sprintf("%d bytes; runtime.Compile with the disk cache disabled", len(bin))), nil
 }

@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/sandbox"
 	"github.com/wasmbox/wasmbox/wasm"
 )
@@ -49,26 +47,11 @@ func measurePython(ctx context.Context, e *Env) ([]Row, error) {
 	if _, err := os.Stat(nativePython); err != nil {
 		return nil, nil
 	}
-	var rows []Row
-	// The compile the first python3 of a process pays without the disk
-	// cache (a faster build must not make it much slower).
-	var cold []float64
-	for i := 0; i < e.reps(1, 3); i++ {
-		rt, err := runtime.New(ctx, runtime.Config{DisableCache: true})
-		if err != nil {
-			return nil, err
-		}
-		start := time.Now()
-		_, err = rt.Compile(ctx, "python", bin)
-		d := time.Since(start)
-		rt.Close(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("compile python: %w", err)
-		}
-		cold = append(cold, seconds(d))
+	cold, err := coldCompileRow(ctx, e, "python", bin)
+	if err != nil {
+		return nil, err
 	}
-	rows = append(rows, row("cold compile of python.wasm", Duration, cold, nil,
-		fmt.Sprintf("%d bytes; runtime.Compile with the disk cache disabled", len(bin))))
+	rows := []Row{cold}
 	n := e.reps(3, 20)
 	sb, err := e.newSandbox(ctx)
 	if err != nil {
