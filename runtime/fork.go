@@ -54,8 +54,9 @@ import (
 // InstanceOptions.OnForkLimit, which ends it); a fork of a child that is
 // being killed ends that child. When the run (or the call of a live
 // instance) ends, every child still running is stopped and waited for,
-// its instance closed and its descriptors released; a child's own
-// children end with it (there are no orphans).
+// its instance closed and its descriptors released. A child's own
+// children outlive it, as orphans do under POSIX (reparented to the run:
+// see procTable.childContext), until they end or the run does.
 //
 // Pids are small numbers of the run: the instance the run started is 1
 // (its parent 0), the children 2, 3, ... in the order they were forked. No
@@ -211,13 +212,17 @@ func hostFdDup2(ctx context.Context, _ api.Module, stack []uint64) {
 
 func hostFork(ctx context.Context, mod api.Module, stack []uint64) {
 	errno := forkCall(ctx, mod, uint32(stack[0]))
-	if errno != ErrnoSuccess && ctx.Err() != nil {
+	if errno == ErrnoSuccess {
+		stack[0] = uint64(errno)
+		return
+	}
+	if cerr := ending(ctx); cerr != nil {
 		// The caller is being killed (its run's deadline or cancel,
 		// proc_kill, its parent's end): it ends here, as at spawn, rather
 		// than see EAGAIN and retry (bash's "fork: retry: Resource
 		// temporarily unavailable", from every process of an ending tree).
 		code := sys.ExitCodeContextCanceled
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if errors.Is(cerr, context.DeadlineExceeded) {
 			code = sys.ExitCodeDeadlineExceeded
 		}
 		_ = mod.CloseWithExitCode(ctx, code)

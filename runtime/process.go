@@ -155,6 +155,51 @@ type procTable struct {
 	wg     sync.WaitGroup
 	pids   atomic.Uint32 // the last pid given (ForkABI); the run's instance is 1
 	count  *procCount    // shared with the tables of the runs it spawned
+	// root is the run's context (or the live instance's call's): its
+	// deadline and cancel end every child of the table, whatever their
+	// depth (see childContext).
+	root context.Context
+}
+
+// childContext returns the context of a new child of a process whose
+// context is ctx, and its cancel: the values of ctx (what the process
+// runs under: its WASI state, spawner, limits), and the deadline and
+// cancellation of the run, not of the process. A child outlives its
+// parent, as under POSIX, where it is reparented to init: the
+// double-fork idiom `( server & )` leaves the server running when the
+// subshell ends. It lives until it ends or until the run does (stop), in
+// the run's process count all along, so orphans are bounded as every
+// other process is. A command a process runs with exec (the blocking
+// spawn) is the process itself and still ends with it.
+func (t *procTable) childContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t.root == nil {
+		return context.WithCancel(ctx)
+	}
+	return context.WithCancel(reparented{Context: t.root, values: ctx})
+}
+
+// reparented is a context with the values of one context and the
+// deadline, done channel and error of another (its embedded Context).
+type reparented struct {
+	context.Context
+	values context.Context
+}
+
+func (c reparented) Value(key any) any { return c.values.Value(key) }
+
+// ending returns why the process whose context is ctx is being ended, or
+// nil: its own context's error, or its run's. The run's cancel reaches the
+// context of a reparented child a moment later (context's propagation
+// goroutine), so a refused fork checks both before it reports EAGAIN to a
+// process that the run's limit is ending anyway.
+func ending(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if t, ok := ctx.Value(procTableKey{}).(*procTable); ok && t.root != nil {
+		return t.root.Err()
+	}
+	return nil
 }
 
 type procTableKey struct{}
@@ -175,6 +220,7 @@ func withProcs(ctx context.Context, max int, onFull func(error)) (context.Contex
 		t.count = &procCount{max: int32(max), onFull: onFull}
 	}
 	t.pids.Store(1)
+	t.root = ctx
 	return context.WithValue(ctx, procTableKey{}, t), t.stop
 }
 
@@ -188,7 +234,7 @@ func (t *procTable) admit(ctx context.Context) (*process, uint32, context.Contex
 	if t.closed || !t.count.take() {
 		return nil, 0, nil
 	}
-	pctx, cancel := context.WithCancel(ctx)
+	pctx, cancel := t.childContext(ctx)
 	p := &process{cancel: cancel, exited: make(chan struct{})}
 	t.procs[p] = struct{}{}
 	t.wg.Add(1)
@@ -500,7 +546,7 @@ func procSpawnCall(ctx context.Context, mod api.Module, reqPtr, reqLen, pfdPtr u
 		releases = append(releases, rel)
 	}
 	req.Stdio = stdio
-	pctx, cancel := context.WithCancel(ctx)
+	pctx, cancel := table.childContext(ctx)
 	p := &process{cancel: cancel, exited: make(chan struct{})}
 	pfd, err := st.AddStream(p, nil, nil, true)
 	if err != nil {

@@ -272,3 +272,54 @@ func TestBashCommandForkBomb(t *testing.T) {
 	wantEqual(t, res.Stdout, "after 137\n")
 	wantEqual(t, res.Stderr, "wasmbox: bash: memory limit (64 MiB) exceeded\n")
 }
+
+// TestBashOrphansOutliveTheirParent: a process whose parent ends lives
+// on, as under POSIX (reparented to init), so the double-fork idiom
+// `( server & )` leaves the server running; it ends with the run, and
+// counts in the run's process limit all along.
+func TestBashOrphansOutliveTheirParent(t *testing.T) {
+	needBash(t)
+	lim := DefaultLimits
+	lim.Timeout = time.Minute // a watchdog: the scripts end on their own
+	lim.Processes = 8
+	eng, err := DefaultEngine(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm := newSandbox(t, WithShell(ShellBash), WithLimits(lim))
+	run(t, warm, `(true &); sleep 0.01 | cat`)
+	warm.Close()
+	g0, fd0 := goruntime.NumGoroutine(), liveMemfds(t)
+	live0 := eng.rt.LiveInstances() - int64(eng.shells.Ready())
+	sb, err := New(context.Background(), WithShell(ShellBash), WithLimits(lim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+
+	// The subshell has ended long before the orphan writes (it sleeps
+	// first); the run waits for the file (at most ~20 s, then says so).
+	res := bashBomb(t, sb, `( (sleep 0.2; echo orphan > /tmp/o) & ); i=0
+while [ ! -s /tmp/o ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+cat /tmp/o`)
+	wantEqual(t, res.Stdout, "orphan\n")
+	wantEqual(t, res.Stderr, "")
+
+	// An orphan that never ends is stopped when the run ends.
+	res = bashBomb(t, sb, `( sleep 1000 & ); ( (sleep 1000; echo never) & ); echo started`)
+	wantEqual(t, res.Stdout, "started\n")
+	if res.ExitCode != 0 || res.ErrorClass != ClassNone {
+		t.Errorf("exit %d class %q", res.ExitCode, res.ErrorClass)
+	}
+
+	// Orphans count in the process limit: 8 of them at once end the run.
+	res = bashBomb(t, sb, `for i in 1 2 3 4 5 6 7 8 9 10 11 12; do ( sleep 1000 & ); done; echo after`)
+	if res.ErrorClass != ClassLimitExceeded || res.ExitCode == 0 {
+		t.Errorf("exit %d class %q, want LIMIT_EXCEEDED", res.ExitCode, res.ErrorClass)
+	}
+	wantEqual(t, res.Stderr, "wasmbox: process limit (8 at once) exceeded\n")
+	wantEqual(t, res.Stdout, "")
+	wantEqual(t, run(t, sb, "echo next").Stdout, "next\n")
+	sb.Close()
+	leftBehind(t, g0, live0, fd0)
+}
