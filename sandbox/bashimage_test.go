@@ -278,3 +278,29 @@ func BenchmarkBashImageRecord(b *testing.B) {
 	}
 	b.ReportMetric(float64(buf.Len()), "bytes")
 }
+
+// BenchmarkSnapshotPartsBash: the incremental snapshot of a bash session
+// after a run that set a variable, as a cluster commit takes it (the run
+// itself is not timed): the regions of bash's memory the run did not
+// dirty keep their parts.
+func BenchmarkSnapshotPartsBash(b *testing.B) {
+	ctx := context.Background()
+	sb, err := New(ctx, WithShell(ShellBash))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close()
+	if _, err := sb.SnapshotParts(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		if _, err := sb.Run(ctx, "x=$((x+1))"); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := sb.SnapshotParts(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
