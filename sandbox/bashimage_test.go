@@ -304,3 +304,39 @@ func BenchmarkSnapshotPartsBash(b *testing.B) {
 		}
 	}
 }
+
+// FuzzBashImageRecord: whatever follows the magic and the module's sum, a
+// record decodes to an image or fails with ErrCorruptSnapshot, never a
+// panic; one that decodes encodes to a record that decodes to the same
+// memory.
+func FuzzBashImageRecord(f *testing.F) {
+	if bashModuleHash() == ([32]byte{}) {
+		f.Skip("bash.wasm is not built in")
+	}
+	h := bashModuleHash()
+	prefix := append([]byte(bashImageMagic), h[:]...)
+	rec, err := encodeBashImage(runtime.NewMemoryImage(testMemory(), 4096), "/home/user")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rec[len(prefix):])
+	page := bytes.Repeat([]byte{7}, bashPage)
+	f.Add(regionRecord(1<<20, bashRegionSize, 2, testRegion{0, pageRun(0, 4096, page), nil}, testRegion{bashRegionSize, pageRun(bashRegionSize+4096, 8192, append(page, page...)), nil})[len(prefix):])
+	f.Fuzz(func(t *testing.T, rest []byte) {
+		img, dir, err := decodeBashImage(append(bytes.Clone(prefix), rest...), 1<<20)
+		if err != nil {
+			if !errors.Is(err, ErrCorruptSnapshot) {
+				t.Fatalf("error that is not ErrCorruptSnapshot: %v", err)
+			}
+			return
+		}
+		again, err := encodeBashImage(img, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img2, _, err := decodeBashImage(again, 1<<20)
+		if err != nil || !bytes.Equal(img2.Bytes(), img.Bytes()) {
+			t.Fatalf("re-encoded record: %v", err)
+		}
+	})
+}

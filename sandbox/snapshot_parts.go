@@ -200,8 +200,9 @@ func (w *partWriter) encode(img *snapImage, shared map[string][]byte) {
 // its encoding, which a region that did not change keeps from the last
 // snapshot (encodeBashRecord): the group it is in is then the last one,
 // and its part is reused without hashing. A group ends after a region
-// once it holds minPart bytes, so that a region a run dirtied changes
-// one or two parts.
+// once it holds minPart bytes: a region a run dirtied changes its group,
+// and the small groups after it up to the next large region only if its
+// new size moves where its group ends.
 func (w *partWriter) bash(rec *bashRecordParts) {
 	hdr := binary.AppendUvarint([]byte{byte(kindBash)}, uint64(rec.len()))
 	w.flush()
