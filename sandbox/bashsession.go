@@ -97,33 +97,58 @@ func bashEnv(b *bashsession.Session) []string {
 	return env
 }
 
-// The bash record of a snapshot ('B', format version 2): the memory image
-// of the idle bash session.
+// The bash record of a snapshot ('B', snapshot format version 2): the
+// memory image of the idle bash session.
 //
-//	magic     "bash-image\x02"
+//	magic     "bash-image\x03"
 //	module    SHA-256 of the bash.wasm the image belongs to (32 bytes)
 //	dir       string: the shell's working directory
 //	size      uvarint: bytes of linear memory (whole 64 KiB pages)
 //	sp        uvarint: __stack_pointer
-//	sum       SHA-256 of the pages, as stored before compression (32 bytes)
-//	pages     blob, zstd-compressed: the 4 KiB pages that are not zeros, in
-//	          runs of adjacent pages, ascending: uvarint offset, uvarint
-//	          length (whole pages), the bytes; everything else is zeros
+//	region    uvarint: bytes of memory per region (bashRegionSize; whole
+//	          4 KiB pages, at most maxBashRegion)
+//	count     uvarint: how many regions follow
+//	regions   count times, ascending, each of the memory's regions that
+//	          holds a page that is not zeros:
+//	            base   uvarint: the region's offset (a multiple of region)
+//	            pages  blob, zstd-compressed: the region's 4 KiB pages that
+//	                   are not zeros, in runs of adjacent pages, ascending:
+//	                   uvarint offset, uvarint length (whole pages), the
+//	                   bytes; everything else is zeros
 //
 // An idle bash has ~9 MiB of memory and ~400 KiB of pages that are not
-// zeros: a commit hashes and compresses those only. The first form
-// ("bash-image\x01": the sum and the blob of the whole memory) is still
-// read.
+// zeros: a snapshot holds those only. A region's bytes in the record
+// depend on that region's memory only, so that a snapshot in parts
+// (SnapshotParts) keeps a region whose pages did not change since the
+// last one as it was (its encoding, its part and the part's SHA-256) and
+// encodes only the regions a run dirtied. The record has no checksum of
+// its own: the snapshot's trailer (SHA-256 of every byte) covers it, and
+// each region's zstd frame carries its content checksum, checked when it
+// is decompressed.
+//
+// The earlier forms are still read: "bash-image\x02" (after sp: the
+// SHA-256 of the pages as stored before compression, and one blob of all
+// the runs of pages) and "bash-image\x01" (the SHA-256 and the blob of the
+// whole memory).
 //
 // Restore checks every field before anything runs: the module, the size
-// against the sandbox's shell memory limit (before decompressing, and the
-// decompressed size against the runs' bound), the checksum, each run
-// (ascending, whole pages, inside the memory), and then that the image
-// answers as an idle bash session does (bashsession.NewFromImage).
+// against the sandbox's shell memory limit (before decompressing, and
+// each blob's decompressed size against what its runs can hold), the
+// checksums, each region (ascending, on a region, inside the memory) and
+// each run (ascending, whole pages, inside its region and the memory), and
+// then that the image answers as an idle bash session does
+// (bashsession.NewFromImage).
 const (
-	bashImageMagic   = "bash-image\x02"
+	bashImageMagic   = "bash-image\x03"
+	bashImageMagicV2 = "bash-image\x02"
 	bashImageMagicV1 = "bash-image\x01"
 	bashPage         = 4096
+	// bashRegionSize: a run dirties a few pages here and there (bash's
+	// counters, malloc's lists, the top of its stack); a region of 8
+	// pages keeps what a dirty page costs small, and its encoding well
+	// under a snapshot part (maxPart) even when it does not compress.
+	bashRegionSize = 32 << 10
+	maxBashRegion  = 1 << 20
 )
 
 var (
@@ -146,46 +171,140 @@ var bashZstd = sync.OnceValues(func() (*zstd.Encoder, error) {
 	return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 })
 
+// bashRecordParts is a bash record in pieces: its head (magic to count) and
+// its regions, one after the other.
+type bashRecordParts struct {
+	head    []byte
+	regions []*bashRegion
+}
+
+// bashRegion is one region of a bash record.
+type bashRegion struct {
+	base  uint64
+	offs  []uint64 // its pages that are not zeros, ascending
+	pages [][]byte // their bytes: views of the image's pages, which never change
+	enc   []byte   // its bytes in the record (base and blob); never changed once made
+}
+
+// len is the record's length in bytes.
+func (r *bashRecordParts) len() int {
+	n := len(r.head)
+	for _, g := range r.regions {
+		n += len(g.enc)
+	}
+	return n
+}
+
+// bytes is the record, whole.
+func (r *bashRecordParts) bytes() []byte {
+	b := make([]byte, 0, r.len())
+	b = append(b, r.head...)
+	for _, g := range r.regions {
+		b = append(b, g.enc...)
+	}
+	return b
+}
+
+// sameAs says whether g holds the same pages as o, byte for byte (the
+// pages an image shares with the one it was taken since are the same
+// memory: comparing them is comparing a pointer).
+func (g *bashRegion) sameAs(o *bashRegion) bool {
+	if g.base != o.base || len(g.offs) != len(o.offs) {
+		return false
+	}
+	for i, off := range g.offs {
+		if off != o.offs[i] || !bytes.Equal(g.pages[i], o.pages[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeBashImage is the bash record of img and dir, whole.
 func encodeBashImage(img *runtime.MemoryImage, dir string) ([]byte, error) {
+	rec, err := encodeBashRecord(img, dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	return rec.bytes(), nil
+}
+
+// encodeBashRecord is the bash record of img and dir in pieces. A region
+// whose pages are those of prev's region at the same offset (prev: the
+// record of an earlier snapshot, or nil) keeps prev's encoding: only the
+// regions that changed are compressed. The same memory gives the same
+// bytes, whatever prev is.
+func encodeBashRecord(img *runtime.MemoryImage, dir string, prev *bashRecordParts) (*bashRecordParts, error) {
 	enc, err := bashZstd()
 	if err != nil {
 		return nil, err
 	}
-	// The pages in canonical runs (adjacent pages joined, whatever runs
-	// the image keeps them in), so that the same memory gives the same
-	// bytes.
-	var pages []byte
-	var runStart, runEnd uint64
-	var run [][]byte
-	flush := func() {
-		if len(run) == 0 {
+	rec := &bashRecordParts{}
+	var old []*bashRegion
+	if prev != nil {
+		old = prev.regions
+	}
+	var cur *bashRegion
+	var runs []byte // scratch: a region's runs before compression
+	finish := func() {
+		if cur == nil {
 			return
 		}
-		pages = binary.AppendUvarint(pages, runStart)
-		pages = binary.AppendUvarint(pages, runEnd-runStart)
-		for _, p := range run {
-			pages = append(pages, p...)
+		for len(old) > 0 && old[0].base < cur.base {
+			old = old[1:]
 		}
-		run = run[:0]
+		if len(old) > 0 && cur.sameAs(old[0]) {
+			cur.enc = old[0].enc
+		} else {
+			runs = runs[:0]
+			for i := 0; i < len(cur.offs); {
+				j := i + 1
+				for j < len(cur.offs) && cur.offs[j] == cur.offs[j-1]+bashPage {
+					j++
+				}
+				runs = binary.AppendUvarint(runs, cur.offs[i])
+				runs = binary.AppendUvarint(runs, uint64(j-i)*bashPage)
+				for _, p := range cur.pages[i:j] {
+					runs = append(runs, p...)
+				}
+				i = j
+			}
+			z := enc.EncodeAll(runs, nil)
+			e := make([]byte, 0, 2*binary.MaxVarintLen64+len(z))
+			e = binary.AppendUvarint(e, cur.base)
+			cur.enc = appendBytes(e, z)
+		}
+		rec.regions = append(rec.regions, cur)
+		cur = nil
 	}
+	partial := false
 	img.Pages(func(off uint64, p []byte) {
-		if len(p) != bashPage || len(run) == 0 || off != runEnd {
-			flush()
-			runStart = off
-			runEnd = off
+		if len(p) != bashPage {
+			partial = true
+			return
 		}
-		run = append(run, p)
-		runEnd += uint64(len(p))
+		base := off &^ (bashRegionSize - 1)
+		if cur != nil && cur.base != base {
+			finish()
+		}
+		if cur == nil {
+			cur = &bashRegion{base: base}
+		}
+		cur.offs = append(cur.offs, off)
+		cur.pages = append(cur.pages, p)
 	})
-	flush()
+	if partial {
+		return nil, fmt.Errorf("bash image: memory of %d bytes is not whole pages", img.Size())
+	}
+	finish()
 	h := bashModuleHash()
-	sum := sha256.Sum256(pages)
 	b := append([]byte(bashImageMagic), h[:]...)
 	b = appendString(b, dir)
 	b = binary.AppendUvarint(b, img.Size())
 	b = binary.AppendUvarint(b, img.StackPointer())
-	b = append(b, sum[:]...)
-	return appendBytes(b, enc.EncodeAll(pages, nil)), nil
+	b = binary.AppendUvarint(b, bashRegionSize)
+	rec.head = binary.AppendUvarint(b, uint64(len(rec.regions)))
+	return rec, nil
 }
 
 // decodeBashImage decodes a bash record for a shell whose memory limit is
@@ -194,11 +313,16 @@ func decodeBashImage(p []byte, limit uint64) (*runtime.MemoryImage, string, erro
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: bash image: %s", ErrCorruptSnapshot, fmt.Sprintf(format, a...))
 	}
-	sparse := bytes.HasPrefix(p, []byte(bashImageMagic))
-	if !sparse && !bytes.HasPrefix(p, []byte(bashImageMagicV1)) {
+	var magic string
+	for _, m := range []string{bashImageMagic, bashImageMagicV2, bashImageMagicV1} {
+		if bytes.HasPrefix(p, []byte(m)) {
+			magic = m
+		}
+	}
+	if magic == "" {
 		return nil, "", bad("unknown format")
 	}
-	r := &snapReader{b: p, off: len(bashImageMagic)}
+	r := &snapReader{b: p, off: len(magic)}
 	if len(p) < r.off+32 {
 		return nil, "", bad("truncated")
 	}
@@ -224,17 +348,103 @@ func decodeBashImage(p []byte, limit uint64) (*runtime.MemoryImage, string, erro
 	if err != nil {
 		return nil, "", err
 	}
-	if len(p) < r.off+32 {
-		return nil, "", bad("truncated")
+	var mem []byte
+	if magic == bashImageMagic {
+		mem, err = decodeBashRegions(r, size)
+	} else {
+		mem, err = decodeBashWhole(r, size, magic == bashImageMagicV2)
 	}
-	sum := p[r.off : r.off+32]
-	r.off += 32
-	z, err := r.blob("bash memory", uint64(len(p)))
 	if err != nil {
 		return nil, "", err
 	}
-	if r.off != len(p) {
-		return nil, "", bad("data after the memory")
+	img := runtime.NewMemoryImage(mem, sp)
+	if err := img.Check(limit); err != nil {
+		return nil, "", bad("%v", err)
+	}
+	return img, dir, nil
+}
+
+// decodeBashRegions reads the regions of a record (its current form) into
+// a memory of size bytes.
+func decodeBashRegions(r *snapReader, size uint64) ([]byte, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: bash image: %s", ErrCorruptSnapshot, fmt.Sprintf(format, a...))
+	}
+	region, err := r.uvarint("bash region size")
+	if err != nil {
+		return nil, err
+	}
+	if region == 0 || region%bashPage != 0 || region > maxBashRegion {
+		return nil, bad("region of %d bytes is not whole pages up to %d bytes", region, maxBashRegion)
+	}
+	count, err := r.uvarint("bash region count")
+	if err != nil {
+		return nil, err
+	}
+	if count > (size+region-1)/region {
+		return nil, bad("%d regions of %d bytes in a memory of %d bytes", count, region, size)
+	}
+	// What a region's blob may decompress to: its pages, with a run
+	// header (two uvarints, at most 20 bytes) per page at most.
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(region+region/bashPage*20))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	mem := make([]byte, size)
+	var data []byte
+	next := uint64(0)
+	for i := uint64(0); i < count; i++ {
+		base, err := r.uvarint("bash region offset")
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case base < next || base%region != 0:
+			return nil, bad("region at %d is out of order or not on a region of %d bytes", base, region)
+		case base >= size:
+			return nil, bad("region at %d is outside the %d-byte memory", base, size)
+		}
+		z, err := r.blob("bash memory", uint64(len(r.b)))
+		if err != nil {
+			return nil, err
+		}
+		if data, err = dec.DecodeAll(z, data[:0]); err != nil {
+			return nil, bad("region at %d does not decompress: %v", base, err)
+		}
+		if len(data) == 0 {
+			return nil, bad("region at %d holds no page", base)
+		}
+		end := min(base+region, size)
+		if err := bashRuns(mem, data, base, end, fmt.Sprintf("its region [%d, %d)", base, end)); err != nil {
+			return nil, bad("%v", err)
+		}
+		next = base + region
+	}
+	if r.off != len(r.b) {
+		return nil, bad("data after the memory")
+	}
+	return mem, nil
+}
+
+// decodeBashWhole reads the memory of a record of an earlier form: a
+// SHA-256 and one blob, of the whole memory (the first form) or of its
+// runs of pages (sparse, the second).
+func decodeBashWhole(r *snapReader, size uint64, sparse bool) ([]byte, error) {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: bash image: %s", ErrCorruptSnapshot, fmt.Sprintf(format, a...))
+	}
+	if len(r.b) < r.off+32 {
+		return nil, bad("truncated")
+	}
+	sum := r.b[r.off : r.off+32]
+	r.off += 32
+	z, err := r.blob("bash memory", uint64(len(r.b)))
+	if err != nil {
+		return nil, err
+	}
+	if r.off != len(r.b) {
+		return nil, bad("data after the memory")
 	}
 	// What the blob may decompress to: the memory, or its pages with a
 	// run header (two uvarints, at most 20 bytes) per page at most.
@@ -244,62 +454,59 @@ func decodeBashImage(p []byte, limit uint64) (*runtime.MemoryImage, string, erro
 	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(bound))
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	defer dec.Close()
 	data, err := dec.DecodeAll(z, nil)
 	if err != nil {
-		return nil, "", bad("memory does not decompress: %v", err)
+		return nil, bad("memory does not decompress: %v", err)
 	}
 	if got := sha256.Sum256(data); !bytes.Equal(got[:], sum) {
-		return nil, "", bad("memory checksum mismatch")
+		return nil, bad("memory checksum mismatch")
 	}
-	mem := data
-	if sparse {
-		if mem, err = bashPages(data, size); err != nil {
-			return nil, "", bad("%v", err)
+	if !sparse {
+		if uint64(len(data)) != size {
+			return nil, bad("memory decompresses to %d bytes, not %d", len(data), size)
 		}
-	} else if uint64(len(mem)) != size {
-		return nil, "", bad("memory decompresses to %d bytes, not %d", len(mem), size)
+		return data, nil
 	}
-	img := runtime.NewMemoryImage(mem, sp)
-	if err := img.Check(limit); err != nil {
-		return nil, "", bad("%v", err)
+	mem := make([]byte, size)
+	if err := bashRuns(mem, data, 0, size, fmt.Sprintf("the %d-byte memory", size)); err != nil {
+		return nil, bad("%v", err)
 	}
-	return img, dir, nil
+	return mem, nil
 }
 
-// bashPages lays the runs of pages of a bash record out in a memory of
-// size bytes: each run ascending after the last, whole pages, inside.
-func bashPages(data []byte, size uint64) ([]byte, error) {
-	mem := make([]byte, size)
-	next := uint64(0)
+// bashRuns lays the runs of pages in data out in mem: each run ascending
+// after the last, whole pages, inside [lo, hi) (where names it).
+func bashRuns(mem, data []byte, lo, hi uint64, where string) error {
+	next := lo
 	for len(data) > 0 {
 		off, n := binary.Uvarint(data)
 		if n <= 0 {
-			return nil, errors.New("bad page run offset")
+			return errors.New("bad page run offset")
 		}
 		data = data[n:]
 		length, n := binary.Uvarint(data)
 		if n <= 0 {
-			return nil, errors.New("bad page run length")
+			return errors.New("bad page run length")
 		}
 		data = data[n:]
 		switch {
 		case off < next || off%bashPage != 0:
-			return nil, fmt.Errorf("page run at %d is out of order or not on a page", off)
+			return fmt.Errorf("page run at %d is out of order or not on a page", off)
 		case length == 0 || length%bashPage != 0:
-			return nil, fmt.Errorf("page run at %d of %d bytes is not whole pages", off, length)
-		case length > size || off > size-length:
-			return nil, fmt.Errorf("page run at %d of %d bytes is outside the %d-byte memory", off, length, size)
+			return fmt.Errorf("page run at %d of %d bytes is not whole pages", off, length)
+		case length > hi || off > hi-length:
+			return fmt.Errorf("page run at %d of %d bytes is outside %s", off, length, where)
 		case length > uint64(len(data)):
-			return nil, fmt.Errorf("page run at %d is truncated", off)
+			return fmt.Errorf("page run at %d is truncated", off)
 		}
 		copy(mem[off:], data[:length])
 		data = data[length:]
 		next = off + length
 	}
-	return mem, nil
+	return nil
 }
 
 // errNotBash is Restore's error for a bash image in a sandbox of another

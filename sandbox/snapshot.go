@@ -38,7 +38,7 @@ func (s *Sandbox) Snapshot(w io.Writer) error {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	img := &snapImage{}
-	if err := s.snapshotShell(img); err != nil {
+	if err := s.snapshotShell(img, false, nil); err != nil {
 		return err
 	}
 	if err := collect(s.fs, "/", s.snapshotSkip(), img, nil); err != nil {
@@ -48,8 +48,11 @@ func (s *Sandbox) Snapshot(w io.Writer) error {
 }
 
 // snapshotShell puts the shell's part of a snapshot into img: the 'S'
-// record and, for GNU bash, the 'B' record. runMu is held.
-func (s *Sandbox) snapshotShell(img *snapImage) error {
+// record and, for GNU bash, the 'B' record: whole (img.Bash), or with
+// inParts in pieces (img.bashParts) that reuse those of prev, the record
+// of the last SnapshotParts, where bash's memory did not change. runMu is
+// held.
+func (s *Sandbox) snapshotShell(img *snapImage, inParts bool, prev *bashRecordParts) error {
 	var st wire.State
 	var err error
 	switch sh := s.sh.(type) {
@@ -58,7 +61,9 @@ func (s *Sandbox) snapshotShell(img *snapImage) error {
 		// the working directory.
 		var mi *runtime.MemoryImage
 		mi, st.Dir, err = sh.Image()
-		if err == nil {
+		if err == nil && inParts {
+			img.bashParts, err = encodeBashRecord(mi, st.Dir, prev)
+		} else if err == nil {
 			img.Bash, err = encodeBashImage(mi, st.Dir)
 		}
 	case *session.Session:

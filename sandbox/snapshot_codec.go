@@ -82,6 +82,9 @@ type snapImage struct {
 	State   []byte
 	// Bash is the 'B' record: GNU bash's memory image (encodeBashImage).
 	Bash []byte
+	// bashParts is the 'B' record in pieces, in place of Bash, for
+	// SnapshotParts (encodeBashRecord).
+	bashParts *bashRecordParts
 }
 
 func appendString(b []byte, s string) []byte {

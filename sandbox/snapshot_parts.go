@@ -46,6 +46,9 @@ const (
 type partCache struct {
 	files  map[sharedKey]fileParts
 	groups map[string]groupPart
+	// bash is the last 'B' record in pieces: the regions of bash's
+	// memory that did not change keep their encoding (encodeBashRecord).
+	bash *bashRecordParts
 }
 
 type groupPart struct {
@@ -82,8 +85,12 @@ func (s *Sandbox) SnapshotParts() ([]SnapshotPart, error) {
 	}
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
+	var prevBash *bashRecordParts
+	if s.parts != nil {
+		prevBash = s.parts.bash
+	}
 	img := &snapImage{}
-	if err := s.snapshotShell(img); err != nil {
+	if err := s.snapshotShell(img, true, prevBash); err != nil {
 		return nil, err
 	}
 	shared := map[string][]byte{}
@@ -110,6 +117,7 @@ func (s *Sandbox) SnapshotParts() ([]SnapshotPart, error) {
 	}
 	pw := &partWriter{old: old, cache: &partCache{files: map[sharedKey]fileParts{}, groups: make(map[string]groupPart, len(old.groups))}}
 	pw.encode(img, shared)
+	pw.cache.bash = img.bashParts
 	s.parts = pw.cache
 	return pw.parts, nil
 }
@@ -135,7 +143,7 @@ func (w *partWriter) encode(img *snapImage, shared map[string][]byte) {
 	entries := append([]snapEntry(nil), img.Entries...)
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
 	version := uint32(snapshotVersion)
-	if img.Bash != nil {
+	if img.Bash != nil || img.bashParts != nil {
 		version = snapshotVersionBash
 	}
 	w.add(binary.BigEndian.AppendUint32([]byte(snapshotMagic), version), nil, false)
@@ -176,11 +184,36 @@ func (w *partWriter) encode(img *snapImage, shared map[string][]byte) {
 	}
 	hdr = binary.AppendUvarint([]byte{byte(kindState)}, uint64(len(img.State)))
 	w.record(hdr, img.State)
-	if img.Bash != nil {
+	if rec := img.bashParts; rec != nil {
+		w.bash(rec)
+	} else if img.Bash != nil {
 		hdr = binary.AppendUvarint([]byte{byte(kindBash)}, uint64(len(img.Bash)))
 		w.record(hdr, img.Bash)
 	}
 	w.add([]byte{byte(kindEnd)}, nil, false)
+	w.flush()
+}
+
+// bash adds the 'B' record in pieces. Its header and head (the record's
+// length, the stack pointer: they change with any run) make a small part
+// of their own. Each region of bash's memory is added by the identity of
+// its encoding, which a region that did not change keeps from the last
+// snapshot (encodeBashRecord): the group it is in is then the last one,
+// and its part is reused without hashing. A group ends after a region
+// once it holds minPart bytes: a region a run dirtied changes its group,
+// and the small groups after it up to the next large region only if its
+// new size moves where its group ends.
+func (w *partWriter) bash(rec *bashRecordParts) {
+	hdr := binary.AppendUvarint([]byte{byte(kindBash)}, uint64(rec.len()))
+	w.flush()
+	w.add(append(hdr, rec.head...), nil, false)
+	w.flush()
+	for _, g := range rec.regions {
+		w.add(nil, g.enc, true)
+		if w.n >= minPart {
+			w.flush()
+		}
+	}
 	w.flush()
 }
 

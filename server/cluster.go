@@ -427,6 +427,13 @@ func (s *Server) commit(ctx context.Context, e *entry) error {
 	if isParts && leaseParts {
 		// Incremental: what did not change is neither read nor hashed
 		// again, and an unchanged session is one with the same parts.
+		// A run of GNU bash that changed no file still changes bash's
+		// memory (its counters, malloc's lists), and is committed: the
+		// shell's state lives there (a run that only sets a variable,
+		// defines a function or changes directory changes nothing
+		// else), and no part of it can be told from noise without
+		// bash's help. Such a commit stores the regions of bash's
+		// memory the run dirtied (a few KiB; sandbox.SnapshotParts).
 		parts, err := ps.SnapshotParts()
 		if err != nil {
 			return fmt.Errorf("snapshot: %w", err)
