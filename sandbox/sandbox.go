@@ -51,7 +51,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,7 +66,6 @@ import (
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/shell/bashsession"
 	"github.com/wasmbox/wasmbox/shell/session"
-	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasm"
 )
@@ -167,7 +165,7 @@ type Sandbox struct {
 	// the last sandbox to close them releases them.
 	hosts *hostMounts
 
-	sh shellSession
+	sh *bashsession.Session
 
 	runMu   sync.Mutex // serializes Run, Fork, Snapshot, Restore
 	mu      sync.Mutex // guards the fields below
@@ -383,53 +381,6 @@ func defaultEnv() map[string]string {
 	}
 }
 
-// sessionConfig is the configuration of the sandbox's shell.
-func (s *Sandbox) sessionConfig(dir string) session.Config {
-	env := make([]string, 0, len(s.env))
-	for k, v := range s.env {
-		env = append(env, k+"="+v)
-	}
-	sort.Strings(env)
-	ini := wire.Init{
-		Env:            env,
-		Dir:            dir,
-		MaxScriptBytes: s.cfg.limits.ScriptBytes,
-		MaxDepth:       s.cfg.limits.NestingDepth,
-		MaxJobs:        s.cfg.limits.ConcurrentCommands,
-		UID:            vfs.UserUID,
-		GID:            vfs.UserGID,
-		PID:            2,
-		PPID:           1,
-	}
-	if d := s.cfg.deterministic; d != nil {
-		seed := uint64(d.Seed)
-		ini.Seed = &seed
-	}
-	if n := s.cfg.native; n != nil {
-		ini.Commands = map[string]string{}
-		for _, name := range n.Names {
-			ini.Commands[name] = "/usr/bin/" + name
-		}
-	}
-	if s.bridge != nil {
-		if ini.Commands == nil {
-			ini.Commands = map[string]string{}
-		}
-		ini.Commands["mcp"] = "/usr/bin/mcp"
-	}
-	return session.Config{
-		Runtime:       s.engine.rt,
-		Module:        s.engine.shell,
-		FS:            s.gfs,
-		Spawner:       &commandRunner{s: s},
-		Init:          ini,
-		MemoryLimit:   s.cfg.limits.ShellMemory,
-		Budget:        s.mem.shell,
-		Deterministic: s.cfg.deterministic,
-		Pool:          s.engine.shells,
-	}
-}
-
 // Run runs script (bash syntax) and returns how it ended. Its output is
 // collected into the Result, each stream capped at Limits.OutputBytes.
 func (s *Sandbox) Run(ctx context.Context, script string) (Result, error) {
@@ -545,27 +496,20 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	out := newCapWriter(orDiscard(stdout), s.cfg.limits.OutputBytes)
 	errOut := newCapWriter(orDiscard(stderr), s.cfg.limits.OutputBytes)
 	if stdin == ScriptOnStdin {
-		if s.cfg.shell == ShellBash {
-			return s.runBashScript(ctx, rs, script, out, errOut), nil
-		}
-		stdin = nil // the interpreter: no standard input
+		return s.runBashScript(ctx, rs, script, out, errOut), nil
 	}
 	// Once the run is killed, the shell may still run a few steps
 	// before the kill reaches it (a command that the kill ended returns
 	// first): none of its output gets out.
-	var errTail *tailWriter
-	var shellErr io.Writer = ctxWriter{ctx, errOut}
-	if s.cfg.shell == ShellBash {
-		if i := strings.IndexByte(script, 0); i >= 0 {
-			// bash takes its script as a C string: it would run what
-			// comes before the NUL and silently drop the rest.
-			fmt.Fprintf(errOut, "bash: line %d: syntax error: NUL byte in the script\n", strings.Count(script[:i], "\n")+1)
-			errOut.flush()
-			return Result{ExitCode: 2, Truncated: out.Truncated() || errOut.Truncated()}, nil
-		}
-		errTail = &tailWriter{w: shellErr}
-		shellErr = errTail
+	if i := strings.IndexByte(script, 0); i >= 0 {
+		// bash takes its script as a C string: it would run what comes
+		// before the NUL and silently drop the rest.
+		fmt.Fprintf(errOut, "bash: line %d: syntax error: NUL byte in the script\n", strings.Count(script[:i], "\n")+1)
+		errOut.flush()
+		return Result{ExitCode: 2, Truncated: out.Truncated() || errOut.Truncated()}, nil
 	}
+	errTail := &tailWriter{w: ctxWriter{ctx, errOut}}
+	var shellErr io.Writer = errTail
 	r, err := s.sh.Run(ctx, script, stdin, ctxWriter{ctx, out}, shellErr)
 	out.flush()
 	errOut.flush()
@@ -913,34 +857,13 @@ func (s *Sandbox) SetEnv(key, value string) error {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	ctx := context.Background()
-	if b, ok := s.sh.(*bashsession.Session); ok {
-		if err := b.SetEnv(ctx, key, value); err != nil {
-			if errors.Is(err, bashsession.ErrReadOnly) {
-				return fmt.Errorf("sandbox: %s is read-only", key)
-			}
-			return fmt.Errorf("sandbox: %w", err)
+	if err := s.sh.SetEnv(ctx, key, value); err != nil {
+		if errors.Is(err, bashsession.ErrReadOnly) {
+			return fmt.Errorf("sandbox: %s is read-only", key)
 		}
-		return nil
+		return fmt.Errorf("sandbox: %w", err)
 	}
-	sh := s.sh.(*session.Session)
-	st, err := sh.State(ctx)
-	if err != nil {
-		return err
-	}
-	found := false
-	for i := range st.Vars {
-		if st.Vars[i].Name == key {
-			if st.Vars[i].ReadOnly {
-				return fmt.Errorf("sandbox: %s is read-only", key)
-			}
-			st.Vars[i] = wire.Var{Name: key, Kind: "string", Str: value, Exported: true}
-			found = true
-		}
-	}
-	if !found {
-		st.Vars = append(st.Vars, wire.Var{Name: key, Kind: "string", Str: value, Exported: true})
-	}
-	return sh.Restore(ctx, st)
+	return nil
 }
 
 // Env returns the exported environment of the shell, "K=V" sorted.
@@ -952,21 +875,7 @@ func (s *Sandbox) Env() []string {
 
 // envLocked is Env with runMu held.
 func (s *Sandbox) envLocked() []string {
-	if b, ok := s.sh.(*bashsession.Session); ok {
-		return bashEnv(b)
-	}
-	st, err := s.sh.(*session.Session).State(context.Background())
-	if err != nil {
-		return nil
-	}
-	var env []string
-	for _, v := range st.Vars {
-		if v.Exported && v.Kind == "string" {
-			env = append(env, v.Name+"="+v.Str)
-		}
-	}
-	sort.Strings(env)
-	return env
+	return bashEnv(s.sh)
 }
 
 // Fork returns an independent copy of the sandbox: the filesystem (copy on
@@ -996,13 +905,7 @@ func (s *Sandbox) Fork() (*Sandbox, error) {
 	}
 	c.gfs = c.fs.AsUser(guestCred)
 	c.bridge = newBridge(c)
-	var sh shellSession
-	switch p := s.sh.(type) {
-	case *bashsession.Session:
-		sh, err = p.ForkBudget(context.Background(), c.gfs, &commandRunner{s: c}, mem.shell)
-	case *session.Session:
-		sh, err = p.ForkBudget(context.Background(), c.gfs, &commandRunner{s: c}, mem.shell)
-	}
+	sh, err := s.sh.ForkBudget(context.Background(), c.gfs, &commandRunner{s: c}, mem.shell)
 	if err != nil {
 		c.hosts.release()
 		mem.release()
