@@ -291,7 +291,7 @@ const (
 // WithShell selects the sandbox's shell. GNU bash (ShellDefault,
 // ShellBash) is the live shell of the session (shell/bashsession): one bash instance whose
 // state (variables, functions, aliases, options, the working directory)
-// persists across Runs as the interpreter's does, a kill or limit going
+// persists across Runs, a kill or limit going
 // back to the state at the start of the Run, Fork and Snapshot/Restore
 // carrying its memory image; its commands, forks and pipes run under the
 // same policy, limits and filesystem. Each Run is a script of its own as

@@ -1,6 +1,6 @@
 // Package sandbox is the API that programs embed to run untrusted bash
-// scripts from AI agents: a Sandbox owns a virtual filesystem, a bash
-// interpreter whose state persists across runs, and the WebAssembly tools
+// scripts from AI agents: a Sandbox owns a virtual filesystem, a GNU bash
+// session whose state persists across runs, and the WebAssembly tools
 // (coreutils, grep, sed, awk, jq, ...) its commands run as. Nothing a script
 // does reaches the host, except through host directories mounted on purpose
 // and allowlisted native binaries (git).
@@ -548,8 +548,8 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 			res.ExitCode = 1
 		}
 	default:
-		// An internal error of the interpreter: the host survives, the
-		// script fails, the session goes on from its last state.
+		// An internal error of the shell: the host survives, the script
+		// fails, the session goes on from its last state.
 		res.ExitCode = max(res.ExitCode, 1)
 	}
 	return res, nil
@@ -598,15 +598,13 @@ func (t *tailWriter) notFound() bool {
 const rootDevice = vfs.FixedDeviceBase + 1
 
 // ScriptOnStdin, given to Stream as stdin, says that the script itself
-// arrived on standard input (`wasmbox run -`). With WithShell(ShellBash),
-// GNU bash then reads the script from its standard input, as
+// arrived on standard input (`wasmbox run -`). GNU bash then reads the script from its standard input, as
 // `bash < FILE` does (a script, not `bash -c`: bash keeps the status of
 // background jobs that ended for a later `wait %N`, and set -u errors end
 // it with status 1), and a command that reads standard input reads what
 // follows in the script, as there. That run is a bash process of its
 // own, not the session's shell: the files it writes stay, its variables,
 // functions and working directory do not carry over to the next Run.
-// The interpreter shell sees an empty standard input.
 var ScriptOnStdin io.Reader = scriptOnStdin{}
 
 type scriptOnStdin struct{}
@@ -614,7 +612,7 @@ type scriptOnStdin struct{}
 func (scriptOnStdin) Read([]byte) (int, error) { return 0, io.EOF }
 
 // runBashScript runs script as `bash < SCRIPT` with GNU bash through the
-// executor (ScriptOnStdin with WithShell(ShellBash)), in the session
+// executor (ScriptOnStdin), in the session
 // shell's environment and working directory.
 func (s *Sandbox) runBashScript(ctx context.Context, rs *runStatus, script string, out, errOut *capWriter) Result {
 	dir := s.cfg.workdir
