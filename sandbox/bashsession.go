@@ -286,4 +286,3 @@ func bashPages(data []byte, size uint64) ([]byte, error) {
 	}
 	return mem, nil
 }
-
