@@ -8,9 +8,9 @@ OUT     ?= wasm
 LDFLAGS := -s -w -buildid= -checklinkname=0
 # The tool modules: tools/NAME builds wasm/NAME.wasm. coreutils is the
 # multi-call module of most commands; the heavy commands (gojq, GoAWK) have
-# modules of their own so that the others do not carry or initialise them;
-# shell is the bash interpreter (the live shell of every session).
-MODULES := coreutils jq awk shell net
+# modules of their own so that the others do not carry or initialise them.
+# (The shell is GNU bash: make bash.)
+MODULES := coreutils jq awk net
 # The C tools' part of the command index (make ctools).
 CTOOLS_INDEX := wasm/ctools/commands.txt
 # Initial memory of the tool module in 64 KiB pages: about what the Go

@@ -65,7 +65,7 @@ func measureCluster(ctx context.Context, e *Env) ([]Row, error) {
 			row("commit, "+sz.name+" of files", Duration, m.commit, nil,
 				fmt.Sprintf("a run that changed a few bytes, as serve commits it: the sandbox's incremental snapshot in parts (%s; what did not change is not read or hashed again), parts the record's manifest lacks stored (the whole snapshot zstd in the record under 64 KiB), CAS on the record; R3", fmtSize(m.snapLen))),
 			row("  of which the snapshot, "+sz.name, Duration, m.snapOnly, nil, "sandbox.SnapshotParts on the node, before the cluster's part"),
-			row("  unchanged session, "+sz.name, Duration, m.unchanged, nil, fmt.Sprintf("a run that changed no file (`true`), as serve handles it: SnapshotParts, the parts' sums compared, a commit when they differ (%d of %d committed: GNU bash's memory holds the shell's state and changes every run, and only the regions it dirtied are new; the interpreter commits none)", m.unchangedCommits, len(m.unchanged))),
+			row("  unchanged session, "+sz.name, Duration, m.unchanged, nil, fmt.Sprintf("a run that changed no file (`true`), as serve handles it: SnapshotParts, the parts' sums compared, a commit when they differ (%d of %d committed: GNU bash's memory holds the shell's state and changes every run, and only the regions it dirtied are new)", m.unchangedCommits, len(m.unchanged))),
 			row("commit of the whole snapshot, "+sz.name, Duration, m.whole, nil,
 				"the same change committed as before parts: sandbox.Snapshot, cut into chunks and hashed whole, chunks stored, CAS"),
 			row("resume on a new node, "+sz.name+" of files", Duration, m.resume, nil,
@@ -178,8 +178,7 @@ func measureCommitResume(ctx context.Context, e *Env, a, b *natscluster.Cluster,
 	}
 	// Runs that change no file, as serve handles them: the parts,
 	// compared by their sums with the last commit's, and committed when
-	// they differ. Under the interpreter they do not (server/natscluster's
-	// TestUnchangedRunNotCommitted). GNU bash's memory changes with every
+	// they differ. GNU bash's memory changes with every
 	// run (its command counters, malloc's free lists) and holds the
 	// shell's state (a run that only sets a variable changes nothing
 	// else), so serve commits it: the regions of bash's memory the run

@@ -210,11 +210,14 @@ type registered struct {
 	name     string
 	wasm     []byte
 	commands []string
-	snapFS   vfs.FS // see SetSnapshotFS
-	once     sync.Once
-	done     chan struct{} // closed when mod and err are set
-	mod      *runtime.Module
-	err      error
+	// leading holds, per command name, the arguments the module is
+	// given before the command's own (see SetLeadingArgs).
+	leading map[string][]string
+	snapFS  vfs.FS // see SetSnapshotFS
+	once    sync.Once
+	done    chan struct{} // closed when mod and err are set
+	mod     *runtime.Module
+	err     error
 }
 
 // New returns an executor that runs jobs on rt.
@@ -249,6 +252,9 @@ func (e *Executor) Register(module string, wasm []byte, commands ...string) erro
 	// A command name belongs to the module registered last.
 	for _, r := range e.modules {
 		r.commands = slices.DeleteFunc(r.commands, func(c string) bool { return slices.Contains(commands, c) })
+		for _, c := range commands {
+			delete(r.leading, c)
+		}
 	}
 	e.modules[module] = &registered{name: module, wasm: wasm, commands: append([]string(nil), commands...)}
 	return nil
@@ -265,6 +271,24 @@ func (e *Executor) SetSnapshotFS(module string, fsys vfs.FS) error {
 	}
 	r.snapFS = fsys
 	return nil
+}
+
+// SetLeadingArgs makes the registered command run with args inserted
+// after its argv[0], before the arguments it was called with (GNU bash as
+// dash is given --posix). Registering the command again drops them.
+func (e *Executor) SetLeadingArgs(command string, args ...string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.modules {
+		if slices.Contains(r.commands, command) {
+			if r.leading == nil {
+				r.leading = map[string][]string{}
+			}
+			r.leading[command] = append([]string(nil), args...)
+			return nil
+		}
+	}
+	return fmt.Errorf("executor: no command %s", command)
 }
 
 // RegisterTools registers the embedded tool modules of package wasm under
@@ -297,12 +321,19 @@ func (e *Executor) RegisterTools() error {
 			return err
 		}
 	}
-	// GNU bash, registered last: the command bash is its, not the shell
-	// module's (which keeps sh and dash).
+	// GNU bash, registered last: the commands bash, sh and dash are its,
+	// not the shell module's.
 	if names := wasm.BashCommands(); names != nil {
 		bin, _ := wasm.Bash()
 		if err := e.Register(wasm.BashModule, bin, names...); err != nil {
 			return err
+		}
+		for _, n := range names {
+			if args := wasm.BashLeadingArgs(n); args != nil {
+				if err := e.SetLeadingArgs(n, args...); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
@@ -504,6 +535,9 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 		argv[0] = cmd.argv0
 	} else if job.Arg0 != "" && path.Base(job.Arg0) == path.Base(argv[0]) {
 		argv[0] = job.Arg0
+	}
+	if len(cmd.leading) > 0 {
+		argv = slices.Insert(argv, 1, cmd.leading...)
 	}
 	// Once the guest is refused memory, what it writes to stderr is its
 	// crash report (a Go runtime trace): the Result says what happened.

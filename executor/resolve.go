@@ -27,6 +27,8 @@ type command struct {
 	// argv0 replaces argv[0] when the entry names a different command
 	// than the base name it was called by (a copied or renamed entry).
 	argv0 string
+	// leading is inserted after argv[0] (Executor.SetLeadingArgs).
+	leading []string
 }
 
 // Resolve reports what argv0 would run in fsys with the given environment
@@ -110,7 +112,10 @@ func (e *Executor) resolve(ctx context.Context, job Job) (*command, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := &command{mod: mod, policyName: fields[0]}
+		e.mu.RLock()
+		lead := reg.leading[fields[0]]
+		e.mu.RUnlock()
+		c := &command{mod: mod, policyName: fields[0], leading: lead}
 		if path.Base(job.Argv[0]) != fields[0] {
 			c.argv0 = fields[0]
 		}

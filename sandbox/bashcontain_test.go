@@ -66,7 +66,7 @@ func leftBehind(t *testing.T, g0 int, live0 int64, fd0 int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := func() int64 { return eng.rt.LiveInstances() - int64(eng.shells.Ready()) }
+	live := func() int64 { return eng.rt.LiveInstances() }
 	deadline := time.Now().Add(30 * time.Second) // a watchdog
 	for goruntime.NumGoroutine() > g0 || live() > live0 || liveMemfds(t) > fd0 {
 		if time.Now().After(deadline) {
@@ -141,7 +141,7 @@ func TestBashForkBombs(t *testing.T) {
 			run(t, probe, "true")
 			probe.Close()
 			g0, fd0 := goruntime.NumGoroutine(), liveMemfds(t)
-			live0 := eng.rt.LiveInstances() - int64(eng.shells.Ready())
+			live0 := eng.rt.LiveInstances()
 
 			sb, err := New(context.Background(), WithShell(ShellBash), WithLimits(lim))
 			if err != nil {
@@ -290,7 +290,7 @@ func TestBashOrphansOutliveTheirParent(t *testing.T) {
 	run(t, warm, `(true &); sleep 0.01 | cat`)
 	warm.Close()
 	g0, fd0 := goruntime.NumGoroutine(), liveMemfds(t)
-	live0 := eng.rt.LiveInstances() - int64(eng.shells.Ready())
+	live0 := eng.rt.LiveInstances()
 	sb, err := New(context.Background(), WithShell(ShellBash), WithLimits(lim))
 	if err != nil {
 		t.Fatal(err)

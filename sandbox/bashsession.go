@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"sync"
 
@@ -15,19 +14,8 @@ import (
 
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/shell/bashsession"
-	"github.com/wasmbox/wasmbox/shell/session"
 	"github.com/wasmbox/wasmbox/wasm"
 )
-
-// shellSession is the live shell of a sandbox: the interpreter's session
-// (shell/session) or GNU bash's (shell/bashsession, WithShell(ShellBash)).
-type shellSession interface {
-	Run(ctx context.Context, script string, stdin io.Reader, stdout, stderr io.Writer) (session.Result, error)
-	Dir() string
-	SetSpawner(runtime.Spawner)
-	Close() error
-	MemorySize() uint64
-}
 
 // bashModule is GNU bash compiled by the engine's executor (once; the
 // executor keeps it).
@@ -74,11 +62,8 @@ func (s *Sandbox) bashConfig(ctx context.Context, dir string) (bashsession.Confi
 	}, nil
 }
 
-// newShell starts the sandbox's shell in dir.
-func (s *Sandbox) newShell(ctx context.Context, dir string) (shellSession, error) {
-	if s.cfg.shell != ShellBash {
-		return session.New(ctx, s.sessionConfig(dir))
-	}
+// newShell starts the sandbox's shell, GNU bash's live session, in dir.
+func (s *Sandbox) newShell(ctx context.Context, dir string) (*bashsession.Session, error) {
 	cfg, err := s.bashConfig(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -508,7 +493,3 @@ func bashRuns(mem, data []byte, lo, hi uint64, where string) error {
 	}
 	return nil
 }
-
-// errNotBash is Restore's error for a bash image in a sandbox of another
-// shell.
-var errNotBash = errors.New("the snapshot holds a GNU bash session: restore it into a sandbox of GNU bash (the default shell)")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,24 +16,15 @@ import (
 	"github.com/wasmbox/wasmbox/wasm"
 )
 
-// sessionShells are the shells the session tests run on: the interpreter,
-// and GNU bash's session when it is built in.
+// sessionShells are the shells the session tests run on: GNU bash's
+// session, the only one since the interpreter was removed (the subtests
+// keep their names).
 func sessionShells(t *testing.T) []string {
-	shells := []string{ShellInterp}
-	if haveBash() {
-		shells = append(shells, ShellBash)
-	} else {
-		t.Log("GNU bash is not built in: the interpreter only")
-	}
-	return shells
+	needBash(t)
+	return []string{ShellBash}
 }
 
-func shellName(sh string) string {
-	if sh == ShellInterp {
-		return "interpreter"
-	}
-	return sh
-}
+func shellName(sh string) string { return sh }
 
 // TestSessionContracts: the contracts of a session shell, on each shell:
 // state across Runs (variables, functions, aliases, the working
@@ -171,7 +163,7 @@ func TestSessionCloseLeavesNothing(t *testing.T) {
 			// goroutines and pooled shells are there before counting.
 			newSandbox(t, WithShell(sh))
 			g0 := goruntime.NumGoroutine()
-			live0 := eng.rt.LiveInstances() - int64(eng.shells.Ready())
+			live0 := eng.rt.LiveInstances()
 			sb, err := New(context.Background(), WithShell(sh), WithTimeout(300*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
@@ -186,11 +178,11 @@ func TestSessionCloseLeavesNothing(t *testing.T) {
 			c.Close()
 			sb.Close()
 			deadline := time.Now().Add(30 * time.Second) // a watchdog
-			for goruntime.NumGoroutine() > g0 || eng.rt.LiveInstances()-int64(eng.shells.Ready()) > live0 {
+			for goruntime.NumGoroutine() > g0 || eng.rt.LiveInstances() > live0 {
 				if time.Now().After(deadline) {
 					buf := make([]byte, 1<<20)
 					t.Fatalf("left: goroutines %d > %d, instances %d > %d\n%s", goruntime.NumGoroutine(), g0,
-						eng.rt.LiveInstances()-int64(eng.shells.Ready()), live0, buf[:goruntime.Stack(buf, true)])
+						eng.rt.LiveInstances(), live0, buf[:goruntime.Stack(buf, true)])
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -258,38 +250,47 @@ func TestBashSessionSnapshotRefusals(t *testing.T) {
 	}
 	wantEqual(t, run(t, target, `echo $mine`).Stdout, "1\n")
 
-	// Into the interpreter: refused.
-	interp := newSandbox(t, WithShell(ShellInterp))
-	if err := interp.Restore(bytes.NewReader(snap.Bytes())); err == nil || !strings.Contains(err.Error(), "GNU bash session") {
-		t.Fatalf("bash snapshot into the interpreter: %v", err)
-	}
-	// From the interpreter: the files, the directory, exported variables.
-	run(t, interp, `mkdir -p /tmp/i; echo data > /tmp/i/f; cd /tmp/i; export EXP=e1`)
-	var isnap bytes.Buffer
-	if err := interp.Snapshot(&isnap); err != nil {
+	// From the interpreter: the files, the directory, variables,
+	// functions, aliases, options. testdata/snapshot-v1-interp.bin is a
+	// snapshot of the wasmbox interpreter written at c2e9b79, before it
+	// was removed, after
+	//	mkdir -p /tmp/i; echo data > /tmp/i/f; cd /tmp/i; export EXP=e1; V=plain
+	//	g() { echo "g $1 $V"; }; alias al='echo alias'; set -o pipefail
+	//	arr=(x "y z")
+	isnap, err := os.ReadFile("testdata/snapshot-v1-interp.bin")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := target.Restore(&isnap); err != nil {
+	if err := target.Restore(bytes.NewReader(isnap)); err != nil {
 		t.Fatal(err)
 	}
-	wantEqual(t, run(t, target, `pwd; cat f; echo $EXP`).Stdout, "/tmp/i\ndata\ne1\n")
+	wantEqual(t, run(t, target, `pwd; cat f; echo $EXP; g a; shopt -s expand_aliases
+al
+set -o | grep pipefail; echo "${arr[1]}"; printenv EXP; printenv V || echo unexported`).Stdout,
+		"/tmp/i\ndata\ne1\ng a plain\nalias\npipefail       \ton\ny z\ne1\nunexported\n")
 }
 
-// TestBashSessionSnapshotVersion: a snapshot of the interpreter is still
-// format version 1; one of bash is version 2.
+// TestBashSessionSnapshotVersion: a snapshot of the interpreter (the
+// fixture written before it was removed) is format version 1; one of
+// bash is version 2.
 func TestBashSessionSnapshotVersion(t *testing.T) {
 	needBash(t)
+	interp, err := os.ReadFile("testdata/snapshot-v1-interp.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := newSandbox(t)
+	var b bytes.Buffer
+	if err := sb.Snapshot(&b); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
-		sh      string
+		name    string
+		snap    []byte
 		version byte
-	}{{ShellInterp, 1}, {ShellBash, 2}} {
-		sb := newSandbox(t, WithShell(c.sh))
-		var b bytes.Buffer
-		if err := sb.Snapshot(&b); err != nil {
-			t.Fatal(err)
-		}
-		if v := b.Bytes()[len(snapshotMagic)+3]; v != c.version {
-			t.Errorf("%s: version %d, want %d", shellName(c.sh), v, c.version)
+	}{{"interpreter", interp, 1}, {"bash", b.Bytes(), 2}} {
+		if v := c.snap[len(snapshotMagic)+3]; v != c.version {
+			t.Errorf("%s: version %d, want %d", c.name, v, c.version)
 		}
 	}
 }

@@ -37,7 +37,7 @@ func (c command) name() string {
 }
 
 // commandRunner starts the commands of the sandbox's shell: the shell
-// (shell.wasm) asks for each through the process ABI, and they go to the
+// (GNU bash, bash.wasm) asks for each through the process ABI, and they go to the
 // wasm executor or, for allowlisted native binaries, to the native lane.
 // Nothing runs on the host otherwise.
 type commandRunner struct{ s *Sandbox }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/runtime"
-	"github.com/wasmbox/wasmbox/shell/session"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasm"
 )
@@ -23,10 +22,6 @@ type Engine struct {
 	// /bin and /usr/bin of every sandbox (root-owned, as on a real system:
 	// the sandbox user cannot change them).
 	bin vfs.FS
-	// shell is shell.wasm, the interpreter every session runs in, and
-	// shells are its instances started ahead of use.
-	shell  *runtime.Module
-	shells *session.Pool
 	// pyLib is Python's standard library, mounted read-only at
 	// wasm.PythonStdlibDir of every sandbox (nil when the interpreter is
 	// not built in; see python.go).
@@ -34,7 +29,7 @@ type Engine struct {
 }
 
 // NewEngine returns an engine over a new runtime configured by cfg, with
-// the embedded tools registered and the shells and coreutils modules
+// the embedded tools registered and GNU bash and the coreutils module
 // compiled (jq and awk compile on first use; the on-disk cache makes that
 // fast after the first time).
 func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
@@ -47,23 +42,17 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
-	// GNU bash runs every script (the interpreter runs sh -c and the
-	// sandboxes WithShell(ShellInterp)) and the coreutils module serves
-	// almost every one: compile (or load) them now, under ctx, rather
-	// than in a sandbox's first session; jq and awk are compiled on
-	// first use.
-	mods := []string{wasm.ShellModule, wasm.CoreutilsModule}
+	// GNU bash runs every script (and sh -c) and the coreutils module
+	// serves almost every one: compile (or load) them now, under ctx,
+	// rather than in a sandbox's first session; jq and awk are compiled
+	// on first use.
+	mods := []string{wasm.CoreutilsModule}
 	if _, ok := wasm.Bash(); ok {
 		mods = append(mods, wasm.BashModule)
 	}
 	if err := ex.PrecompileModules(ctx, mods...); err != nil {
 		rt.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("sandbox: compiling the tools: %w", err)
-	}
-	sh, err := ex.Module(ctx, wasm.ShellModule)
-	if err != nil {
-		rt.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	bin := vfs.NewMemFS(vfs.WithOwner(0, 0))
 	if err := ex.Install(bin, "/"); err != nil {
@@ -89,7 +78,7 @@ func NewEngine(ctx context.Context, cfg runtime.Config) (*Engine, error) {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
 	}
-	return &Engine{rt: rt, exec: ex, bin: vfs.ReadOnlyView(bin), shell: sh, shells: session.NewPool(2), pyLib: pyLib}, nil
+	return &Engine{rt: rt, exec: ex, bin: vfs.ReadOnlyView(bin), pyLib: pyLib}, nil
 }
 
 // Executor returns the executor the engine runs commands with.
@@ -101,7 +90,6 @@ func (e *Engine) Runtime() *runtime.Runtime { return e.rt }
 // Close releases the runtime. Sandboxes using the engine must be closed
 // first.
 func (e *Engine) Close(ctx context.Context) error {
-	e.shells.Close()
 	return e.rt.Close(ctx)
 }
 

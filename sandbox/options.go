@@ -165,9 +165,10 @@ func (c *config) check() error {
 			return errors.New("sandbox: shell bash: GNU bash is not built into this binary (make bash)")
 		}
 		c.shell = ShellBash
-	case ShellInterp:
+	case "interp":
+		return errors.New("sandbox: shell interp: the wasmbox interpreter was removed; GNU bash (the default) is the only shell")
 	default:
-		return fmt.Errorf("sandbox: unknown shell %q (want bash, interp, or none for the default: bash)", c.shell)
+		return fmt.Errorf("sandbox: unknown shell %q (want bash, or none for the default: bash)", c.shell)
 	}
 	if err := c.buildNative(); err != nil {
 		return fmt.Errorf("sandbox: %w", err)
@@ -280,24 +281,22 @@ func WithDeterministic(seed int64) Option {
 }
 
 // Shells WithShell accepts: ShellDefault and ShellBash, GNU bash
-// (wasm/bash.wasm, build/bash; the default), and ShellInterp, the wasmbox
-// interpreter (shell.wasm), the default before GNU bash.
+// (wasm/bash.wasm, build/bash), the only shell. (The wasmbox interpreter,
+// "interp", was removed; a snapshot of it still restores into bash.)
 const (
 	ShellDefault = ""
 	ShellBash    = "bash"
-	ShellInterp  = "interp"
 )
 
 // WithShell selects the sandbox's shell. GNU bash (ShellDefault,
 // ShellBash) is the live shell of the session (shell/bashsession): one bash instance whose
 // state (variables, functions, aliases, options, the working directory)
-// persists across Runs as the interpreter's does, a kill or limit going
+// persists across Runs, a kill or limit going
 // back to the state at the start of the Run, Fork and Snapshot/Restore
 // carrying its memory image; its commands, forks and pipes run under the
 // same policy, limits and filesystem. Each Run is a script of its own as
-// with bash -c: an EXIT trap runs when it ends. ShellInterp selects the
-// wasmbox interpreter instead. New returns an error for another name, or
-// for GNU bash when this binary has none built in.
+// with bash -c: an EXIT trap runs when it ends. New returns an error for
+// another name, or when this binary has no GNU bash built in.
 func WithShell(name string) Option {
 	return func(c *config) { c.shell = name }
 }

@@ -1,6 +1,6 @@
 // Package sandbox is the API that programs embed to run untrusted bash
-// scripts from AI agents: a Sandbox owns a virtual filesystem, a bash
-// interpreter whose state persists across runs, and the WebAssembly tools
+// scripts from AI agents: a Sandbox owns a virtual filesystem, a GNU bash
+// session whose state persists across runs, and the WebAssembly tools
 // (coreutils, grep, sed, awk, jq, ...) its commands run as. Nothing a script
 // does reaches the host, except through host directories mounted on purpose
 // and allowlisted native binaries (git).
@@ -51,7 +51,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,7 +66,6 @@ import (
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/shell/bashsession"
 	"github.com/wasmbox/wasmbox/shell/session"
-	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasm"
 )
@@ -167,7 +165,7 @@ type Sandbox struct {
 	// the last sandbox to close them releases them.
 	hosts *hostMounts
 
-	sh shellSession
+	sh *bashsession.Session
 
 	runMu   sync.Mutex // serializes Run, Fork, Snapshot, Restore
 	mu      sync.Mutex // guards the fields below
@@ -383,53 +381,6 @@ func defaultEnv() map[string]string {
 	}
 }
 
-// sessionConfig is the configuration of the sandbox's shell.
-func (s *Sandbox) sessionConfig(dir string) session.Config {
-	env := make([]string, 0, len(s.env))
-	for k, v := range s.env {
-		env = append(env, k+"="+v)
-	}
-	sort.Strings(env)
-	ini := wire.Init{
-		Env:            env,
-		Dir:            dir,
-		MaxScriptBytes: s.cfg.limits.ScriptBytes,
-		MaxDepth:       s.cfg.limits.NestingDepth,
-		MaxJobs:        s.cfg.limits.ConcurrentCommands,
-		UID:            vfs.UserUID,
-		GID:            vfs.UserGID,
-		PID:            2,
-		PPID:           1,
-	}
-	if d := s.cfg.deterministic; d != nil {
-		seed := uint64(d.Seed)
-		ini.Seed = &seed
-	}
-	if n := s.cfg.native; n != nil {
-		ini.Commands = map[string]string{}
-		for _, name := range n.Names {
-			ini.Commands[name] = "/usr/bin/" + name
-		}
-	}
-	if s.bridge != nil {
-		if ini.Commands == nil {
-			ini.Commands = map[string]string{}
-		}
-		ini.Commands["mcp"] = "/usr/bin/mcp"
-	}
-	return session.Config{
-		Runtime:       s.engine.rt,
-		Module:        s.engine.shell,
-		FS:            s.gfs,
-		Spawner:       &commandRunner{s: s},
-		Init:          ini,
-		MemoryLimit:   s.cfg.limits.ShellMemory,
-		Budget:        s.mem.shell,
-		Deterministic: s.cfg.deterministic,
-		Pool:          s.engine.shells,
-	}
-}
-
 // Run runs script (bash syntax) and returns how it ended. Its output is
 // collected into the Result, each stream capped at Limits.OutputBytes.
 func (s *Sandbox) Run(ctx context.Context, script string) (Result, error) {
@@ -545,27 +496,20 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 	out := newCapWriter(orDiscard(stdout), s.cfg.limits.OutputBytes)
 	errOut := newCapWriter(orDiscard(stderr), s.cfg.limits.OutputBytes)
 	if stdin == ScriptOnStdin {
-		if s.cfg.shell == ShellBash {
-			return s.runBashScript(ctx, rs, script, out, errOut), nil
-		}
-		stdin = nil // the interpreter: no standard input
+		return s.runBashScript(ctx, rs, script, out, errOut), nil
 	}
 	// Once the run is killed, the shell may still run a few steps
 	// before the kill reaches it (a command that the kill ended returns
 	// first): none of its output gets out.
-	var errTail *tailWriter
-	var shellErr io.Writer = ctxWriter{ctx, errOut}
-	if s.cfg.shell == ShellBash {
-		if i := strings.IndexByte(script, 0); i >= 0 {
-			// bash takes its script as a C string: it would run what
-			// comes before the NUL and silently drop the rest.
-			fmt.Fprintf(errOut, "bash: line %d: syntax error: NUL byte in the script\n", strings.Count(script[:i], "\n")+1)
-			errOut.flush()
-			return Result{ExitCode: 2, Truncated: out.Truncated() || errOut.Truncated()}, nil
-		}
-		errTail = &tailWriter{w: shellErr}
-		shellErr = errTail
+	if i := strings.IndexByte(script, 0); i >= 0 {
+		// bash takes its script as a C string: it would run what comes
+		// before the NUL and silently drop the rest.
+		fmt.Fprintf(errOut, "bash: line %d: syntax error: NUL byte in the script\n", strings.Count(script[:i], "\n")+1)
+		errOut.flush()
+		return Result{ExitCode: 2, Truncated: out.Truncated() || errOut.Truncated()}, nil
 	}
+	errTail := &tailWriter{w: ctxWriter{ctx, errOut}}
+	var shellErr io.Writer = errTail
 	r, err := s.sh.Run(ctx, script, stdin, ctxWriter{ctx, out}, shellErr)
 	out.flush()
 	errOut.flush()
@@ -604,8 +548,8 @@ func (s *Sandbox) run(ctx context.Context, script string, stdin io.Reader, stdou
 			res.ExitCode = 1
 		}
 	default:
-		// An internal error of the interpreter: the host survives, the
-		// script fails, the session goes on from its last state.
+		// An internal error of the shell: the host survives, the script
+		// fails, the session goes on from its last state.
 		res.ExitCode = max(res.ExitCode, 1)
 	}
 	return res, nil
@@ -654,15 +598,13 @@ func (t *tailWriter) notFound() bool {
 const rootDevice = vfs.FixedDeviceBase + 1
 
 // ScriptOnStdin, given to Stream as stdin, says that the script itself
-// arrived on standard input (`wasmbox run -`). With WithShell(ShellBash),
-// GNU bash then reads the script from its standard input, as
+// arrived on standard input (`wasmbox run -`). GNU bash then reads the script from its standard input, as
 // `bash < FILE` does (a script, not `bash -c`: bash keeps the status of
 // background jobs that ended for a later `wait %N`, and set -u errors end
 // it with status 1), and a command that reads standard input reads what
 // follows in the script, as there. That run is a bash process of its
 // own, not the session's shell: the files it writes stay, its variables,
 // functions and working directory do not carry over to the next Run.
-// The interpreter shell sees an empty standard input.
 var ScriptOnStdin io.Reader = scriptOnStdin{}
 
 type scriptOnStdin struct{}
@@ -670,7 +612,7 @@ type scriptOnStdin struct{}
 func (scriptOnStdin) Read([]byte) (int, error) { return 0, io.EOF }
 
 // runBashScript runs script as `bash < SCRIPT` with GNU bash through the
-// executor (ScriptOnStdin with WithShell(ShellBash)), in the session
+// executor (ScriptOnStdin), in the session
 // shell's environment and working directory.
 func (s *Sandbox) runBashScript(ctx context.Context, rs *runStatus, script string, out, errOut *capWriter) Result {
 	dir := s.cfg.workdir
@@ -913,34 +855,13 @@ func (s *Sandbox) SetEnv(key, value string) error {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	ctx := context.Background()
-	if b, ok := s.sh.(*bashsession.Session); ok {
-		if err := b.SetEnv(ctx, key, value); err != nil {
-			if errors.Is(err, bashsession.ErrReadOnly) {
-				return fmt.Errorf("sandbox: %s is read-only", key)
-			}
-			return fmt.Errorf("sandbox: %w", err)
+	if err := s.sh.SetEnv(ctx, key, value); err != nil {
+		if errors.Is(err, bashsession.ErrReadOnly) {
+			return fmt.Errorf("sandbox: %s is read-only", key)
 		}
-		return nil
+		return fmt.Errorf("sandbox: %w", err)
 	}
-	sh := s.sh.(*session.Session)
-	st, err := sh.State(ctx)
-	if err != nil {
-		return err
-	}
-	found := false
-	for i := range st.Vars {
-		if st.Vars[i].Name == key {
-			if st.Vars[i].ReadOnly {
-				return fmt.Errorf("sandbox: %s is read-only", key)
-			}
-			st.Vars[i] = wire.Var{Name: key, Kind: "string", Str: value, Exported: true}
-			found = true
-		}
-	}
-	if !found {
-		st.Vars = append(st.Vars, wire.Var{Name: key, Kind: "string", Str: value, Exported: true})
-	}
-	return sh.Restore(ctx, st)
+	return nil
 }
 
 // Env returns the exported environment of the shell, "K=V" sorted.
@@ -952,21 +873,7 @@ func (s *Sandbox) Env() []string {
 
 // envLocked is Env with runMu held.
 func (s *Sandbox) envLocked() []string {
-	if b, ok := s.sh.(*bashsession.Session); ok {
-		return bashEnv(b)
-	}
-	st, err := s.sh.(*session.Session).State(context.Background())
-	if err != nil {
-		return nil
-	}
-	var env []string
-	for _, v := range st.Vars {
-		if v.Exported && v.Kind == "string" {
-			env = append(env, v.Name+"="+v.Str)
-		}
-	}
-	sort.Strings(env)
-	return env
+	return bashEnv(s.sh)
 }
 
 // Fork returns an independent copy of the sandbox: the filesystem (copy on
@@ -996,13 +903,7 @@ func (s *Sandbox) Fork() (*Sandbox, error) {
 	}
 	c.gfs = c.fs.AsUser(guestCred)
 	c.bridge = newBridge(c)
-	var sh shellSession
-	switch p := s.sh.(type) {
-	case *bashsession.Session:
-		sh, err = p.ForkBudget(context.Background(), c.gfs, &commandRunner{s: c}, mem.shell)
-	case *session.Session:
-		sh, err = p.ForkBudget(context.Background(), c.gfs, &commandRunner{s: c}, mem.shell)
-	}
+	sh, err := s.sh.ForkBudget(context.Background(), c.gfs, &commandRunner{s: c}, mem.shell)
 	if err != nil {
 		c.hosts.release()
 		mem.release()

@@ -15,7 +15,6 @@ import (
 
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/shell/bashsession"
-	"github.com/wasmbox/wasmbox/shell/session"
 	"github.com/wasmbox/wasmbox/shell/wire"
 	"github.com/wasmbox/wasmbox/vfs"
 )
@@ -53,21 +52,17 @@ func (s *Sandbox) Snapshot(w io.Writer) error {
 // of the last SnapshotParts, where bash's memory did not change. runMu is
 // held.
 func (s *Sandbox) snapshotShell(img *snapImage, inParts bool, prev *bashRecordParts) error {
+	// GNU bash's state is its memory image; the 'S' record keeps the
+	// working directory.
 	var st wire.State
-	var err error
-	switch sh := s.sh.(type) {
-	case *bashsession.Session:
-		// GNU bash's state is its memory image; the 'S' record keeps
-		// the working directory.
-		var mi *runtime.MemoryImage
-		mi, st.Dir, err = sh.Image()
-		if err == nil && inParts {
-			img.bashParts, err = encodeBashRecord(mi, st.Dir, prev)
-		} else if err == nil {
-			img.Bash, err = encodeBashImage(mi, st.Dir)
+	mi, dir, err := s.sh.Image()
+	if err == nil {
+		st.Dir = dir
+		if inParts {
+			img.bashParts, err = encodeBashRecord(mi, dir, prev)
+		} else {
+			img.Bash, err = encodeBashImage(mi, dir)
 		}
-	case *session.Session:
-		st, err = sh.State(context.Background())
 	}
 	if err != nil {
 		return fmt.Errorf("sandbox: snapshot: %w", err)
@@ -171,9 +166,6 @@ func (s *Sandbox) Restore(r io.Reader) error {
 	}
 	var bashImg *runtime.MemoryImage
 	if img.Bash != nil {
-		if s.cfg.shell != ShellBash {
-			return fmt.Errorf("sandbox: restore: %w", errNotBash)
-		}
 		if bashImg, _, err = decodeBashImage(img.Bash, s.cfg.limits.ShellMemory); err != nil {
 			return fmt.Errorf("sandbox: restore: %w", err)
 		}
@@ -219,37 +211,32 @@ func (s *Sandbox) Restore(r io.Reader) error {
 }
 
 // restoreShell loads a snapshot's shell state into the (fresh) sandbox's
-// shell: the interpreter's state, or for GNU bash its memory image (or,
-// from a snapshot of the interpreter, a new bash in its directory that
-// declares the interpreter's state: see interpStateScript).
+// GNU bash: its memory image, or, from a snapshot of the wasmbox
+// interpreter (format 1, no image), a new bash in its directory that
+// declares the interpreter's state (see interpStateScript).
 func (s *Sandbox) restoreShell(st wire.State, bashImg *runtime.MemoryImage) error {
 	ctx := contextBackground()
-	switch sh := s.sh.(type) {
-	case *session.Session:
-		return sh.Restore(ctx, st)
-	case *bashsession.Session:
-		cfg, err := s.bashConfig(ctx, st.Dir)
-		if err != nil {
-			return err
-		}
-		var b *bashsession.Session
-		if bashImg != nil {
-			b, err = bashsession.NewFromImage(ctx, cfg, bashImg)
-		} else {
-			b, err = bashsession.New(ctx, cfg)
-		}
-		if err != nil {
-			return err
-		}
-		if bashImg == nil {
-			if err := restoreInterpState(ctx, b, st); err != nil {
-				b.Close()
-				return err
-			}
-		}
-		sh.Close()
-		s.sh = b
+	cfg, err := s.bashConfig(ctx, st.Dir)
+	if err != nil {
+		return err
 	}
+	var b *bashsession.Session
+	if bashImg != nil {
+		b, err = bashsession.NewFromImage(ctx, cfg, bashImg)
+	} else {
+		b, err = bashsession.New(ctx, cfg)
+	}
+	if err != nil {
+		return err
+	}
+	if bashImg == nil {
+		if err := restoreInterpState(ctx, b, st); err != nil {
+			b.Close()
+			return err
+		}
+	}
+	s.sh.Close()
+	s.sh = b
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// The shell runs inside WebAssembly (shell.wasm): the tests of this file
+// The shell runs inside WebAssembly (bash.wasm): the tests of this file
 // check the boundary that puts it there. On the code before it (the
 // interpreter in the host process) the bombs grew the host to the OOM
 // killer; rssWatch turns such a regression into a failed test.

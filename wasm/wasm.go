@@ -17,9 +17,7 @@
 // "jq" (gojq) and "awk" (GoAWK, the gawk command) are separate because
 // those engines are most of a module's size and their package
 // initialisation would otherwise run on every start of every command;
-// "net" is curl and wget, which alone link net/http;
-// "shell" is the bash interpreter, the live shell of every sandbox session
-// (its wasmbox_session export) and sh, bash and dash; "grep", "sed",
+// "net" is curl and wget, which alone link net/http; "grep", "sed",
 // "mawk", "sort", "uniq", "wc", "cut" and "sha256sum" are the C tools
 // (CModules, see ctools.go).
 //
@@ -66,8 +64,6 @@ var (
 	jq []byte
 	//go:embed awk.wasm
 	awk []byte
-	//go:embed shell.wasm
-	shellWasm []byte
 	//go:embed net.wasm
 	netWasm []byte
 )
@@ -84,9 +80,6 @@ const (
 	// AWKModule is GoAWK: the gawk command (awk, mawk and nawk are
 	// MawkModule's).
 	AWKModule = "awk"
-	// ShellModule is the bash interpreter (tools/shell): the live shell of
-	// every sandbox session, and sh, bash and dash as commands.
-	ShellModule = "shell"
 	// NetModule provides curl and wget, which reach the network through
 	// the host (runtime.NetABI).
 	NetModule = "net"
@@ -98,13 +91,13 @@ func Coreutils() []byte { return coreutils }
 
 // Modules returns the names of the embedded modules, sorted.
 func Modules() []string {
-	return []string{AWKModule, CoreutilsModule, CutModule, GrepModule, JQModule, MawkModule, NetModule, SedModule, Sha256sumModule, ShellModule, SortModule, UniqModule, WcModule}
+	return []string{AWKModule, CoreutilsModule, CutModule, GrepModule, JQModule, MawkModule, NetModule, SedModule, Sha256sumModule, SortModule, UniqModule, WcModule}
 }
 
 // GoModules returns the names of the Go tool modules (`make wasm`
 // builds tools/NAME for each), sorted.
 func GoModules() []string {
-	return []string{AWKModule, CoreutilsModule, JQModule, NetModule, ShellModule}
+	return []string{AWKModule, CoreutilsModule, JQModule, NetModule}
 }
 
 // Module returns the bytes of the named module (see Command.Module). The
@@ -117,8 +110,6 @@ func Module(name string) ([]byte, bool) {
 		return jq, true
 	case AWKModule:
 		return awk, true
-	case ShellModule:
-		return shellWasm, true
 	case NetModule:
 		return netWasm, true
 	case GrepModule:

@@ -910,15 +910,22 @@ func TestEngineScriptBytes(t *testing.T) {
 // TestEngineShellFromClientEnv: WASMBOX_SHELL is the client's, not the
 // engine's (the engine ran the wasmbox interpreter for
 // WASMBOX_SHELL=bash clients: $BASH_VERSION 5.2.0). GNU bash is the
-// default; WASMBOX_SHELL=interp is the interpreter.
+// default and the only shell: WASMBOX_SHELL=interp (the removed
+// interpreter) is refused with its line.
 func TestEngineShellFromClientEnv(t *testing.T) {
 	dir := t.TempDir()
-	for _, c := range []struct{ env, want string }{
-		{"WASMBOX_SHELL=interp", "5.2.0(1)-release\n"},
-		{"WASMBOX_SHELL=bash", "5.2.15(1)-release\n"},
-		{"WASMBOX_SHELL=", "5.2.15(1)-release\n"},
+	for _, c := range []struct{ env, want, wantErr string }{
+		{"WASMBOX_SHELL=interp", "", "the wasmbox interpreter was removed"},
+		{"WASMBOX_SHELL=bash", "5.2.15(1)-release\n", ""},
+		{"WASMBOX_SHELL=", "5.2.15(1)-release\n", ""},
 	} {
 		r := viaTestEngineEnv(t, dir, "", false, []string{"HOME=/nowhere", c.env}, "run", "-c", "echo $BASH_VERSION")
+		if c.wantErr != "" {
+			if r.stdout != "" || r.rep.Exit == 0 || !strings.Contains(r.stderr, c.wantErr) {
+				t.Errorf("%s: %q %q %+v %v, want an error with %q", c.env, r.stdout, r.stderr, r.rep, r.err, c.wantErr)
+			}
+			continue
+		}
 		if r.err != nil || r.stdout != c.want || r.rep.Exit != 0 {
 			t.Errorf("%s: %q %q %+v %v, want %q", c.env, r.stdout, r.stderr, r.rep, r.err, c.want)
 		}

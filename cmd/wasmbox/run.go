@@ -359,7 +359,7 @@ export API_KEY=x). The output is redacted only with --redact-output.`,
 	}
 	f.register(cmd)
 	cmd.Flags().StringVarP(&script, "command", "c", "", "the script to run")
-	cmd.Flags().StringVar(&f.shell, "shell", "", "the shell that runs the script: bash is GNU bash (wasm/bash.wasm), the sandbox's live session shell; interp is the wasmbox interpreter (shell.wasm); default: bash ($WASMBOX_SHELL when the flag is not given)")
+	cmd.Flags().StringVar(&f.shell, "shell", "", "the shell that runs the script: bash, GNU bash (wasm/bash.wasm), the sandbox's live session shell and the only one (the wasmbox interpreter, interp, was removed); default: bash ($WASMBOX_SHELL when the flag is not given)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object {"stdout","stderr","exit_code","error_class","truncated","duration_ms"}`)
 	return cmd
 }
@@ -399,7 +399,7 @@ func (a *app) scriptSource(cmd *cobra.Command, script string, args []string) (st
 			return "", nil, a.fail(err)
 		}
 		// The script came on standard input: bash reads it there, as
-		// `bash < FILE` (the interpreter sees an empty input).
+		// `bash < FILE`.
 		return string(b), sandbox.ScriptOnStdin, nil
 	}
 }

@@ -23,7 +23,7 @@ func newShellCmd(a *app) *cobra.Command {
 		Long: `Read bash lines from standard input and run each in one sandbox's GNU
 bash: the working directory, variables, functions, aliases, options and
 files persist between lines (as in a bash script, aliases expand after
-shopt -s expand_aliases; --shell interp runs the wasmbox interpreter). A line ending in a backslash, or an unfinished construct (an open
+shopt -s expand_aliases). A line ending in a backslash, or an unfinished construct (an open
 quote, if/while/for without its end), continues on the next line. Ctrl-D
 or exit ends the session; its exit status is that of the last line. Each
 line has the --timeout limit.

@@ -230,9 +230,9 @@ func scaleShape(s Shape, k uint64) scaled {
 }
 
 // BenchmarkApplyCaps measures the check Compile adds before every compile
-// that the in-memory cache misses, on the largest tool module.
+// that the in-memory cache misses, on a large tool module (coreutils).
 func BenchmarkApplyCaps(b *testing.B) {
-	bin, err := os.ReadFile("../../wasm/shell.wasm")
+	bin, err := os.ReadFile("../../wasm/coreutils.wasm")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -244,8 +244,8 @@ func BenchmarkApplyCaps(b *testing.B) {
 	}
 }
 
-func BenchmarkInstrumentLoopsShell(b *testing.B) {
-	bin, err := os.ReadFile("../../wasm/shell.wasm")
+func BenchmarkInstrumentLoopsCoreutils(b *testing.B) {
+	bin, err := os.ReadFile("../../wasm/coreutils.wasm")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,7 +1,10 @@
-// Package wire is what the host and the wasm shell (shell.wasm) exchange:
-// the requests of the session calls and their answers, and the shell's
-// persistent state. Everything the host reads here was written by the
-// guest: decode it with Decode*, which bound sizes and never panic.
+// Package wire is what the host and the wasmbox interpreter (shell.wasm,
+// removed) exchanged: the requests of the session calls and their
+// answers, and the shell's persistent state. The state (State, in a
+// sandbox snapshot of format 1 as JSON) stays: such a snapshot restores
+// into GNU bash (sandbox/interpstate.go). Everything the host reads here
+// was written by a guest: decode it with Decode*, which bound sizes and
+// never panic.
 package wire
 
 import (
