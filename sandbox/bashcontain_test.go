@@ -323,3 +323,31 @@ cat /tmp/o`)
 	sb.Close()
 	leftBehind(t, g0, live0, fd0)
 }
+
+// TestBashLimitInChildEndsTheRun: a forked child that meets the shell's
+// memory limit ends the whole run with LIMIT_EXCEEDED and the limit's
+// line, even when bash itself, woken from waitpid by the child's end,
+// would finish the script before the cancel reaches it (waitpid's select
+// sees the child's end and the run's cancel together, and may take
+// either); the session goes back to its state before the run. The race is
+// narrow: this test passes on the code before the fix too; the fork bomb
+// of TestHostileInputs ("slow fork bomb", whose last command is a sleep
+// that the limit cancels) failed there 1 run in 4 with CANCELLED.
+func TestBashLimitInChildEndsTheRun(t *testing.T) {
+	needBash(t)
+	lim := DefaultLimits
+	lim.Timeout = time.Minute
+	lim.ShellMemory = 48 << 20
+	sb := newSandbox(t, WithShell(ShellBash), WithLimits(lim))
+	run(t, sb, `KEEP=before`)
+	// The subshell is the script's last command: once waitpid returns
+	// (its select sees the child's end and the run's cancel together),
+	// bash makes no other host call before it ends.
+	for i := 0; i < 10; i++ {
+		res := bashBomb(t, sb, `KEEP=changed; ( a=$(printf '%*s' 100000000 x) )`)
+		wantStatus(t, res, 137, ClassLimitExceeded)
+		wantEqual(t, res.Stderr, "wasmbox: shell memory limit (48 MiB) exceeded\n")
+		wantEqual(t, res.Stdout, "")
+		wantEqual(t, run(t, sb, `echo "$KEEP"`).Stdout, "before\n")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -352,25 +353,37 @@ func TestAllowlistCoversSpawnedCommands(t *testing.T) {
 	}
 }
 
-// hostMemoryWatchdog returns a context that is cancelled if the host's
-// memory (runtime.MemStats.Sys) goes past limit before the test ends, so
-// that a memory bomb that escapes its bound fails the test (ctx.Err() set)
-// instead of taking the machine down.
+// hostMemoryWatchdog returns a context that is cancelled if the test
+// process's resident memory grows by more than limit over what it was
+// when the watchdog started, before the test ends, so that a memory bomb
+// that escapes its bound fails the test (ctx.Err() set) instead of taking
+// the machine down. It measures the growth of RSS (guest memories are
+// mappings of their own, outside Go's heap), not an absolute figure
+// (runtime.MemStats.Sys never goes down, so earlier tests in the same
+// process counted against this one).
 func hostMemoryWatchdog(t *testing.T, limit uint64) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop); cancel() })
+	base := rssNow(t)
 	go func() {
-		var ms runtime.MemStats
 		for {
 			select {
 			case <-stop:
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			runtime.ReadMemStats(&ms)
-			if ms.Sys > limit {
+			b, err := os.ReadFile("/proc/self/statm")
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(b))
+			if len(f) < 2 {
+				continue
+			}
+			pages, _ := strconv.ParseInt(f[1], 10, 64)
+			if pages*int64(os.Getpagesize())-base > int64(limit) {
 				cancel()
 				return
 			}

@@ -432,6 +432,14 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 	defer func() { unbind(s.st) }()
 	s.dirOK = false
 	r, err := s.call(cctx, opRun, []byte(script))
+	if err == nil && (s.hit.Load() || s.procHit.Load()) {
+		// A limit ended the run's tree while bash itself was in a host
+		// call (waitpid for the child the limit ended) and finished
+		// the script before the cancel reached it: the run still ended
+		// at the limit, and the session goes back to its state before
+		// it, as for any run a limit ends.
+		err = context.Cause(cctx)
+	}
 	if err != nil {
 		return s.killed(ctx, stderr, err), nil
 	}
