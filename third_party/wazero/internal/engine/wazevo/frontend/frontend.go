@@ -50,11 +50,15 @@ type Compiler struct {
 	memoryBaseVariable, memoryLenVariable ssa.Variable
 	needMemory                            bool
 	memoryShared                          bool
-	globalVariables                       []ssa.Variable
-	globalVariablesTypes                  []ssa.Type
-	mutableGlobalVariablesIndexes         []wasm.Index // index to ^.
-	needListener                          bool
-	needSourceOffsetInfo                  bool
+	// memoryMinBytes is the minimum size of the module's own memory (0 for
+	// an imported one): a memory is never smaller, so an access at a
+	// constant address below it needs no bounds check (wasmbox patch).
+	memoryMinBytes                uint64
+	globalVariables               []ssa.Variable
+	globalVariablesTypes          []ssa.Type
+	mutableGlobalVariablesIndexes []wasm.Index // index to ^.
+	needListener                  bool
+	needSourceOffsetInfo          bool
 	// br is reused during lowering.
 	br            *bytes.Reader
 	loweringState loweringState
@@ -423,8 +427,10 @@ func (c *Compiler) declareWasmLocals() {
 }
 
 func (c *Compiler) declareNecessaryVariables() {
+	c.memoryMinBytes = 0
 	if c.needMemory = c.m.MemorySection != nil; c.needMemory {
 		c.memoryShared = c.m.MemorySection.IsShared
+		c.memoryMinBytes = wasm.MemoryPagesToBytesNum(c.m.MemorySection.Min)
 	} else if c.needMemory = c.m.ImportMemoryCount > 0; c.needMemory {
 		for _, imp := range c.m.ImportSection {
 			if imp.Type == wasm.ExternTypeMemory {

@@ -4221,6 +4221,17 @@ func (c *Compiler) memOpSetup(baseAddr ssa.Value, constOffset, operationSizeInBy
 
 	baseAddrID := baseAddr.ID()
 	ceil := constOffset + operationSizeInBytes
+
+	// An access at a constant address that ends within the memory's minimum
+	// size is in bounds: a memory never shrinks below its minimum (wasmbox
+	// patch: C programs access their static data this way).
+	if def := builder.InstructionOfValue(baseAddr); def != nil && def.Opcode() == ssa.OpcodeIconst {
+		if end := uint64(uint32(def.ConstantVal())) + ceil; end <= c.memoryMinBytes {
+			memBase := c.getMemoryBaseValue(false)
+			off := builder.AllocateInstruction().AsIconst64(uint64(uint32(def.ConstantVal()))).Insert(builder).Return()
+			return builder.AllocateInstruction().AsIadd(memBase, off).Insert(builder).Return()
+		}
+	}
 	if known := c.getKnownSafeBound(baseAddrID); known.valid() {
 		// We reuse the calculated absolute address even if the bound is not known to be safe.
 		address = known.absoluteAddr
