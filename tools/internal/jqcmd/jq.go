@@ -485,6 +485,7 @@ type jqParser struct {
 	order  *jqKeyOrder
 	intern map[string]string // object keys
 	keys   []string          // the keys of the objects being parsed
+	elems  []any             // the elements of the arrays being parsed
 	last   []string          // the keys of the last object recorded
 }
 
@@ -529,8 +530,10 @@ func (p *jqParser) value() any {
 		p.keys = p.keys[:base]
 		return m
 	case c == '[':
+		// The elements go on the shared stack first, so that the array
+		// is allocated once, at its size (no growth copies).
 		p.i++
-		a := []any{}
+		base := len(p.elems)
 		for {
 			p.ws()
 			if p.s[p.i] == ']' {
@@ -541,8 +544,13 @@ func (p *jqParser) value() any {
 				p.i++
 				continue
 			}
-			a = append(a, p.value())
+			v := p.value()
+			p.elems = append(p.elems, v)
 		}
+		a := make([]any, len(p.elems)-base)
+		copy(a, p.elems[base:])
+		clear(p.elems[base:])
+		p.elems = p.elems[:base]
 		return a
 	case c == '"':
 		return p.str()
