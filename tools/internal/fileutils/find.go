@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,6 +60,7 @@ type findFile struct {
 	fi    fs.FileInfo // lstat (or stat with -L)
 	sx    *statx
 	prune bool
+	dent  direntInfo // fi's storage when it is the directory entry's
 }
 
 func (f *findFile) stat() *statx {
@@ -229,8 +231,12 @@ func (f *finder) walk(path, start string, depth int, expr findNode, ent fs.DirEn
 	if f.needMeta {
 		stat, lstat = metaStat, metaLstat
 	}
+	ff := &findFile{path: path, start: start, depth: depth}
 	if ent != nil && !f.needStat && !f.follow {
-		fi = direntInfo{name: ent.Name(), typ: ent.Type()}
+		// The entry's name and type, held in ff itself: no allocation
+		// of its own (per-entry allocation is most of find in wasm).
+		ff.dent = direntInfo{name: ent.Name(), typ: ent.Type()}
+		fi = &ff.dent
 	} else if f.follow || depth == 0 && f.followArgs {
 		fi, err = stat(path)
 		if err != nil {
@@ -243,7 +249,7 @@ func (f *finder) walk(path, start string, depth int, expr findNode, ent fs.DirEn
 		f.errorf("%s: %s", quote(path), strerror(err))
 		return
 	}
-	ff := &findFile{path: path, start: start, depth: depth, fi: fi}
+	ff.fi = fi
 	inRange := depth >= f.minDepth && (f.maxDepth < 0 || depth <= f.maxDepth)
 	if !f.depthFirst && inRange {
 		expr.eval(ff)
@@ -275,7 +281,7 @@ func (f *finder) walk(path, start string, depth int, expr findNode, ent fs.DirEn
 			}
 			f.walk(joinPath(path, n), start, depth+1, expr, nil)
 		}
-		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+		slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 		for _, d := range ents {
 			if f.quit {
 				return

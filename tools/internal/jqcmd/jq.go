@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/big"
 	"os"
@@ -166,23 +167,310 @@ func (o *jqKeyOrder) recordProgram(q *gojq.Query) []string {
 }
 
 // jqDecoder parses JSON texts into gojq values, recording key order.
+// It reads either through dec (a stream), or, when the whole input is in
+// memory and every text of it is valid JSON (jqScanTexts), from data,
+// whose texts end at ends: encoding/json's validation, one scanner step
+// through a function value per byte, and its copy of each text were
+// about a quarter of jq's time in wasm on a large document.
 type jqDecoder struct {
 	dec   *json.Decoder
 	order *jqKeyOrder
 	name  string
 	p     *jqParser
+	data  []byte
+	ends  []int
+	pos   int // the end of the last text taken from data
 }
 
 func (d *jqDecoder) next() (any, error) {
-	var raw json.RawMessage
-	if err := d.dec.Decode(&raw); err != nil {
-		return nil, err
+	var raw []byte
+	if d.dec == nil {
+		if len(d.ends) == 0 {
+			d.data = nil
+			return nil, io.EOF
+		}
+		start := jqSkipSpace(d.data, d.pos)
+		raw, d.pos, d.ends = d.data[start:d.ends[0]], d.ends[0], d.ends[1:]
+	} else {
+		var msg json.RawMessage
+		if err := d.dec.Decode(&msg); err != nil {
+			return nil, err
+		}
+		raw = msg
 	}
 	if d.p == nil {
 		d.p = &jqParser{order: d.order, intern: map[string]string{}}
 	}
 	d.p.s, d.p.i = raw, 0
 	return d.p.value(), nil
+}
+
+// offset is the input offset after the last text (json.Decoder's
+// InputOffset), for the line of an error message.
+func (d *jqDecoder) offset() int64 {
+	if d.dec == nil {
+		return int64(d.pos)
+	}
+	return d.dec.InputOffset()
+}
+
+// jqWholeMax is the largest input file read whole for the fast path;
+// a larger one streams through json.Decoder as before.
+const jqWholeMax = 64 << 20
+
+// jqReadWhole reads r whole when it is a regular file of at most
+// jqWholeMax bytes. ok is false, and nothing is read, otherwise. A read
+// error is returned with the bytes read before it.
+func jqReadWhole(r io.Reader) (data []byte, err error, ok bool) {
+	f, isFile := r.(interface{ Stat() (fs.FileInfo, error) })
+	if !isFile {
+		return nil, nil, false
+	}
+	fi, serr := f.Stat()
+	if serr != nil || !fi.Mode().IsRegular() || fi.Size() > jqWholeMax {
+		return nil, nil, false
+	}
+	data = make([]byte, 0, fi.Size()+1)
+	for {
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+		n, rerr := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if rerr == io.EOF {
+			return data, nil, true
+		}
+		if rerr != nil {
+			return data, rerr, true
+		}
+	}
+}
+
+// errReader returns err on every read.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+func jqSkipSpace(s []byte, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// jqMaxDepth is encoding/json's nesting limit; jqScanTexts refuses the
+// limit itself, so that json.Decoder reports it.
+const jqMaxDepth = 10000
+
+// jqScanTexts returns where each JSON text of s ends, when s is a
+// sequence of valid JSON texts exactly as json.Decoder reads them (texts
+// may follow each other without white space: "1 2", "{}[]", "truefalse";
+// a number ends at the first byte that cannot continue it, so "01" is 0
+// then 1). ok is false for anything json.Decoder would refuse, and for
+// whatever this scanner does not know: the caller then decodes with
+// json.Decoder, whose errors and output before them are jq's.
+func jqScanTexts(s []byte) (ends []int, ok bool) {
+	i := 0
+	for {
+		i = jqSkipSpace(s, i)
+		if i == len(s) {
+			return ends, true
+		}
+		end, ok := jqScanValue(s, i)
+		if !ok {
+			return nil, false
+		}
+		ends = append(ends, end)
+		i = end
+	}
+}
+
+// jqScanValue returns the end of the JSON value at s[i:], without
+// recursion (the containers open are on a stack).
+func jqScanValue(s []byte, i int) (int, bool) {
+	var stack []byte
+	ok := true
+	for {
+		// A value starts at i (after white space).
+		i = jqSkipSpace(s, i)
+		if i >= len(s) {
+			return 0, false
+		}
+		ended := true
+		switch c := s[i]; {
+		case c == '{' || c == '[':
+			closer := byte('}')
+			if c == '[' {
+				closer = ']'
+			}
+			i = jqSkipSpace(s, i+1)
+			if i < len(s) && s[i] == closer {
+				i++
+				break
+			}
+			if len(stack)+1 >= jqMaxDepth {
+				return 0, false
+			}
+			stack = append(stack, c)
+			ended = false
+			if c == '{' {
+				if i, ok = jqScanKey(s, i); !ok {
+					return 0, false
+				}
+			}
+		case c == '"':
+			if i, ok = jqScanString(s, i); !ok {
+				return 0, false
+			}
+		case c == 't':
+			if i, ok = jqScanLiteral(s, i, "true"); !ok {
+				return 0, false
+			}
+		case c == 'f':
+			if i, ok = jqScanLiteral(s, i, "false"); !ok {
+				return 0, false
+			}
+		case c == 'n':
+			if i, ok = jqScanLiteral(s, i, "null"); !ok {
+				return 0, false
+			}
+		default:
+			if i, ok = jqScanNumber(s, i); !ok {
+				return 0, false
+			}
+		}
+		if !ended {
+			continue
+		}
+		// A value ended at i: close containers until one wants more.
+		for {
+			if len(stack) == 0 {
+				return i, true
+			}
+			i = jqSkipSpace(s, i)
+			if i >= len(s) {
+				return 0, false
+			}
+			top := stack[len(stack)-1]
+			if s[i] == ',' {
+				i++
+				if top == '{' {
+					if i, ok = jqScanKey(s, jqSkipSpace(s, i)); !ok {
+						return 0, false
+					}
+				}
+				break
+			}
+			if (top == '{' && s[i] == '}') || (top == '[' && s[i] == ']') {
+				stack = stack[:len(stack)-1]
+				i++
+				continue
+			}
+			return 0, false
+		}
+	}
+}
+
+// jqScanKey takes an object key and its colon at s[i:].
+func jqScanKey(s []byte, i int) (int, bool) {
+	if i >= len(s) || s[i] != '"' {
+		return 0, false
+	}
+	i, ok := jqScanString(s, i)
+	if !ok {
+		return 0, false
+	}
+	i = jqSkipSpace(s, i)
+	if i >= len(s) || s[i] != ':' {
+		return 0, false
+	}
+	return i + 1, true
+}
+
+// jqScanString takes the string at s[i:] (s[i] is its quote): bytes
+// from 0x20 on, any of them (json.Decoder takes invalid UTF-8), and the
+// escapes JSON has.
+func jqScanString(s []byte, i int) (int, bool) {
+	for i++; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"':
+			return i + 1, true
+		case c < 0x20:
+			return 0, false
+		case c == '\\':
+			if i+1 >= len(s) {
+				return 0, false
+			}
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(s) {
+					return 0, false
+				}
+				for _, h := range s[i+2 : i+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return 0, false
+					}
+				}
+				i += 6
+			default:
+				return 0, false
+			}
+		default:
+			i++
+		}
+	}
+	return 0, false
+}
+
+func jqScanLiteral(s []byte, i int, lit string) (int, bool) {
+	if len(s)-i < len(lit) || string(s[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+// jqScanNumber takes -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
+func jqScanNumber(s []byte, i int) (int, bool) {
+	digits := func(i int) (int, bool) {
+		start := i
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+		return i, i > start
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	if i >= len(s) {
+		return 0, false
+	}
+	var ok bool
+	switch {
+	case s[i] == '0':
+		i++
+	case '1' <= s[i] && s[i] <= '9':
+		i, _ = digits(i)
+	default:
+		return 0, false
+	}
+	if i < len(s) && s[i] == '.' {
+		if i, ok = digits(i + 1); !ok {
+			return 0, false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i, ok = digits(i); !ok {
+			return 0, false
+		}
+	}
+	return i, true
 }
 
 // jqParser builds gojq values from validated JSON. It is kept across the
@@ -197,6 +485,7 @@ type jqParser struct {
 	order  *jqKeyOrder
 	intern map[string]string // object keys
 	keys   []string          // the keys of the objects being parsed
+	elems  []any             // the elements of the arrays being parsed
 	last   []string          // the keys of the last object recorded
 }
 
@@ -241,8 +530,10 @@ func (p *jqParser) value() any {
 		p.keys = p.keys[:base]
 		return m
 	case c == '[':
+		// The elements go on the shared stack first, so that the array
+		// is allocated once, at its size (no growth copies).
 		p.i++
-		a := []any{}
+		base := len(p.elems)
 		for {
 			p.ws()
 			if p.s[p.i] == ']' {
@@ -253,8 +544,13 @@ func (p *jqParser) value() any {
 				p.i++
 				continue
 			}
-			a = append(a, p.value())
+			v := p.value()
+			p.elems = append(p.elems, v)
 		}
+		a := make([]any, len(p.elems)-base)
+		copy(a, p.elems[base:])
+		clear(p.elems[base:])
+		p.elems = p.elems[:base]
 		return a
 	case c == '"':
 		return p.str()
@@ -608,6 +904,28 @@ func (in *jqInputs) open() bool {
 		}
 		in.closeFn = closeFn
 		in.cur = name
+		if !in.raw {
+			if data, rerr, ok := jqReadWhole(r); ok {
+				in.lines = &lineCounter{r: bytes.NewReader(data)}
+				if rerr == nil {
+					if ends, valid := jqScanTexts(data); valid {
+						io.Copy(io.Discard, in.lines) // the newlines, for error lines
+						in.dec = &jqDecoder{order: in.order, name: name, data: data, ends: ends}
+						return true
+					}
+				}
+				// Invalid JSON or a read error: json.Decoder reads the
+				// same bytes (then the error) and reports as it always did.
+				var src io.Reader = in.lines
+				if rerr != nil {
+					in.lines.r = io.MultiReader(bytes.NewReader(data), errReader{rerr})
+				}
+				d := json.NewDecoder(src)
+				d.UseNumber()
+				in.dec = &jqDecoder{dec: d, order: in.order, name: name}
+				return true
+			}
+		}
 		in.lines = &lineCounter{r: r}
 		r = in.lines
 		if in.raw {
@@ -1189,7 +1507,7 @@ func jqWhere(in *jqInputs) string {
 	if in.lines != nil {
 		off := in.lines.pos
 		if in.dec != nil {
-			off = in.dec.dec.InputOffset()
+			off = in.dec.offset()
 		}
 		line = in.lines.lineAt(off)
 	}
