@@ -99,7 +99,8 @@ posix-check:
 # needs root). Not part of `make wasm`: it takes minutes. Run make wasm
 # after it when wasm/ctools/commands.txt changed. ctools-check rebuilds
 # them and fails if a byte differs.
-CTOOLS_FILES := grep.wasm sed.wasm mawk.wasm commands.txt ctools.inputs
+CTOOLS_FILES := grep.wasm sed.wasm mawk.wasm sort.wasm uniq.wasm wc.wasm cut.wasm sha256sum.wasm \
+	cat.wasm tr.wasm head.wasm tail.wasm tee.wasm commands.txt ctools.inputs
 
 ctools:
 	build/ctools/build.sh wasm/ctools
