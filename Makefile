@@ -93,7 +93,8 @@ posix-check:
 	cmp -s $$tmp/forktest.wasm testdata/posix/forktest.wasm || { echo "testdata/posix/forktest.wasm differs from the rebuild: run make posix-testdata and commit"; exit 1; }; \
 	echo "testdata/posix/forktest.wasm is up to date"
 
-# GNU grep, GNU sed and mawk for wasm32-wasi (wasm/ctools/, embedded by
+# GNU grep, GNU sed, mawk and GNU coreutils' cat, tr, head, tail, tee, sort,
+# uniq, wc, cut and sha256sum for wasm32-wasi (wasm/ctools/, embedded by
 # package wasm), from Debian's source packages with Debian's clang/lld 19
 # and wasi-libc (build/ctools/build.sh installs them with apt-get; it
 # needs root). Not part of `make wasm`: it takes minutes. Run make wasm

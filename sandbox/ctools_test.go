@@ -201,11 +201,67 @@ func TestCToolsCoreutils(t *testing.T) {
 		{`printf 'x y\n' > a; printf '1\n2\n' > b; wc --total=only a b; wc --total=always a; wc --total=never a b`, "3 4 8\n1 2 4 a\n1 2 4 total\n1 2 4 a\n2 2 4 b\n"},
 		{`echo 'a:b:c' | cut -d: -f2`, "b\n"},
 		{`printf 'a\na\nb\n' | uniq -c`, "      2 a\n      1 b\n"},
+		// uniq reads lines with getdelim (coreutils-linebuffer-getdelim.patch):
+		// a last line without its newline, NUL delimiters and bytes, a
+		// line longer than stdio's buffer, no input.
+		{`printf 'a\na\nb' | uniq -c; printf 'x\0x\0y' | uniq -zc | tr '\0' '|'; printf 'a\0b\na\0b\na\0c\n' | uniq -c | tr '\0' '@'`, "      2 a\n      1 b\n      2 x|      1 y|      2 a@b\n      1 a@c\n"},
+		{`l=$(printf '%300000s' '' | tr ' ' q); { echo $l; echo $l; echo; echo; } | uniq -c | cut -c1-12; printf '' | uniq -c | wc -c`, "      2 qqqq\n      2 \n0\n"},
 		{`printf 'abc\n' | sha256sum`, "edeaaff3f1774ad2888673770c6d64097e391bc362d7d6fb34982ddf0efd18cb  -\n"},
 	} {
 		res := run(t, sb, "cd /tmp/cu && "+c.script)
 		if res.Stdout != c.out || res.ExitCode != 0 {
 			t.Errorf("%s:\nstdout %q\nstderr %q\nexit %d; want %q", c.script, res.Stdout, res.Stderr, res.ExitCode, c.out)
 		}
+	}
+}
+
+// TestCToolsPipelineStages: cat, tr, head, tail and tee are GNU coreutils
+// 9.1 (build/ctools, issue 22), with what the sandbox asks of them: tail
+// -f prints the file and exits (build/ctools/patches/coreutils-tail-follow.patch,
+// as the Go tail did), a stage whose reader is gone ends quietly as
+// SIGPIPE ends it natively, and cat waiting on a pipe that never ends is
+// killed at the run's deadline. Expectations from Debian 12's coreutils
+// on the host.
+func TestCToolsPipelineStages(t *testing.T) {
+	sb := newSandbox(t, WithTimeout(time.Minute))
+	res := run(t, sb, `for c in cat tr head tail tee; do $c --version | head -n1; done`)
+	wantEqual(t, res.Stdout, "cat (GNU coreutils) 9.1\ntr (GNU coreutils) 9.1\nhead (GNU coreutils) 9.1\ntail (GNU coreutils) 9.1\ntee (GNU coreutils) 9.1\n")
+	mkdirs(t, sb, "/tmp/ps")
+	for _, c := range []struct{ script, out string }{
+		{`printf 'a\tb\n\n\nc\n' > in; cat -A in; cat -sn in`, "a^Ib$\n$\n$\nc$\n     1\ta\tb\n     2\t\n     3\tc\n"},
+		{`printf 'Hello, World\n' | tr a-z A-Z | tr -s 'L' | tr -d ',' | tr '[:upper:]' '[:lower:]'`, "helo world\n"},
+		{`printf 'aabbcc\n' | tr -cd 'b\n'; printf 'x1y2\n' | tr -c '[:digit:]\n' '_'`, "bb\n_1_2\n"},
+		{`seq 1 10 > n; head -n 2 n; head -c 3 n; echo; head -n -8 n; tail -n 2 n; tail -n +9 n; tail -c 3 n`, "1\n2\n1\n2\n1\n2\n9\n10\n9\n10\n10\n"},
+		{`seq 1 3 > f; tail -f -n 1 f; tail -F f | wc -l; echo "[$?]"`, "3\n3\n[0]\n"},
+		{`printf 'x\n' | tee o1 o2 | tr x y; tee -a o1 < o2 > /dev/null; cat o1 o2`, "y\nx\nx\nx\n"},
+		{`yes | head -n 2; seq 1 100000 | cat | tr 1 x | head -n 1; echo "${PIPESTATUS[*]}"`, "y\ny\nx\n141 141 141 0\n"},
+		{`cat missing; echo "[$?]"; head -n x n; echo "[$?]"`, "[1]\n[1]\n"},
+	} {
+		res := run(t, sb, "cd /tmp/ps && "+c.script)
+		if res.Stdout != c.out {
+			t.Errorf("%s:\nstdout %q\nstderr %q\nexit %d; want %q", c.script, res.Stdout, res.Stderr, res.ExitCode, c.out)
+		}
+	}
+	res = run(t, sb, `cd /tmp/ps && cat missing; head -n x n`)
+	wantEqual(t, res.Stderr, "cat: missing: No such file or directory\nhead: invalid number of lines: 'x'\n")
+
+	// cat blocked reading a pipe nobody writes: the deadline ends it.
+	sb = newSandbox(t, WithTimeout(2*time.Second))
+	done := make(chan struct{})
+	watchdog := time.AfterFunc(time.Minute, func() {
+		select {
+		case <-done:
+		default:
+			panic("cat blocked on a pipe outlived its 2s deadline by a minute")
+		}
+	})
+	defer watchdog.Stop()
+	r, err := sb.Run(context.Background(), `sleep 1000 | cat`)
+	close(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ErrorClass != ClassTimeout || r.ExitCode != 124 {
+		t.Errorf("sleep 1000 | cat: %+v; want a TIMEOUT", r)
 	}
 }

@@ -3,15 +3,15 @@ package wasm
 import _ "embed"
 
 // The C tools: GNU grep, GNU sed, mawk and GNU coreutils' sort, uniq, wc,
-// cut and sha256sum for wasm32-wasi (wasm/ctools,
+// cut, sha256sum, cat, tr, head, tail and tee for wasm32-wasi (wasm/ctools,
 // built by `make ctools` from Debian's source packages, see
 // build/ctools). They are plain WASI commands (_start), not multi-call Go
 // reactors: each module is one program, started afresh for every run
 // (a few milliseconds of C start-up, no snapshot). Their lines of the
 // command index (wasm/ctools/commands.txt, which `make wasm` merges into
 // commands.txt in place of the Go tools' lines for the same names) give
-// them grep, egrep, fgrep, sed, awk, mawk, nawk, sort, uniq, wc, cut and
-// sha256sum; the Go tools of those
+// them grep, egrep, fgrep, sed, awk, mawk, nawk, sort, uniq, wc, cut,
+// sha256sum, cat, tr, head, tail and tee; the Go tools of those
 // names stay in the coreutils module for its native tests, unreachable by
 // name, and GoAWK stays reachable as gawk (its gawk extensions). mawk's
 // system() and pipes run sandbox commands through the runtime's process
@@ -33,6 +33,17 @@ var (
 	cutWasm []byte
 	//go:embed ctools/sha256sum.wasm
 	sha256sumWasm []byte
+	// The pipeline stages (issue 22).
+	//go:embed ctools/cat.wasm
+	catWasm []byte
+	//go:embed ctools/tr.wasm
+	trWasm []byte
+	//go:embed ctools/head.wasm
+	headWasm []byte
+	//go:embed ctools/tail.wasm
+	tailWasm []byte
+	//go:embed ctools/tee.wasm
+	teeWasm []byte
 	// ctoolsIndex is their part of commands.txt (make wasm merges it).
 	//go:embed ctools/commands.txt
 	ctoolsIndex []byte
@@ -54,18 +65,27 @@ const (
 	WcModule        = "wc"
 	CutModule       = "cut"
 	Sha256sumModule = "sha256sum"
+	// CatModule, TrModule, HeadModule, TailModule and TeeModule are GNU
+	// coreutils' cat, tr, head, tail and tee: the common pipeline stages,
+	// whose Go versions paid for the 11 MB coreutils module (and Go's
+	// speed in wasm) in every stage.
+	CatModule  = "cat"
+	TrModule   = "tr"
+	HeadModule = "head"
+	TailModule = "tail"
+	TeeModule  = "tee"
 )
 
 // CModules returns the names of the C tool modules, sorted. They are
 // among Modules, but are built by `make ctools`, not by `make wasm`.
 func CModules() []string {
-	return []string{CutModule, GrepModule, MawkModule, SedModule, Sha256sumModule, SortModule, UniqModule, WcModule}
+	return []string{CatModule, CutModule, GrepModule, HeadModule, MawkModule, SedModule, Sha256sumModule, SortModule, TailModule, TeeModule, TrModule, UniqModule, WcModule}
 }
 
 // IsCModule reports whether name is one of CModules.
 func IsCModule(name string) bool {
 	switch name {
-	case CutModule, GrepModule, MawkModule, SedModule, Sha256sumModule, SortModule, UniqModule, WcModule:
+	case CatModule, CutModule, GrepModule, HeadModule, MawkModule, SedModule, Sha256sumModule, SortModule, TailModule, TeeModule, TrModule, UniqModule, WcModule:
 		return true
 	}
 	return false

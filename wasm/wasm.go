@@ -91,7 +91,7 @@ func Coreutils() []byte { return coreutils }
 
 // Modules returns the names of the embedded modules, sorted.
 func Modules() []string {
-	return []string{AWKModule, CoreutilsModule, CutModule, GrepModule, JQModule, MawkModule, NetModule, SedModule, Sha256sumModule, SortModule, UniqModule, WcModule}
+	return []string{AWKModule, CatModule, CoreutilsModule, CutModule, GrepModule, HeadModule, JQModule, MawkModule, NetModule, SedModule, Sha256sumModule, SortModule, TailModule, TeeModule, TrModule, UniqModule, WcModule}
 }
 
 // GoModules returns the names of the Go tool modules (`make wasm`
@@ -128,6 +128,16 @@ func Module(name string) ([]byte, bool) {
 		return cutWasm, true
 	case Sha256sumModule:
 		return sha256sumWasm, true
+	case CatModule:
+		return catWasm, true
+	case TrModule:
+		return trWasm, true
+	case HeadModule:
+		return headWasm, true
+	case TailModule:
+		return tailWasm, true
+	case TeeModule:
+		return teeWasm, true
 	case PythonModule:
 		m, _, ok := Python()
 		return m, ok

@@ -23,7 +23,7 @@ func TestIndex(t *testing.T) {
 		t.Errorf(`Lookup("[") = %+v, %v; want an alias of test`, c, ok)
 	}
 	// The heavy commands have modules of their own; grep, sed, awk, sort,
-	// uniq, wc, cut and sha256sum are the C tools (one module, one
+	// uniq, wc, cut, sha256sum, cat, tr, head, tail and tee are the C tools (one module, one
 	// behaviour per name), gawk is GoAWK.
 	for _, want := range []Command{
 		{Name: "jq", Module: JQModule},
@@ -40,6 +40,11 @@ func TestIndex(t *testing.T) {
 		{Name: "wc", Module: WcModule},
 		{Name: "cut", Module: CutModule},
 		{Name: "sha256sum", Module: Sha256sumModule},
+		{Name: "cat", Module: CatModule},
+		{Name: "tr", Module: TrModule},
+		{Name: "head", Module: HeadModule},
+		{Name: "tail", Module: TailModule},
+		{Name: "tee", Module: TeeModule},
 	} {
 		if c, ok := Lookup(want.Name); !ok || c != want {
 			t.Errorf("Lookup(%q) = %+v, %v; want %+v", want.Name, c, ok, want)
