@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/wasmbox/wasmbox/internal/wasmbin"
 	"github.com/wasmbox/wasmbox/wasm"
 	"math"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -200,4 +203,53 @@ func TestQuickSuite(t *testing.T) {
 		t.Fatalf("JSON round trip: %v (%d rows)", err, len(back.Rows))
 	}
 	t.Logf("\n%s", md.String())
+}
+
+// TestNativeKillLeavesNoProcess: the native side of the kill rows ends the
+// whole process tree it started, not only its leader (a subshell of a
+// killed bash went on spinning for good before).
+func TestNativeKillLeavesNoProcess(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/bash"); err != nil {
+		t.Skip("no /usr/bin/bash")
+	}
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("no /proc")
+	}
+	marker := fmt.Sprintf("wasmbox-native-kill-%d", os.Getpid())
+	left := func() []int {
+		var pids []int
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte(marker)) {
+				pids = append(pids, pid)
+			}
+		}
+		return pids
+	}
+	defer func() {
+		for _, pid := range left() { // never leave them running, even on failure
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}()
+	for _, script := range []string{"(while :; do :; done); : " + marker, "while :; do :; done | cat; : " + marker} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		err := nativeKill(ctx, []string{"/usr/bin/bash", "-c", script}, false)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The kernel reaps the killed group at once; a watchdog, not a
+		// timing assertion.
+		deadline := time.Now().Add(10 * time.Second)
+		for len(left()) > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if pids := left(); len(pids) > 0 {
+			t.Errorf("%q: processes left running after the kill: %v", script, pids)
+		}
+	}
 }

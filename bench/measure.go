@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero"
@@ -196,9 +197,20 @@ func killAfter(ctx context.Context, f func(ctx context.Context) error) (float64,
 }
 
 // nativeKill runs argv until ctx kills it; with pipe its stdin is a pipe
-// nobody writes to.
+// nobody writes to. It runs in a process group of its own, which the kill
+// ends whole, as the sandbox ends a whole tree: SIGKILL of bash alone
+// leaves the subshell of `bash -c '(while :; do :; done)'` spinning as an
+// orphan (the bench left 40 of them behind, running on for good).
 func nativeKill(ctx context.Context, argv []string, pipe bool) error {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	defer func() {
+		// Whatever of the group outlived its leader's kill.
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}()
 	if pipe {
 		r, w, err := os.Pipe()
 		if err != nil {
