@@ -44,12 +44,23 @@ __attribute__((constructor)) static void wasmbox_set_progname(void) {
 
 /* The working directory: a WASI command starts in "/"; wasmbox passes the
  * guest's working directory as $PWD (as Go's wasip1 runtime expects), so
- * that relative names resolve there. */
+ * that relative names resolve there. When chdir fails (the directory was
+ * removed), the names must not resolve against "/" instead (`cat f.txt`
+ * read /f.txt): wasi-libc's working directory becomes $PWD all the same,
+ * so that relative names resolve under the missing directory and fail
+ * with ENOENT, as they do natively in a removed directory. */
+#include <string.h>
 #include <unistd.h>
+
+extern char *__wasilibc_cwd;
 
 __attribute__((constructor)) static void wasmbox_chdir_pwd(void) {
 	const char *pwd = getenv("PWD");
-	if (pwd != NULL && pwd[0] == '/') chdir(pwd);
+	if (pwd == NULL || pwd[0] != '/') return;
+	if (chdir(pwd) != 0) {
+		char *dir = strdup(pwd);
+		if (dir != NULL) __wasilibc_cwd = dir;
+	}
 }
 
 /* isatty: wasmbox gives a guest no terminal, but its WASI describes the
