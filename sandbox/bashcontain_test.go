@@ -58,6 +58,16 @@ func liveMemfds(t *testing.T) int {
 	return n
 }
 
+// warmBash runs script in a bash sandbox under lim and closes it: the
+// engine's own goroutines, spares and caches (module snapshots per memory
+// limit) are made before a test counts what leftBehind compares with.
+func warmBash(t *testing.T, lim Limits, script string) {
+	t.Helper()
+	warm := newSandbox(t, WithShell(ShellBash), WithLimits(lim))
+	run(t, warm, script)
+	warm.Close()
+}
+
 // leftBehind waits (under a watchdog) until the goroutines, live
 // instances and memfds are back to what they were.
 func leftBehind(t *testing.T, g0 int, live0 int64, fd0 int) {
@@ -134,9 +144,7 @@ func TestBashForkBombs(t *testing.T) {
 			}
 			// The engine's own goroutines, spares and caches (module
 			// snapshots per memory limit) first.
-			warm := newSandbox(t, WithShell(ShellBash), WithLimits(lim))
-			run(t, warm, `bash -c 'echo $(true) | cat'; (true) | cat`)
-			warm.Close()
+			warmBash(t, lim, `bash -c 'echo $(true) | cat'; (true) | cat`)
 			probe := newSandbox(t) // the probe's shell below
 			run(t, probe, "true")
 			probe.Close()
@@ -286,9 +294,7 @@ func TestBashOrphansOutliveTheirParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	warm := newSandbox(t, WithShell(ShellBash), WithLimits(lim))
-	run(t, warm, `(true &); sleep 0.01 | cat`)
-	warm.Close()
+	warmBash(t, lim, `(true &); sleep 0.01 | cat`)
 	g0, fd0 := goruntime.NumGoroutine(), liveMemfds(t)
 	live0 := eng.rt.LiveInstances()
 	sb, err := New(context.Background(), WithShell(ShellBash), WithLimits(lim))
