@@ -438,7 +438,11 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 		// the script before the cancel reached it: the run still ended
 		// at the limit, and the session goes back to its state before
 		// it, as for any run a limit ends.
-		err = context.Cause(cctx)
+		// (The flag is set just before the cancel: the cause may
+		// not be there yet.)
+		if err = context.Cause(cctx); err == nil {
+			err = errLimitMet
+		}
 	}
 	if err != nil {
 		return s.killed(ctx, stderr, err), nil
@@ -450,6 +454,10 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 	}
 	return session.Result{Code: int(r & 0xff), Exited: r&flagExited != 0}, nil
 }
+
+// errLimitMet ends a run whose limit flag was set before its cancel (see
+// Run); killed reports the limit by the flags.
+var errLimitMet = errors.New("the run met a limit")
 
 // killed turns the end of an instance during a call into the run's
 // result; the session goes back to its last image.
