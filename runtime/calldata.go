@@ -42,11 +42,11 @@ func newCallFunctions(b wazero.HostModuleBuilder) wazero.HostModuleBuilder {
 	i32 := api.ValueTypeI32
 	return b.
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostCallInput), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostCallInput), []api.ValueType{i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("ptr", "len").WithResultNames("errno").
 		Export("call_input").
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostCallOutput), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostCallOutput), []api.ValueType{i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("ptr", "len").WithResultNames("errno").
 		Export("call_output")
 }

@@ -34,7 +34,7 @@ func addCwdFunction(b wazero.HostModuleBuilder) wazero.HostModuleBuilder {
 	i32 := api.ValueTypeI32
 	return b.
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostGetcwd), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostGetcwd), []api.ValueType{i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("buf_ptr", "buf_len").WithResultNames("len").
 		Export(CwdImport)
 }

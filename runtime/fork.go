@@ -139,15 +139,15 @@ func addForkFunctions(b wazero.HostModuleBuilder) wazero.HostModuleBuilder {
 	i32 := api.ValueTypeI32
 	return b.
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostFork), []api.ValueType{i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostFork), []api.ValueType{i32}, []api.ValueType{i32}).
 		WithParameterNames("ret_ptr").WithResultNames("errno").
 		Export("fork").
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostProcSelf), []api.ValueType{i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostProcSelf), []api.ValueType{i32}, []api.ValueType{i32}).
 		WithParameterNames("ret_ptr").WithResultNames("errno").
 		Export("proc_self").
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostFdDup), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostFdDup), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("fd", "min_fd", "ret_ptr").WithResultNames("errno").
 		Export("fd_dup").
 		NewFunctionBuilder().

@@ -229,6 +229,9 @@ func (in *Instance) Call(ctx context.Context, name string, params ...uint64) ([]
 		return nil, fmt.Errorf("%s: no exported function %s", in.m.name, name)
 	}
 	cctx, stopProcs := withProcs(in.callCtx(ctx), in.opts.MaxProcesses, in.opts.OnForkLimit)
+	if in.r.ownWASI && in.opts.WASI != nil {
+		in.opts.WASI.SetHalt(tableOf(cctx).halted)
+	}
 	res, err := f.Call(cctx, params...)
 	stopProcs()
 	if err == nil {

@@ -57,17 +57,17 @@ func addMetaFunctions(b wazero.HostModuleBuilder) wazero.HostModuleBuilder {
 	i32 := api.ValueTypeI32
 	return b.
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(metaStat), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(metaStat), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("path_ptr", "path_len", "follow", "out_ptr").
 		WithResultNames("errno").
 		Export("stat").
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(metaChmod), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(metaChmod), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("path_ptr", "path_len", "mode", "follow").
 		WithResultNames("errno").
 		Export("chmod").
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(metaChown), []api.ValueType{i32, i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(metaChown), []api.ValueType{i32, i32, i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("path_ptr", "path_len", "uid", "gid", "follow").
 		WithResultNames("errno").
 		Export("chown")

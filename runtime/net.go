@@ -108,11 +108,11 @@ func newNetFunctions(b wazero.HostModuleBuilder) wazero.HostModuleBuilder {
 	i32 := api.ValueTypeI32
 	return b.
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostNetConnect), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostNetConnect), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("req_ptr", "req_len", "out_ptr", "out_cap").WithResultNames("errno").
 		Export("net_connect").
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostNetError), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostNetError), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("rfd", "buf_ptr", "buf_cap", "len_ptr").WithResultNames("errno").
 		Export("net_error")
 }

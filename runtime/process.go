@@ -159,6 +159,47 @@ type procTable struct {
 	// deadline and cancel end every child of the table, whatever their
 	// depth (see childContext).
 	root context.Context
+	// parent is the table of the run that spawned this one, if any.
+	parent *procTable
+	// stopping is set when stop begins, before any cancel (see halted).
+	stopping atomic.Bool
+}
+
+// halted says why the processes of the table can no longer act, or nil:
+// the table (or that of a run above it) has begun to stop, or the run's
+// context is done. Every host call of those processes checks it
+// (preview1.State.SetHalt), so a tree ends as one: stop cancels its
+// processes one by one (and a reparented child's context hears the run's
+// cancel only a moment later), and a process that saw another one end in
+// between (its child's status, its pipe's end) would otherwise go on to
+// write or spawn what the run no longer waits for.
+func (t *procTable) halted() error {
+	for ; t != nil; t = t.parent {
+		if t.stopping.Load() {
+			return context.Canceled
+		}
+		if err := t.root.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// halting wraps a host function of the runtime's own modules so that it
+// first ends a guest whose process tree is being ended.
+func halting(f api.GoModuleFunc) api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		haltIfStopped(ctx)
+		f(ctx, mod, stack)
+	}
+}
+
+// haltIfStopped ends the guest of a host call of the runtime's own modules
+// when its process tree is being ended (see procTable.halted).
+func haltIfStopped(ctx context.Context) {
+	if st := preview1.StateFrom(ctx); st != nil {
+		st.ExitIfHalted()
+	}
 }
 
 // childContext returns the context of a new child of a process whose
@@ -204,6 +245,12 @@ func ending(ctx context.Context) error {
 
 type procTableKey struct{}
 
+// tableOf returns the process table ctx carries (withProcs), or nil.
+func tableOf(ctx context.Context) *procTable {
+	t, _ := ctx.Value(procTableKey{}).(*procTable)
+	return t
+}
+
 // withProcs returns ctx carrying a new process table, and the func that
 // stops and waits for whatever it still runs. The table counts its
 // processes in the count of the table ctx already carries (the run that
@@ -211,7 +258,9 @@ type procTableKey struct{}
 // processes (0: MaxProcesses), that tells onFull of a refusal.
 func withProcs(ctx context.Context, max int, onFull func(error)) (context.Context, func()) {
 	t := &procTable{procs: map[*process]struct{}{}, nets: map[*netSession]struct{}{}}
-	if parent, ok := ctx.Value(procTableKey{}).(*procTable); ok && parent.count != nil {
+	parent, _ := ctx.Value(procTableKey{}).(*procTable)
+	t.parent = parent
+	if parent != nil && parent.count != nil {
 		t.count = parent.count
 	} else {
 		if max <= 0 || max > MaxProcesses {
@@ -251,6 +300,7 @@ func (t *procTable) done(p *process) {
 }
 
 func (t *procTable) stop() {
+	t.stopping.Store(true)
 	t.mu.Lock()
 	t.closed = true
 	for p := range t.procs {
@@ -361,15 +411,15 @@ func newProcessFunctions(b wazero.HostModuleBuilder) wazero.HostModuleBuilder {
 	i32 := api.ValueTypeI32
 	return b.
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostPipe), []api.ValueType{i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostPipe), []api.ValueType{i32}, []api.ValueType{i32}).
 		WithParameterNames("fds_ptr").WithResultNames("errno").
 		Export("pipe").
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostProcSpawn), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostProcSpawn), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("req_ptr", "req_len", "pfd_ptr").WithResultNames("errno").
 		Export("proc_spawn").
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(hostProcKill), []api.ValueType{i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(hostProcKill), []api.ValueType{i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("pfd", "signal").WithResultNames("errno").
 		Export("proc_kill")
 }

@@ -155,6 +155,9 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	}
 	// Children of the process ABI never outlive the run.
 	cctx, stopProcs := withProcs(cctx, 0, onTree)
+	if r.ownWASI && opts.WASI != nil {
+		opts.WASI.SetHalt(tableOf(cctx).halted)
+	}
 	cctx = context.WithValue(cctx, forkEnvKey{}, &forkEnv{r: r, m: m, limit: limit, budget: b, onLimit: onTree})
 	defer stopProcs()
 

@@ -221,7 +221,7 @@ func newSpawnModule(r wazero.Runtime) wazero.HostModuleBuilder {
 	i32 := api.ValueTypeI32
 	return addForkFunctions(addCwdFunction(newNetFunctions(newCallFunctions(newProcessFunctions(addMetaFunctions(r.NewHostModuleBuilder(SpawnModuleName))))))).
 		NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(spawnHost), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(halting(spawnHost), []api.ValueType{i32, i32, i32}, []api.ValueType{i32}).
 		WithParameterNames("req_ptr", "req_len", "status_ptr").
 		WithResultNames("errno").
 		Export("spawn")

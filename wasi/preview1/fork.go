@@ -33,7 +33,7 @@ func (e *entry) dup() *entry {
 // forks above. Close it when the child ends; it does not close what the
 // parent still holds.
 func (s *State) Fork() *State {
-	c := &State{cfg: s.cfg, args: s.args, env: s.env, start: s.start, monoShift: s.monoShift}
+	c := &State{cfg: s.cfg, args: s.args, env: s.env, start: s.start, monoShift: s.monoShift, halt: s.halt}
 	c.tap = &tapFS{fs: s.cfg.FS}
 	if s.fs != nil {
 		c.fs = wasi.NewFS(c.tap)

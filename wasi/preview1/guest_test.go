@@ -3,6 +3,7 @@ package preview1_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -304,5 +306,70 @@ func TestConcurrentGuests(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestHaltedGuestCannotAct: once the State's halt (SetHalt) reports that
+// the guest's process tree is being ended, the guest's next host call ends
+// it with the halt's exit code, even though its own context was never
+// canceled: a guest that was blocked reading and is woken by the data a
+// dying process left (here, the test's write) cannot write it on.
+func TestHaltedGuestCannotAct(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code uint32
+	}{
+		{context.Canceled, sys.ExitCodeContextCanceled},
+		{context.DeadlineExceeded, sys.ExitCodeDeadlineExceeded},
+	} {
+		t.Run(tc.err.Error(), func(t *testing.T) {
+			r, compiled := probe(t)
+			stdin, stdinW := wasi.NewPipe(context.Background())
+			var out bytes.Buffer
+			st, err := preview1.NewState(preview1.Config{Args: []string{"probe", "cat"}, Stdin: stdin, Stdout: &out})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			var halted atomic.Bool
+			st.SetHalt(func() error {
+				if halted.Load() {
+					return tc.err
+				}
+				return nil
+			})
+			ctx := preview1.WithState(context.Background(), st)
+			mod, err := r.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mod.Close(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := mod.ExportedFunction("_start").Call(ctx)
+				done <- err
+			}()
+			// The guest is blocked in fd_read (or about to be): halt, then
+			// hand it data and the end of its input.
+			time.Sleep(50 * time.Millisecond)
+			halted.Store(true)
+			if _, err := stdinW.Write([]byte("after the halt\n")); err != nil {
+				t.Fatal(err)
+			}
+			stdinW.Close()
+			var werr error
+			select {
+			case werr = <-done:
+			case <-time.After(30 * time.Second): // a watchdog
+				t.Fatal("guest still running 30s after its input ended")
+			}
+			var ee *sys.ExitError
+			if !errors.As(werr, &ee) || ee.ExitCode() != tc.code {
+				t.Errorf("guest ended with %v, want exit code %d", werr, tc.code)
+			}
+			if out.Len() != 0 {
+				t.Errorf("a halted guest wrote %q", out.String())
+			}
+		})
 	}
 }

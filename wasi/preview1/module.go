@@ -48,6 +48,7 @@ func export(b wazero.HostModuleBuilder, name string, fn wasiFunc, params ...api.
 			stack[0] = uint64(ErrnoNosys)
 			return
 		}
+		s.ExitIfHalted()
 		s.tap.last.Store(nil)
 		stack[0] = uint64(fn(ctx, s, mod.Memory(), stack))
 	}), params, []api.ValueType{i32}).Export(name)

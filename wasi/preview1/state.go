@@ -12,6 +12,7 @@ import (
 	"time"
 
 	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
+	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 	"golang.org/x/term"
 
 	"github.com/wasmbox/wasmbox/vfs"
@@ -97,6 +98,32 @@ type State struct {
 	// streams counts the open host streams of AddStream (atomic: a child
 	// that holds the last reference releases it on its own goroutine).
 	streams atomic.Int32
+	// halt says whether the process tree the guest belongs to is being
+	// ended (SetHalt); nil: never.
+	halt func() error
+}
+
+// SetHalt makes every later host call of the guest (and of the children
+// it forks: Fork copies it) end the guest when halt returns an error: a
+// context error, whose kind (deadline or cancel) the exit code keeps. The
+// runtime uses it so that a process tree ends as one: once its run has
+// begun to stop it, a process that sees another one end (a child's status,
+// a pipe's end) can no longer act on it, as under a SIGKILL of the whole
+// process group; the cancel of each process's own context comes a moment
+// later.
+func (s *State) SetHalt(halt func() error) { s.halt = halt }
+
+// ExitIfHalted ends the guest (see SetHalt) from inside a host call.
+func (s *State) ExitIfHalted() {
+	if s.halt == nil {
+		return
+	}
+	if err := s.halt(); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+		}
+		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+	}
 }
 
 // ShiftMonotonic adds ns to every reading of the monotonic clock from now
