@@ -213,9 +213,6 @@ func haltIfStopped(ctx context.Context) {
 // other process is. A command a process runs with exec (the blocking
 // spawn) is the process itself and still ends with it.
 func (t *procTable) childContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if t.root == nil {
-		return context.WithCancel(ctx)
-	}
 	return context.WithCancel(reparented{Context: t.root, values: ctx})
 }
 
@@ -229,16 +226,16 @@ type reparented struct {
 func (c reparented) Value(key any) any { return c.values.Value(key) }
 
 // ending returns why the process whose context is ctx is being ended, or
-// nil: its own context's error, or its run's. The run's cancel reaches the
-// context of a reparented child a moment later (context's propagation
-// goroutine), so a refused fork checks both before it reports EAGAIN to a
-// process that the run's limit is ending anyway.
+// nil: its own context's error, or its tree's (procTable.halted). The
+// run's cancel reaches the context of a reparented child a moment later
+// (context's propagation goroutine), so a refused fork checks both before
+// it reports EAGAIN to a process that the run's limit is ending anyway.
 func ending(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if t, ok := ctx.Value(procTableKey{}).(*procTable); ok && t.root != nil {
-		return t.root.Err()
+	if t := tableOf(ctx); t != nil {
+		return t.halted()
 	}
 	return nil
 }
