@@ -11,6 +11,7 @@ import (
 	"github.com/wasmbox/wasmbox/executor"
 	"github.com/wasmbox/wasmbox/internal/budget"
 	"github.com/wasmbox/wasmbox/runtime"
+	"github.com/wasmbox/wasmbox/shell/session"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
 
@@ -71,7 +72,7 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 	name := path.Base(c.Argv[0])
 	if n := s.inflight.Add(1); n > s.cfg.limits.ConcurrentCommands {
 		s.inflight.Add(-1)
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: too many commands running at once (limit %d)\n", name, s.cfg.limits.ConcurrentCommands)
+		fmt.Fprintf(hostLines(c.Stderr), "%s: too many commands running at once (limit %d)\n", name, s.cfg.limits.ConcurrentCommands)
 		rs.note(executor.ExitCannotExecute, ClassLimitExceeded)
 		return executor.ExitCannotExecute, nil
 	}
@@ -117,30 +118,35 @@ func (r *commandRunner) exec(ctx context.Context, c command) (int, error) {
 	case ClassTimeout, ClassCancelled:
 		return res.ExitCode, ctxErr(ctx, res.Class)
 	case ClassDenied:
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: not allowed in this sandbox\n", c.name())
+		fmt.Fprintf(hostLines(c.Stderr), "%s: not allowed in this sandbox\n", c.name())
 		return res.ExitCode, nil
 	case ClassLimitExceeded:
 		var ee *budget.ExceededError
 		if errors.As(res.Err, &ee) && ee.Name != "command" {
 			// A budget above the command's own limit (the run's, the
 			// process's) refused it: one line that names it.
-			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: %s memory budget (%s) exceeded\n", c.name(), ee.Name, spacedBytes(ee.Limit))
+			fmt.Fprintf(hostLines(c.Stderr), "wasmbox: %s: %s memory budget (%s) exceeded\n", c.name(), ee.Name, spacedBytes(ee.Limit))
 			return res.ExitCode, nil
 		}
 		if errors.Is(res.Err, runtime.ErrMemoryLimit) {
 			// One line, in place of the guest's own crash report (the
 			// executor drops what it writes once refused memory).
-			fmt.Fprintf(orDiscard(c.Stderr), "wasmbox: %s: memory limit (%s) exceeded\n", c.name(), spacedBytes(s.cfg.limits.MemoryPerCommand))
+			fmt.Fprintf(hostLines(c.Stderr), "wasmbox: %s: memory limit (%s) exceeded\n", c.name(), spacedBytes(s.cfg.limits.MemoryPerCommand))
 			return res.ExitCode, nil
 		}
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.name(), res.Err)
+		fmt.Fprintf(hostLines(c.Stderr), "%s: %v\n", c.name(), res.Err)
 		return res.ExitCode, nil
 	}
 	if res.Err != nil {
-		fmt.Fprintf(orDiscard(c.Stderr), "%s: %v\n", c.name(), res.Err)
+		fmt.Fprintf(hostLines(c.Stderr), "%s: %v\n", c.name(), res.Err)
 	}
 	return res.ExitCode, nil
 }
+
+// hostLines is where the sandbox's own line about how a command ended goes:
+// past a stderr that drops the guest's output once the run is killed
+// (ctxWriter), so that a limit met as the deadline comes is still named.
+func hostLines(w io.Writer) io.Writer { return session.HostLines(orDiscard(w)) }
 
 // spacedBytes renders n like runtime.FormatBytes with a space before the
 // unit: "16 MiB".

@@ -574,6 +574,9 @@ func (t *tailWriter) Write(p []byte) (int, error) {
 	return t.w.Write(p)
 }
 
+// HostLines implements session.HostLiner for what t wraps.
+func (t *tailWriter) HostLines() io.Writer { return session.HostLines(t.w) }
+
 // notFound reports whether bash's last words were that a command was not
 // found ("bash: line 1: NAME: command not found", with patch 0020's hint
 // for git); false for nil.
@@ -1082,6 +1085,10 @@ type ctxWriter struct {
 	ctx context.Context
 	w   io.Writer
 }
+
+// HostLines implements session.HostLiner: the shell's own line about how
+// the run ended gets out even once ctx is done.
+func (c ctxWriter) HostLines() io.Writer { return c.w }
 
 func (c ctxWriter) Write(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wasmbox/wasmbox/shell/session"
 )
 
 // The shell runs inside WebAssembly (bash.wasm): the tests of this file
@@ -298,4 +300,30 @@ func TestOldSnapshotRestores(t *testing.T) {
 	res := run(t, sb, `echo "$PWD $V $E"; f; a; set -o | grep pipefail; cat file`)
 	// set -o in bash's format (/bin/bash 5.2.15: "%-15s\t%s").
 	wantEqual(t, res.Stdout, "/tmp 1 2\nf 1\nalias\npipefail       \ton\ndata\n")
+}
+
+// TestHostLineAfterKill: the shell's own line about how a run ended gets
+// out through the writers a Run gives the shell even when the run's context
+// is already done (a limit met as the deadline came: TestShellBombs saw 137
+// LIMIT_EXCEEDED with no line under load), while what the guest writes
+// after the kill does not.
+func TestHostLineAfterKill(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var buf bytes.Buffer
+	capped := newCapWriter(&buf, 1<<20)
+	stderr := &tailWriter{w: ctxWriter{ctx, capped}}
+	cancel()
+	fmt.Fprintf(stderr, "the guest, after the kill\n")
+	res := session.KilledResult(ctx, stderr, context.Canceled, true, nil, 256<<20, nil)
+	capped.flush()
+	if res.Code != 137 {
+		t.Errorf("code %d, want 137", res.Code)
+	}
+	wantEqual(t, buf.String(), "wasmbox: shell memory limit (256 MiB) exceeded\n")
+
+	// A command's own line (runBashScript's streams are ctxWriters).
+	buf.Reset()
+	fmt.Fprintf(hostLines(ctxWriter{ctx, &buf}), "wasmbox: %s: memory limit (%s) exceeded\n", "awk", spacedBytes(64<<20))
+	fmt.Fprintf(ctxWriter{ctx, &buf}, "the guest, after the kill\n")
+	wantEqual(t, buf.String(), "wasmbox: awk: memory limit (64 MiB) exceeded\n")
 }

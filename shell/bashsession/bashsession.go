@@ -449,7 +449,7 @@ func (s *Session) Run(ctx context.Context, script string, stdin io.Reader, stdou
 	}
 	if err := s.keep(); err != nil {
 		s.discard()
-		fmt.Fprintf(stderr, "wasmbox: internal shell error: %v\n", err)
+		fmt.Fprintf(session.HostLines(stderr), "wasmbox: internal shell error: %v\n", err)
 		return session.Result{Code: 1, Err: session.ErrInternal}, nil
 	}
 	return session.Result{Code: int(r & 0xff), Exited: r&flagExited != 0}, nil
@@ -470,7 +470,7 @@ func (s *Session) killed(ctx context.Context, stderr io.Writer, err error) sessi
 		if max <= 0 || max > runtime.MaxProcesses {
 			max = runtime.MaxProcesses
 		}
-		fmt.Fprintf(stderr, "wasmbox: process limit (%d at once) exceeded\n", max)
+		fmt.Fprintf(session.HostLines(stderr), "wasmbox: process limit (%d at once) exceeded\n", max)
 		return session.Result{Code: 1, Err: &session.LimitError{Limit: "process"}}
 	}
 	return session.KilledResult(ctx, stderr, err, limit, lerr, s.cfg.MemoryLimit, func(code uint32) (session.Result, bool) {

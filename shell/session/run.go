@@ -94,6 +94,23 @@ func CtxResult(err error) Result {
 	return Result{Code: 125, Err: err}
 }
 
+// HostLiner is a run's stderr that drops what the guest writes once the run
+// has been killed (sandbox's): HostLines is where the live shell's own line
+// about the run's end goes instead, so that it is not dropped with the
+// guest's output when the kill and a limit come together.
+type HostLiner interface {
+	HostLines() io.Writer
+}
+
+// HostLines returns where the shell's own lines to stderr go: w's
+// HostLines if w is a HostLiner, else w.
+func HostLines(w io.Writer) io.Writer {
+	if h, ok := w.(HostLiner); ok {
+		return h.HostLines()
+	}
+	return w
+}
+
 // KilledResult turns the end of a live shell's instance during a run (err,
 // from the call) into the run's Result, writing its one line to stderr:
 // limit says the instance hit its memory limit (memoryLimit, or the budget
@@ -102,6 +119,7 @@ func CtxResult(err error) Result {
 // ending itself); without it, or when it declines, that is an internal
 // error.
 func KilledResult(ctx context.Context, stderr io.Writer, err error, limit bool, limitErr error, memoryLimit uint64, exited func(code uint32) (Result, bool)) Result {
+	stderr = HostLines(stderr)
 	switch {
 	case limit:
 		var ee *budget.ExceededError
