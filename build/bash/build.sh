@@ -152,8 +152,20 @@ make -s -j"$JOBS" bash >"$WORK/make.log" 2>&1 || { grep -B2 -A4 'error' "$WORK/m
 # function in the table one uniform signature, as Emscripten's
 # EMULATE_FUNCTION_POINTER_CASTS does; it must run before Asyncify.
 log "fpcast-emu, asyncify"
-"$POSIX/binaryen/bin/wasm-opt" --fpcast-emu bash -o "$WORK/bash.fpcast.wasm"
-"$POSIX/asyncify.sh" "$WORK/bash.fpcast.wasm" "$WORK/bash.async.wasm"
+"$POSIX/binaryen/bin/wasm-opt" --fpcast-emu -g bash -o "$WORK/bash.fpcast.wasm"
+# ASYNCIFY_REMOVE: bash's error reporters. Each prints a message (stdio,
+# which asyncify.sh already leaves out), looks up BASH_SOURCE for its
+# prefix, and returns or exits the process (fatal_error: sh_exit, no trap);
+# none sets a jump point, jumps or forks (asyncify.sh checks that no direct
+# call of theirs reaches an unwind). Asyncify counts them as able to
+# unwind only through indirect calls (find_variable's dynamic-value
+# functions, exit's stdio cleanup, signal handlers run by a write), and
+# every xmalloc calls fatal_error: with them, half of bash's functions
+# (xmalloc, hash_search, list_string, make_word_list, the unwind-protect
+# frames, ...) carried Asyncify's code. Not report_error (set -e:
+# exit_shell runs the EXIT trap) nor parser_error or file_error.
+ASYNCIFY_REMOVE="error_prolog get_name_for_error fatal_error internal_error internal_warning internal_inform internal_debug sys_error programming_error" \
+	"$POSIX/asyncify.sh" "$WORK/bash.fpcast.wasm" "$WORK/bash.async.wasm"
 /usr/bin/llvm-strip-19 --strip-debug -o "$OUT/bash.wasm" "$WORK/bash.async.wasm"
 
 # --- inputs -----------------------------------------------------------------------------
