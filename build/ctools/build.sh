@@ -320,7 +320,11 @@ for f in builtin bytecode compile execute jq_test jv jv_alloc jv_aux jv_dtoa jv_
 		-I"$JQSRC" -I"$JQSRC/src" -I"$ONIGSRC/src" -c "$JQSRC/src/$f.c" -o "$JQO/$f.o"
 done
 $CC $OPT -c "$HERE/jq_wasi.c" -o "$WORK/jq_wasi.o"
-$CC $OPT -o "$JQO/jq" "$JQO"/*.o "$ONIG/libonig.a" $COMPAT "$WORK/jq_wasi.o" -lm $EMULIBS
+# An 8 MiB stack, as Debian's jq has natively (wasm-ld's default is 64 KiB:
+# printing 300 nested arrays overflowed it), first in memory, so that an
+# overflow (jv_free of a million nested arrays; natively a SIGSEGV) traps
+# instead of overwriting static data.
+$CC $OPT -Wl,-z,stack-size=8388608 -Wl,--stack-first -o "$JQO/jq" "$JQO"/*.o "$ONIG/libonig.a" $COMPAT "$WORK/jq_wasi.o" -lm $EMULIBS
 /usr/bin/llvm-strip-19 -o "$OUT/jq16.wasm" "$JQO/jq"
 
 # --- the index: the command names of these modules ---------------------------

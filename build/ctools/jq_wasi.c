@@ -6,9 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "jq_wasi.h"
+/* (not jq_wasi.h, which renames strftime) */
+double gamma(double);
+char *realpath(const char *restrict path, char *restrict resolved);
+size_t jq_wasi_strftime(char *restrict s, size_t max, const char *restrict fmt, const struct tm *restrict tm);
 
 /* gamma: glibc's gamma() is lgamma() (the log of |Γ(x)|), which is what
  * Debian's jq prints for `gamma`. */
@@ -79,4 +83,29 @@ char *realpath(const char *restrict path, char *restrict resolved) {
     return strdup(buf);
   memcpy(resolved, buf, n + 1);
   return resolved;
+}
+
+/* jq_wasi_strftime: strftime with every %Z (not %%Z) replaced by "UTC",
+ * the zone of every time here (wasi-libc has no time zones; its own %Z is
+ * empty, which jq reports as a failure). A format too long to rewrite
+ * goes to strftime as it is. */
+size_t jq_wasi_strftime(char *restrict s, size_t max, const char *restrict fmt, const struct tm *restrict tm) {
+  char f[1024];
+  size_t n = 0;
+  for (const char *p = fmt; *p; p++) {
+    if (n + 4 > sizeof f)
+      return strftime(s, max, fmt, tm);
+    if (p[0] == '%' && p[1] == 'Z') {
+      memcpy(f + n, "UTC", 3);
+      n += 3;
+      p++;
+    } else if (p[0] == '%' && p[1] != '\0') {
+      f[n++] = *p++;
+      f[n++] = *p;
+    } else {
+      f[n++] = *p;
+    }
+  }
+  f[n] = '\0';
+  return strftime(s, max, f, tm);
 }
