@@ -179,6 +179,80 @@ for f in auto_possess chartables compile config context convert dfa_match error 
 done
 $AR rcsD "$PCRE2/libpcre2-8.a" "$PCRE2"/obj/*.o
 
+# --- jq 1.6 with oniguruma (before the slow coreutils; nothing of it is shared)
+# Neither is built with its autotools (jq's tarball has no configure, and
+# Debian's build runs autoreconf): the files their Makefile.am lists, with
+# what configure would find for wasm32-wasi given as -D (see README.md).
+log "jq"
+# oniguruma: the files of libonig_la_SOURCES (src/Makefile.am, without the
+# POSIX API), with a config.h of wasm32's sizes.
+ONIG=$WORK/onig
+mkdir -p "$ONIG/obj"
+cat > "$ONIG/config.h" <<ONIGCONF
+#define HAVE_ALLOCA 1
+#define HAVE_ALLOCA_H 1
+#define HAVE_STDINT_H 1
+#define HAVE_SYS_TIME_H 1
+#define HAVE_SYS_TYPES_H 1
+#define HAVE_UNISTD_H 1
+#define HAVE_INTTYPES_H 1
+#define PACKAGE "onig"
+#define PACKAGE_VERSION "${ONIG_VER%-*}"
+#define VERSION "${ONIG_VER%-*}"
+#define SIZEOF_INT 4
+#define SIZEOF_LONG 4
+#define SIZEOF_LONG_LONG 8
+#define SIZEOF_VOIDP 4
+ONIGCONF
+for f in regparse regcomp regexec regenc regerror regext regsyntax regtrav regversion st reggnu \
+	unicode unicode_unfold_key unicode_fold1_key unicode_fold2_key unicode_fold3_key ascii utf8 \
+	utf16_be utf16_le utf32_be utf32_le euc_jp euc_jp_prop sjis sjis_prop iso8859_1 iso8859_2 \
+	iso8859_3 iso8859_4 iso8859_5 iso8859_6 iso8859_7 iso8859_8 iso8859_9 iso8859_10 iso8859_11 \
+	iso8859_13 iso8859_14 iso8859_15 iso8859_16 euc_tw euc_kr big5 gb18030 koi8_r cp1251 onig_init; do
+	$CC $OPT -w -I"$ONIG" -I"$ONIGSRC/src" -c "$ONIGSRC/src/$f.c" -o "$ONIG/obj/$f.o"
+done
+(cd "$ONIG/obj" && $AR rcsD "$ONIG/libonig.a" $(ls *.o | LC_ALL=C sort))
+# jq: Debian's patches are applied (apt-get source), its generated parser
+# and lexer are in the tarball; builtin.inc and version.h as its
+# Makefile.am makes them (Debian's version is "1.6").
+for p in "$HERE"/patches/jq-*.patch; do
+	log "applying $(basename "$p")"
+	patch -d "$JQSRC" -p1 -s < "$p"
+done
+echo '#define JQ_VERSION "1.6"' > "$JQSRC/src/version.h"
+sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$/\\n"/' "$JQSRC/src/builtin.jq" > "$JQSRC/src/builtin.inc"
+# What jq's configure finds on Debian, as far as wasi-libc has it: every
+# math function but pow10 (glibc 2.27 dropped it; Debian's jq says "not
+# found at build time" too), gamma from jq_wasi.c; thread-local storage
+# (jv_alloc's handler; one thread), arc4random for the hash seed.
+# HAVE_MKSTEMP although wasi-libc has none: jq calls no mkstemp, and
+# util.c's replacement for systems without one calls mktemp, which
+# wasi-libc lacks too (the define drops that unused code).
+JQDEFS="-DHAVE_LIBONIG=1 -DHAVE_MEMMEM=1 -DHAVE_ALLOCA=1 -DHAVE_ALLOCA_H=1 -DHAVE_ISATTY=1
+	-DHAVE_STRPTIME=1 -DHAVE_STRFTIME=1 -DHAVE_TIMEGM=1 -DHAVE_GMTIME_R=1 -DHAVE_GMTIME=1
+	-DHAVE_LOCALTIME_R=1 -DHAVE_LOCALTIME=1 -DHAVE_GETTIMEOFDAY=1 -DHAVE_TM___TM_GMT_OFF=1
+	-DHAVE_ARC4RANDOM=1 -DHAVE___THREAD=1 -DIEEE_8087=1 -DHAVE_MKSTEMP=1"
+for f in acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh drem erf erfc exp10 exp2 exp \
+	expm1 fabs fdim floor fma fmax fmin fmod frexp gamma hypot j0 j1 jn ldexp lgamma log10 log1p log2 log \
+	logb modf lgamma_r nearbyint nextafter nexttoward pow remainder rint round scalb scalbln significand \
+	sin sinh sqrt tan tanh tgamma trunc y0 y1 yn; do
+	JQDEFS="$JQDEFS -DHAVE_$(echo "$f" | tr a-z A-Z)=1"
+done
+JQO=$WORK/jq
+mkdir -p "$JQO"
+for f in builtin bytecode compile execute jq_test jv jv_alloc jv_aux jv_dtoa jv_file jv_parse jv_print \
+	jv_unicode linker locfile util lexer parser main; do
+	$CC $OPT -w -Werror=implicit-function-declaration $EMU $JQDEFS -include "$HERE/jq_wasi.h" \
+		-I"$JQSRC" -I"$JQSRC/src" -I"$ONIGSRC/src" -c "$JQSRC/src/$f.c" -o "$JQO/$f.o"
+done
+$CC $OPT -c "$HERE/jq_wasi.c" -o "$WORK/jq_wasi.o"
+# An 8 MiB stack, as Debian's jq has natively (wasm-ld's default is 64 KiB:
+# printing 300 nested arrays overflowed it), first in memory, so that an
+# overflow (jv_free of a million nested arrays; natively a SIGSEGV) traps
+# instead of overwriting static data.
+$CC $OPT -Wl,-z,stack-size=8388608 -Wl,--stack-first -o "$JQO/jq" "$JQO"/*.o "$ONIG/libonig.a" $COMPAT "$WORK/jq_wasi.o" -lm $EMULIBS
+/usr/bin/llvm-strip-19 -o "$OUT/jq16.wasm" "$JQO/jq"
+
 # --- GNU grep ---------------------------------------------------------------
 log "grep"
 gnu_build "$GREPSRC" --without-libsigsegv --enable-perl-regexp \
@@ -255,77 +329,6 @@ mk "$COREUTILSSRC" CPPFLAGS="-I$HERE/include" \
 for t in $PIPE_TOOLS; do
 	/usr/bin/llvm-strip-19 -o "$OUT/$t.wasm" "$COREUTILSSRC/src/$t"
 done
-
-# --- jq 1.6 with oniguruma ----------------------------------------------------
-# Neither is built with its autotools (jq's tarball has no configure, and
-# Debian's build runs autoreconf): the files their Makefile.am lists, with
-# what configure would find for wasm32-wasi given as -D (see README.md).
-log "jq"
-# oniguruma: the files of libonig_la_SOURCES (src/Makefile.am, without the
-# POSIX API), with a config.h of wasm32's sizes.
-ONIG=$WORK/onig
-mkdir -p "$ONIG/obj"
-cat > "$ONIG/config.h" <<ONIGCONF
-#define HAVE_ALLOCA 1
-#define HAVE_ALLOCA_H 1
-#define HAVE_STDINT_H 1
-#define HAVE_SYS_TIME_H 1
-#define HAVE_SYS_TYPES_H 1
-#define HAVE_UNISTD_H 1
-#define HAVE_INTTYPES_H 1
-#define PACKAGE "onig"
-#define PACKAGE_VERSION "${ONIG_VER%-*}"
-#define VERSION "${ONIG_VER%-*}"
-#define SIZEOF_INT 4
-#define SIZEOF_LONG 4
-#define SIZEOF_LONG_LONG 8
-#define SIZEOF_VOIDP 4
-ONIGCONF
-for f in regparse regcomp regexec regenc regerror regext regsyntax regtrav regversion st reggnu \
-	unicode unicode_unfold_key unicode_fold1_key unicode_fold2_key unicode_fold3_key ascii utf8 \
-	utf16_be utf16_le utf32_be utf32_le euc_jp euc_jp_prop sjis sjis_prop iso8859_1 iso8859_2 \
-	iso8859_3 iso8859_4 iso8859_5 iso8859_6 iso8859_7 iso8859_8 iso8859_9 iso8859_10 iso8859_11 \
-	iso8859_13 iso8859_14 iso8859_15 iso8859_16 euc_tw euc_kr big5 gb18030 koi8_r cp1251 onig_init; do
-	$CC $OPT -w -I"$ONIG" -I"$ONIGSRC/src" -c "$ONIGSRC/src/$f.c" -o "$ONIG/obj/$f.o"
-done
-(cd "$ONIG/obj" && $AR rcsD "$ONIG/libonig.a" $(ls *.o | LC_ALL=C sort))
-# jq: Debian's patches are applied (apt-get source), its generated parser
-# and lexer are in the tarball; builtin.inc and version.h as its
-# Makefile.am makes them (Debian's version is "1.6").
-for p in "$HERE"/patches/jq-*.patch; do
-	log "applying $(basename "$p")"
-	patch -d "$JQSRC" -p1 -s < "$p"
-done
-echo '#define JQ_VERSION "1.6"' > "$JQSRC/src/version.h"
-sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$/\\n"/' "$JQSRC/src/builtin.jq" > "$JQSRC/src/builtin.inc"
-# What jq's configure finds on Debian, as far as wasi-libc has it: every
-# math function but pow10 (glibc 2.27 dropped it; Debian's jq says "not
-# found at build time" too), gamma from jq_wasi.c; thread-local storage
-# (jv_alloc's handler; one thread), arc4random for the hash seed.
-JQDEFS="-DHAVE_LIBONIG=1 -DHAVE_MEMMEM=1 -DHAVE_ALLOCA=1 -DHAVE_ALLOCA_H=1 -DHAVE_ISATTY=1
-	-DHAVE_STRPTIME=1 -DHAVE_STRFTIME=1 -DHAVE_TIMEGM=1 -DHAVE_GMTIME_R=1 -DHAVE_GMTIME=1
-	-DHAVE_LOCALTIME_R=1 -DHAVE_LOCALTIME=1 -DHAVE_GETTIMEOFDAY=1 -DHAVE_TM___TM_GMT_OFF=1
-	-DHAVE_ARC4RANDOM=1 -DHAVE___THREAD=1 -DIEEE_8087=1"
-for f in acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh drem erf erfc exp10 exp2 exp \
-	expm1 fabs fdim floor fma fmax fmin fmod frexp gamma hypot j0 j1 jn ldexp lgamma log10 log1p log2 log \
-	logb modf lgamma_r nearbyint nextafter nexttoward pow remainder rint round scalb scalbln significand \
-	sin sinh sqrt tan tanh tgamma trunc y0 y1 yn; do
-	JQDEFS="$JQDEFS -DHAVE_$(echo "$f" | tr a-z A-Z)=1"
-done
-JQO=$WORK/jq
-mkdir -p "$JQO"
-for f in builtin bytecode compile execute jq_test jv jv_alloc jv_aux jv_dtoa jv_file jv_parse jv_print \
-	jv_unicode linker locfile util lexer parser main; do
-	$CC $OPT -w -Werror=implicit-function-declaration $EMU $JQDEFS -include "$HERE/jq_wasi.h" \
-		-I"$JQSRC" -I"$JQSRC/src" -I"$ONIGSRC/src" -c "$JQSRC/src/$f.c" -o "$JQO/$f.o"
-done
-$CC $OPT -c "$HERE/jq_wasi.c" -o "$WORK/jq_wasi.o"
-# An 8 MiB stack, as Debian's jq has natively (wasm-ld's default is 64 KiB:
-# printing 300 nested arrays overflowed it), first in memory, so that an
-# overflow (jv_free of a million nested arrays; natively a SIGSEGV) traps
-# instead of overwriting static data.
-$CC $OPT -Wl,-z,stack-size=8388608 -Wl,--stack-first -o "$JQO/jq" "$JQO"/*.o "$ONIG/libonig.a" $COMPAT "$WORK/jq_wasi.o" -lm $EMULIBS
-/usr/bin/llvm-strip-19 -o "$OUT/jq16.wasm" "$JQO/jq"
 
 # --- the index: the command names of these modules ---------------------------
 # (make wasm merges it into wasm/commands.txt, see package wasm)
