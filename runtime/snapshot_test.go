@@ -86,7 +86,7 @@ func newToolHost(cfg runtime.Config) (*toolHost, error) {
 	// Take the snapshots now (a trivial run of each module), so that
 	// tests measuring descriptors and mappings start from a runtime that
 	// holds them.
-	for _, c := range []cmd{{args: []string{"true"}}, {args: []string{"jq", "-n", "1"}}, {args: []string{"awk", "BEGIN{}"}}} {
+	for _, c := range []cmd{{args: []string{"true"}}, {args: []string{"yq", "-n", "1"}}, {args: []string{"awk", "BEGIN{}"}}} {
 		if r, err := h.run(ctx, c, runtime.RunOptions{}); err != nil || r.status != 0 {
 			rt.Close(ctx)
 			return nil, fmt.Errorf("%v: %v %+v", c.args, err, r)
@@ -812,7 +812,7 @@ func runAll(t *testing.T, rt *runtime.Runtime, after func(i int)) {
 		h := &toolHost{rt: rt, mods: map[string]*runtime.Module{name: m}}
 		args := map[string][]string{
 			wasm.CoreutilsModule: {"echo", "ok"},
-			wasm.JQModule:        {"jq", "-n", `"ok"`},
+			wasm.JQModule:        {"yq", "-n", `"ok"`},          // jq is jq 1.6 (wasm.JQ16Module)
 			wasm.AWKModule:       {"gawk", `BEGIN{print "ok"}`}, // awk is mawk (wasm.MawkModule)
 		}[name]
 		r, err := h.run(ctx, cmd{args: args}, runtime.RunOptions{})

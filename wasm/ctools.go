@@ -11,7 +11,7 @@ import _ "embed"
 // command index (wasm/ctools/commands.txt, which `make wasm` merges into
 // commands.txt in place of the Go tools' lines for the same names) give
 // them grep, egrep, fgrep, sed, awk, mawk, nawk, sort, uniq, wc, cut,
-// sha256sum, cat, tr, head, tail and tee; the Go tools of those
+// sha256sum, cat, tr, head, tail, tee and jq (jq 1.6); the Go tools of those
 // names stay in the coreutils module for its native tests, unreachable by
 // name, and GoAWK stays reachable as gawk (its gawk extensions). mawk's
 // system() and pipes run sandbox commands through the runtime's process
@@ -44,6 +44,9 @@ var (
 	tailWasm []byte
 	//go:embed ctools/tee.wasm
 	teeWasm []byte
+	// jq 1.6 with oniguruma (issue 25).
+	//go:embed ctools/jq16.wasm
+	jq16Wasm []byte
 	// ctoolsIndex is their part of commands.txt (make wasm merges it).
 	//go:embed ctools/commands.txt
 	ctoolsIndex []byte
@@ -74,18 +77,22 @@ const (
 	HeadModule = "head"
 	TailModule = "tail"
 	TeeModule  = "tee"
+	// JQ16Module is jq 1.6 (Debian's source, with oniguruma for its
+	// regular expressions): the jq command. JQModule (gojq) stays for
+	// yq.
+	JQ16Module = "jq16"
 )
 
 // CModules returns the names of the C tool modules, sorted. They are
 // among Modules, but are built by `make ctools`, not by `make wasm`.
 func CModules() []string {
-	return []string{CatModule, CutModule, GrepModule, HeadModule, MawkModule, SedModule, Sha256sumModule, SortModule, TailModule, TeeModule, TrModule, UniqModule, WcModule}
+	return []string{CatModule, CutModule, GrepModule, HeadModule, JQ16Module, MawkModule, SedModule, Sha256sumModule, SortModule, TailModule, TeeModule, TrModule, UniqModule, WcModule}
 }
 
 // IsCModule reports whether name is one of CModules.
 func IsCModule(name string) bool {
 	switch name {
-	case CatModule, CutModule, GrepModule, HeadModule, MawkModule, SedModule, Sha256sumModule, SortModule, TailModule, TeeModule, TrModule, UniqModule, WcModule:
+	case CatModule, CutModule, GrepModule, HeadModule, JQ16Module, MawkModule, SedModule, Sha256sumModule, SortModule, TailModule, TeeModule, TrModule, UniqModule, WcModule:
 		return true
 	}
 	return false

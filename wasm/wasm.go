@@ -14,7 +14,8 @@
 //	}
 //
 // The modules are Modules(): "coreutils" provides almost every command;
-// "jq" (gojq) and "awk" (GoAWK, the gawk command) are separate because
+// "jq" (gojq, the yq command; jq is jq 1.6, JQ16Module) and "awk" (GoAWK,
+// the gawk command) are separate because
 // those engines are most of a module's size and their package
 // initialisation would otherwise run on every start of every command;
 // "net" is curl and wget, which alone link net/http; "grep", "sed",
@@ -75,7 +76,8 @@ var commandsIndex string
 const (
 	// CoreutilsModule is the multi-call module of most commands.
 	CoreutilsModule = "coreutils"
-	// JQModule provides jq.
+	// JQModule is gojq: it provides yq (jq is JQ16Module, jq 1.6 in C;
+	// the module keeps its jq for its own tests).
 	JQModule = "jq"
 	// AWKModule is GoAWK: the gawk command (awk, mawk and nawk are
 	// MawkModule's).
@@ -91,7 +93,7 @@ func Coreutils() []byte { return coreutils }
 
 // Modules returns the names of the embedded modules, sorted.
 func Modules() []string {
-	return []string{AWKModule, CatModule, CoreutilsModule, CutModule, GrepModule, HeadModule, JQModule, MawkModule, NetModule, SedModule, Sha256sumModule, SortModule, TailModule, TeeModule, TrModule, UniqModule, WcModule}
+	return []string{AWKModule, CatModule, CoreutilsModule, CutModule, GrepModule, HeadModule, JQModule, JQ16Module, MawkModule, NetModule, SedModule, Sha256sumModule, SortModule, TailModule, TeeModule, TrModule, UniqModule, WcModule}
 }
 
 // GoModules returns the names of the Go tool modules (`make wasm`
@@ -138,6 +140,8 @@ func Module(name string) ([]byte, bool) {
 		return tailWasm, true
 	case TeeModule:
 		return teeWasm, true
+	case JQ16Module:
+		return jq16Wasm, true
 	case PythonModule:
 		m, _, ok := Python()
 		return m, ok

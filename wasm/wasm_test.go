@@ -26,7 +26,8 @@ func TestIndex(t *testing.T) {
 	// uniq, wc, cut, sha256sum, cat, tr, head, tail and tee are the C tools (one module, one
 	// behaviour per name), gawk is GoAWK.
 	for _, want := range []Command{
-		{Name: "jq", Module: JQModule},
+		{Name: "jq", Module: JQ16Module},
+		{Name: "yq", Module: JQModule},
 		{Name: "gawk", Module: AWKModule, AliasOf: "awk"},
 		{Name: "awk", Module: MawkModule},
 		{Name: "mawk", Module: MawkModule},

@@ -7,6 +7,7 @@
 #   OUTDIR/awk.wasm      the awk (see README.md for which and why)
 #   OUTDIR/{sort,uniq,wc,cut,sha256sum}.wasm  those GNU coreutils
 #   OUTDIR/{cat,tr,head,tail,tee}.wasm  those GNU coreutils (pipeline stages)
+#   OUTDIR/jq16.wasm     jq 1.6 with oniguruma (the jq command)
 #   OUTDIR/ctools.inputs the source packages and toolchain they used
 # Run by `make ctools` (and `make ctools-check`); not part of `make wasm`.
 #
@@ -31,6 +32,8 @@ SED_VER=4.9-1+deb12u1
 MAWK_VER=1.3.4.20200120-3.1
 PCRE2_VER=10.42-1
 COREUTILS_VER=9.1-1
+JQ_VER=1.6-2.1+deb12u2
+ONIG_VER=6.9.8-1
 TOOLCHAIN_PKGS="clang-19 lld-19 llvm-19 wasi-libc libclang-rt-19-dev-wasm32"
 BUILD_PKGS="dpkg-dev make patch"
 
@@ -75,9 +78,10 @@ fi
 rm -rf "$WORK"
 mkdir -p "$WORK/src" "$WORK/bin"
 cd "$WORK/src"
-apt-get source -qq "grep=$GREP_VER" "sed=$SED_VER" "mawk=$MAWK_VER" "pcre2=$PCRE2_VER" "coreutils=$COREUTILS_VER" >/dev/null 2>&1 || {
+apt-get source -qq "grep=$GREP_VER" "sed=$SED_VER" "mawk=$MAWK_VER" "pcre2=$PCRE2_VER" "coreutils=$COREUTILS_VER" \
+	"jq=$JQ_VER" "libonig=$ONIG_VER" >/dev/null 2>&1 || {
 	log "apt-get source failed: are the pinned versions (build/ctools/build.sh) still in the archive?"
-	apt-cache policy grep sed mawk libpcre2-8-0 coreutils >&2 || true
+	apt-cache policy grep sed mawk libpcre2-8-0 coreutils jq libonig5 >&2 || true
 	exit 1
 }
 GREPSRC=$(ls -d "$WORK"/src/grep-*/)
@@ -85,6 +89,8 @@ SEDSRC=$(ls -d "$WORK"/src/sed-*/)
 MAWKSRC=$(ls -d "$WORK"/src/mawk-*/)
 PCRE2SRC=$(ls -d "$WORK"/src/pcre2-*/)
 COREUTILSSRC=$(ls -d "$WORK"/src/coreutils-*/)
+JQSRC=$(ls -d "$WORK"/src/jq-*/)
+ONIGSRC=$(ls -d "$WORK"/src/libonig-*/)
 # The newest of the changelogs: one date for every file.
 SOURCE_DATE_EPOCH=0
 for s in "$GREPSRC" "$SEDSRC" "$MAWKSRC" "$PCRE2SRC" "$COREUTILSSRC"; do
@@ -102,6 +108,9 @@ for tool in grep sed mawk coreutils; do
 done
 # Debian's patches (and ours) leave some inputs of the autotools newer
 # than their outputs (make would run automake): one time for every file.
+# (jq and oniguruma are compiled file by file, without make: their dates
+# do not matter, and they are not among the changelogs above, so that
+# adding them left the other modules' bytes as they were.)
 find "$GREPSRC" "$SEDSRC" "$MAWKSRC" "$PCRE2SRC" "$COREUTILSSRC" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 
 # --- toolchain --------------------------------------------------------------
@@ -169,6 +178,80 @@ for f in auto_possess chartables compile config context convert dfa_match error 
 		-I"$PCRE2/include" -c "$PCRE2SRC/src/pcre2_$f.c" -o "$PCRE2/obj/pcre2_$f.o"
 done
 $AR rcsD "$PCRE2/libpcre2-8.a" "$PCRE2"/obj/*.o
+
+# --- jq 1.6 with oniguruma (before the slow coreutils; nothing of it is shared)
+# Neither is built with its autotools (jq's tarball has no configure, and
+# Debian's build runs autoreconf): the files their Makefile.am lists, with
+# what configure would find for wasm32-wasi given as -D (see README.md).
+log "jq"
+# oniguruma: the files of libonig_la_SOURCES (src/Makefile.am, without the
+# POSIX API), with a config.h of wasm32's sizes.
+ONIG=$WORK/onig
+mkdir -p "$ONIG/obj"
+cat > "$ONIG/config.h" <<ONIGCONF
+#define HAVE_ALLOCA 1
+#define HAVE_ALLOCA_H 1
+#define HAVE_STDINT_H 1
+#define HAVE_SYS_TIME_H 1
+#define HAVE_SYS_TYPES_H 1
+#define HAVE_UNISTD_H 1
+#define HAVE_INTTYPES_H 1
+#define PACKAGE "onig"
+#define PACKAGE_VERSION "${ONIG_VER%-*}"
+#define VERSION "${ONIG_VER%-*}"
+#define SIZEOF_INT 4
+#define SIZEOF_LONG 4
+#define SIZEOF_LONG_LONG 8
+#define SIZEOF_VOIDP 4
+ONIGCONF
+for f in regparse regcomp regexec regenc regerror regext regsyntax regtrav regversion st reggnu \
+	unicode unicode_unfold_key unicode_fold1_key unicode_fold2_key unicode_fold3_key ascii utf8 \
+	utf16_be utf16_le utf32_be utf32_le euc_jp euc_jp_prop sjis sjis_prop iso8859_1 iso8859_2 \
+	iso8859_3 iso8859_4 iso8859_5 iso8859_6 iso8859_7 iso8859_8 iso8859_9 iso8859_10 iso8859_11 \
+	iso8859_13 iso8859_14 iso8859_15 iso8859_16 euc_tw euc_kr big5 gb18030 koi8_r cp1251 onig_init; do
+	$CC $OPT -w -I"$ONIG" -I"$ONIGSRC/src" -c "$ONIGSRC/src/$f.c" -o "$ONIG/obj/$f.o"
+done
+(cd "$ONIG/obj" && $AR rcsD "$ONIG/libonig.a" $(ls *.o | LC_ALL=C sort))
+# jq: Debian's patches are applied (apt-get source), its generated parser
+# and lexer are in the tarball; builtin.inc and version.h as its
+# Makefile.am makes them (Debian's version is "1.6").
+for p in "$HERE"/patches/jq-*.patch; do
+	log "applying $(basename "$p")"
+	patch -d "$JQSRC" -p1 -s < "$p"
+done
+echo '#define JQ_VERSION "1.6"' > "$JQSRC/src/version.h"
+sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$/\\n"/' "$JQSRC/src/builtin.jq" > "$JQSRC/src/builtin.inc"
+# What jq's configure finds on Debian, as far as wasi-libc has it: every
+# math function but pow10 (glibc 2.27 dropped it; Debian's jq says "not
+# found at build time" too), gamma from jq_wasi.c; thread-local storage
+# (jv_alloc's handler; one thread), arc4random for the hash seed.
+# HAVE_MKSTEMP although wasi-libc has none: jq calls no mkstemp, and
+# util.c's replacement for systems without one calls mktemp, which
+# wasi-libc lacks too (the define drops that unused code).
+JQDEFS="-DHAVE_LIBONIG=1 -DHAVE_MEMMEM=1 -DHAVE_ALLOCA=1 -DHAVE_ALLOCA_H=1 -DHAVE_ISATTY=1
+	-DHAVE_STRPTIME=1 -DHAVE_STRFTIME=1 -DHAVE_TIMEGM=1 -DHAVE_GMTIME_R=1 -DHAVE_GMTIME=1
+	-DHAVE_LOCALTIME_R=1 -DHAVE_LOCALTIME=1 -DHAVE_GETTIMEOFDAY=1 -DHAVE_TM___TM_GMT_OFF=1
+	-DHAVE_ARC4RANDOM=1 -DHAVE___THREAD=1 -DIEEE_8087=1 -DHAVE_MKSTEMP=1"
+for f in acos acosh asin asinh atan atan2 atanh cbrt ceil copysign cos cosh drem erf erfc exp10 exp2 exp \
+	expm1 fabs fdim floor fma fmax fmin fmod frexp gamma hypot j0 j1 jn ldexp lgamma log10 log1p log2 log \
+	logb modf lgamma_r nearbyint nextafter nexttoward pow remainder rint round scalb scalbln significand \
+	sin sinh sqrt tan tanh tgamma trunc y0 y1 yn; do
+	JQDEFS="$JQDEFS -DHAVE_$(echo "$f" | tr a-z A-Z)=1"
+done
+JQO=$WORK/jq
+mkdir -p "$JQO"
+for f in builtin bytecode compile execute jq_test jv jv_alloc jv_aux jv_dtoa jv_file jv_parse jv_print \
+	jv_unicode linker locfile util lexer parser main; do
+	$CC $OPT -w -Werror=implicit-function-declaration $EMU $JQDEFS -include "$HERE/jq_wasi.h" \
+		-I"$JQSRC" -I"$JQSRC/src" -I"$ONIGSRC/src" -c "$JQSRC/src/$f.c" -o "$JQO/$f.o"
+done
+$CC $OPT -c "$HERE/jq_wasi.c" -o "$WORK/jq_wasi.o"
+# An 8 MiB stack, as Debian's jq has natively (wasm-ld's default is 64 KiB:
+# printing 300 nested arrays overflowed it), first in memory, so that an
+# overflow (jv_free of a million nested arrays; natively a SIGSEGV) traps
+# instead of overwriting static data.
+$CC $OPT -Wl,-z,stack-size=8388608 -Wl,--stack-first -o "$JQO/jq" "$JQO"/*.o "$ONIG/libonig.a" $COMPAT "$WORK/jq_wasi.o" -lm $EMULIBS
+/usr/bin/llvm-strip-19 -o "$OUT/jq16.wasm" "$JQO/jq"
 
 # --- GNU grep ---------------------------------------------------------------
 log "grep"
@@ -250,7 +333,7 @@ done
 # --- the index: the command names of these modules ---------------------------
 # (make wasm merges it into wasm/commands.txt, see package wasm)
 printf '%s\n' "awk mawk" "cut cut" "egrep grep" "fgrep grep" "grep grep" "mawk mawk" "nawk mawk" "sed sed" \
-	"sha256sum sha256sum" "sort sort" "uniq uniq" "wc wc" > "$OUT/commands.txt"
+	"sha256sum sha256sum" "sort sort" "uniq uniq" "wc wc" "jq jq16" > "$OUT/commands.txt"
 # (the pipeline stages' block)
 for t in $PIPE_TOOLS; do echo "$t $t"; done >> "$OUT/commands.txt"
 LC_ALL=C sort -o "$OUT/commands.txt" "$OUT/commands.txt"
@@ -262,5 +345,6 @@ LC_ALL=C sort -o "$OUT/commands.txt" "$OUT/commands.txt"
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
 	(cd "$ROOT" && sha256sum build/ctools/build.sh build/ctools/wasi_compat.[ch] build/ctools/wasi_string.c build/ctools/wasi_string_test.c build/ctools/wasi_strtod.c build/ctools/mawk_wasi.c build/ctools/coreutils_wasi.c build/ctools/include/sys/wait.h $(ls build/ctools/patches/*.patch 2>/dev/null))
 	(cd "$ROOT" && sha256sum build/ctools/wasi_strerror.c) # (the pipeline stages' block)
+	(cd "$ROOT" && sha256sum build/ctools/jq_wasi.[ch]) # (jq's block)
 } > "$OUT/ctools.inputs"
 log "built $(cd "$OUT" && for f in *.wasm; do printf '%s (%s bytes) ' "$f" "$(wc -c < "$f")"; done)in $(( $(date +%s) - start ))s"
