@@ -79,8 +79,8 @@ type (
 		tryTableLeaveAddress *byte
 		// fuelYieldAddress is the address of the fuel yield trampoline
 		// (wasmbox patch: OpcodeFuelCheck's slow path).
-		fuelYieldAddress *byte
-		listenerTrampolines  listenerTrampolines
+		fuelYieldAddress    *byte
+		listenerTrampolines listenerTrampolines
 	}
 
 	listenerTrampolines = map[*wasm.FunctionType]struct {
