@@ -149,6 +149,33 @@ func TestKillRecursion(t *testing.T) {
 	endsByDeadline(t, map[string][]byte{"recurse": runtimetest.Recurse(), "recurse-metered": runtimetest.RecurseMetered()})
 }
 
+// TestKillCallShapes: guests that run for 2^62 calls without a loop, each
+// in a shape that the entry checks of InstrumentLoops must see (its
+// exemption of functions that only call leaves, wasmbin's needsEntryCheck,
+// must not reach them): a non-recursive call tree (f(i) calls f(i+1) twice;
+// the level above the leaves has no check, every other level has one),
+// mutual recursion, and recursion through call_indirect. Each is ended by
+// its deadline within the watchdog, with and without the sched_yield
+// import, under fuel and under wazero's check. A too broad exemption (no
+// entry check where a callee makes calls, or behind a table) leaves them
+// running: the watchdog fails the test.
+func TestKillCallShapes(t *testing.T) {
+	mods := map[string][]byte{}
+	for _, metered := range []bool{false, true} {
+		suffix := ""
+		if metered {
+			suffix = "-metered"
+		}
+		mods["tree"+suffix] = runtimetest.CallTree(62, metered)
+		mods["mutual"+suffix] = runtimetest.MutualRecursion(metered)
+		mods["indirect"+suffix] = runtimetest.IndirectRecursion(metered)
+	}
+	if _, ok, err := wasmbin.InstrumentLoops(mods["tree-metered"]); !ok || err != nil {
+		t.Fatalf("InstrumentLoops(tree) = %v, %v", ok, err)
+	}
+	endsByDeadline(t, mods)
+}
+
 // endsByDeadline runs each module, which never ends by itself, with a
 // 100ms deadline in both kill modes: each run must end with the deadline
 // (within hangWatchdog, not a speed bound: a guest the checks miss never

@@ -728,3 +728,51 @@ func FuzzInstrumentLoops(f *testing.F) {
 		}
 	})
 }
+
+// TestInstrumentLoopsEntryChecks: which functions get the check at their
+// entry. A function that makes calls gets it, unless it enters a loop
+// first or all its calls are direct calls to functions of the module that
+// make no calls; a call to a function that calls, to an import or
+// through a table keeps it.
+func TestInstrumentLoopsEntryChecks(t *testing.T) {
+	call := func(f byte) []byte { return op(0x10, f) }
+	funcs := []struct {
+		lfunc
+		entry bool
+	}{
+		{lfunc{name: "leaf", result: tI32, body: [][]byte{lget(0)}}, false},                                    // 1
+		{lfunc{name: "callsLeaf", result: tI32, body: [][]byte{lget(0), call(1), call(1)}}, false},             // 2
+		{lfunc{name: "callsCaller", result: tI32, body: [][]byte{lget(0), call(2)}}, true},                     // 3
+		{lfunc{name: "self", result: tI32, body: [][]byte{lget(0), call(4)}}, true},                            // 4
+		{lfunc{name: "import", result: tI32, body: [][]byte{call(0), op(0x1a), lget(0)}}, true},                // 5
+		{lfunc{name: "indirect", result: tI32, body: [][]byte{lget(0), ci32(0), op(0x11, typeIV, 0)}}, true},   // 6
+		{lfunc{name: "leafAndCaller", result: tI32, body: [][]byte{lget(0), call(1), call(3)}}, true},          // 7
+		{lfunc{name: "loopFirst", result: tI32, body: flat([][]byte{loopOf(), end, lget(0), call(3)})}, false}, // 8
+		{lfunc{name: "leafWithLoop", result: tI32, body: flat([][]byte{lget(0), loopOf(), end})}, false},       // 9
+		{lfunc{name: "callsLeafWithLoop", result: tI32, body: [][]byte{lget(0), call(9), call(1)}}, false},     // 10
+		{lfunc{name: "tailCallsCaller", result: tI32, body: [][]byte{lget(0), op(0x12, 3)}}, true},             // 11
+		{lfunc{name: "tailCallsLeaf", result: tI32, body: [][]byte{lget(0), op(0x12, 1)}}, false},              // 12
+	}
+	var lf []lfunc
+	for _, f := range funcs {
+		lf = append(lf, f.lfunc)
+	}
+	out, ok, err := InstrumentLoops(loopModule(lf, nil))
+	if err != nil || !ok {
+		t.Fatalf("InstrumentLoops = %v, %v", ok, err)
+	}
+	secs, err := Sections(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &reader{b: secs[Find(secs, SecCode)].Body}
+	for i, n := 0, r.count(); uint32(i) < n; i++ {
+		code, err := funcCode(r.bytes(r.u32()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.HasPrefix(code, meterDoc); got != funcs[i].entry {
+			t.Errorf("%s: entry check %v, want %v", funcs[i].name, got, funcs[i].entry)
+		}
+	}
+}

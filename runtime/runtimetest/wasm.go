@@ -70,6 +70,9 @@ type Module struct {
 	HasMemory bool
 	// Data is written at address 0 of memory by an active data segment.
 	Data []byte
+	// Table, when not empty, gives the module a funcref table holding
+	// these functions from index 0 (for call_indirect).
+	Table []uint32
 }
 
 // ULEB appends the unsigned LEB128 encoding of v.
@@ -169,6 +172,11 @@ func (m Module) Encode() []byte {
 		}
 		section(3, vec(items))
 	}
+	if len(m.Table) > 0 {
+		b := []byte{0x70, 0x00}
+		b = ULEB(b, uint64(len(m.Table)))
+		section(4, vec([][]byte{b}))
+	}
 	hasMem := m.HasMemory || m.MemoryMin > 0 || len(m.Data) > 0
 	if hasMem {
 		var b []byte
@@ -199,6 +207,15 @@ func (m Module) Encode() []byte {
 	}
 	if len(exports) > 0 {
 		section(7, vec(exports))
+	}
+	if len(m.Table) > 0 {
+		b := append([]byte{0x00}, I32Const(0)...)
+		b = append(b, OpEnd)
+		b = ULEB(b, uint64(len(m.Table)))
+		for _, f := range m.Table {
+			b = ULEB(b, uint64(f))
+		}
+		section(9, vec([][]byte{b}))
 	}
 	if len(m.Funcs) > 0 {
 		var items [][]byte
@@ -288,6 +305,90 @@ func recurse(imports []Import) []byte {
 		Funcs: []Func{
 			{Type: start, Export: "_start", Body: append(I32Const(62), Call(f)...)},
 			{Type: FuncType{Params: []byte{I32}}, Body: fBody},
+		},
+	}.Encode()
+}
+
+// CallTree returns a module whose _start calls f0, where f(i) calls f(i+1)
+// twice for i < depth and f(depth) makes no call: 2^depth calls of the
+// leaf, with no loop, recursion or host call. With sched_yield imported
+// (metered), f(depth-1) calls only a function that makes no calls, which
+// is the shape that needs no entry check (see
+// internal/wasmbin.InstrumentLoops); every other level keeps one.
+func CallTree(depth int, metered bool) []byte {
+	var imports []Import
+	if metered {
+		imports = []Import{SchedYield}
+	}
+	base := uint32(len(imports) + 1) // f0's index
+	funcs := []Func{{Type: start, Export: "_start", Body: Call(base)}}
+	for i := 0; i < depth; i++ {
+		funcs = append(funcs, Func{Type: start, Body: append(Call(base+uint32(i)+1), Call(base+uint32(i)+1)...)})
+	}
+	funcs = append(funcs, Func{Type: start, Body: append(I32Const(1), OpDrop)})
+	return Module{Imports: imports, HasMemory: true, MemoryMin: 1, Funcs: funcs}.Encode()
+}
+
+// MutualRecursion returns a module whose _start calls a(62), where a(n)
+// calls b(n-1) twice and b(n) calls a(n-1) twice unless n is 0: 2^62
+// calls without a loop, 62 frames deep.
+func MutualRecursion(metered bool) []byte {
+	var imports []Import
+	if metered {
+		imports = []Import{SchedYield}
+	}
+	a := uint32(len(imports) + 1)
+	body := func(callee uint32) []byte {
+		b := []byte{OpLocalGet, 0x00, 0x45, 0x04, 0x40, OpReturn, OpEnd} // if n == 0 { return }
+		for i := 0; i < 2; i++ {
+			b = append(b, OpLocalGet, 0x00)
+			b = append(b, I32Const(1)...)
+			b = append(b, 0x6b) // i32.sub
+			b = append(b, Call(callee)...)
+		}
+		return b
+	}
+	return Module{
+		Imports:   imports,
+		HasMemory: true, MemoryMin: 1,
+		Funcs: []Func{
+			{Type: start, Export: "_start", Body: append(I32Const(62), Call(a)...)},
+			{Type: FuncType{Params: []byte{I32}}, Body: body(a + 1)},
+			{Type: FuncType{Params: []byte{I32}}, Body: body(a)},
+		},
+	}.Encode()
+}
+
+// IndirectRecursion is Recurse with f calling itself through a table
+// (call_indirect): 2^62 calls without a loop or a direct call.
+func IndirectRecursion(metered bool) []byte {
+	var imports []Import
+	if metered {
+		imports = []Import{SchedYield}
+	}
+	f := uint32(len(imports) + 1)
+	// The type of f, (i32) -> (): types are numbered in the order of the
+	// imports and then the functions, so it follows sched_yield's and
+	// _start's, or _start's alone.
+	typeF := byte(1)
+	if metered {
+		typeF = 2
+	}
+	body := []byte{OpLocalGet, 0x00, 0x45, 0x04, 0x40, OpReturn, OpEnd} // if n == 0 { return }
+	for i := 0; i < 2; i++ {
+		body = append(body, OpLocalGet, 0x00)
+		body = append(body, I32Const(1)...)
+		body = append(body, 0x6b)              // i32.sub
+		body = append(body, I32Const(0)...)    // table index 0: f
+		body = append(body, 0x11, typeF, 0x00) // call_indirect (type f) table 0
+	}
+	return Module{
+		Imports:   imports,
+		HasMemory: true, MemoryMin: 1,
+		Table: []uint32{f},
+		Funcs: []Func{
+			{Type: start, Export: "_start", Body: append(I32Const(62), Call(f)...)},
+			{Type: FuncType{Params: []byte{I32}}, Body: body},
 		},
 	}.Encode()
 }

@@ -136,6 +136,9 @@ type (
 		// when an exception is caught. Compiled code loads this from execCtx
 		// after the trampoline call to decide which handler to dispatch to.
 		caughtExceptionClauseIdx int64
+		// fuelYieldTrampolineAddress holds the address of the trampoline
+		// that an OpcodeFuelCheck whose fuel ran out calls (wasmbox patch).
+		fuelYieldTrampolineAddress *byte
 	}
 )
 
@@ -467,6 +470,15 @@ func (c *callEngine) callWithStack(ctx context.Context, paramResultStack []uint6
 			listener := mod.Engine.(*moduleEngine).listeners[index]
 			def := mod.Source.FunctionDefinition(index + mod.Source.ImportFunctionCount)
 			listener.After(ctx, mod, def, stack[1:])
+			c.execCtx.exitCode = wazevoapi.ExitCodeOK
+			afterGoFunctionCallEntrypoint(c.execCtx.goCallReturnAddress, c.execCtxPtr,
+				uintptr(unsafe.Pointer(c.execCtx.stackPointerBeforeGoCall)), c.execCtx.framePointerBeforeGoCall)
+		case wazevoapi.ExitCodeFuelYield:
+			// wasmbox patch: the slow path of an OpcodeFuelCheck. The
+			// compiled code stored its module context as the caller's and
+			// the index of the import to call in stackGrowRequiredSize;
+			// every register is restored when it resumes.
+			c.callFuelYield(ctx, snapshotEnabled, c.callerModuleInstance(), wasm.Index(c.execCtx.stackGrowRequiredSize))
 			c.execCtx.exitCode = wazevoapi.ExitCodeOK
 			afterGoFunctionCallEntrypoint(c.execCtx.goCallReturnAddress, c.execCtxPtr,
 				uintptr(unsafe.Pointer(c.execCtx.stackPointerBeforeGoCall)), c.execCtx.framePointerBeforeGoCall)
@@ -880,5 +892,41 @@ func snapshotRecoverFn(c *callEngine) {
 		} else {
 			panic(r)
 		}
+	}
+}
+
+// callFuelYield calls the imported function index of mod, a () -> i32
+// whose result is dropped, for the slow path of an OpcodeFuelCheck
+// (wasmbox patch). A Go function without listeners is called as its
+// trampoline would call it, with mod as the caller; anything else (a Wasm
+// function of another module, a host function with listeners) through
+// api.Function, whose error is raised here as the callee's would be.
+func (c *callEngine) callFuelYield(ctx context.Context, snapshotEnabled bool, mod *wasm.ModuleInstance, index wasm.Index) {
+	me := mod.Engine.(*moduleEngine)
+	imp := &me.importedFunctions[index]
+	callee := imp.me
+	if callee.module.Source.IsHostModule && len(hostModuleListenersSliceFromOpaque(uintptr(unsafe.Pointer(callee.opaquePtr)))) == 0 {
+		stack := make([]uint64, 1) // the result; once every so many checks
+		switch fn := callee.module.Source.CodeSection[imp.indexInModule].GoFunc.(type) {
+		case api.GoModuleFunction:
+			func() {
+				if snapshotEnabled {
+					defer snapshotRecoverFn(c)
+				}
+				fn.Call(ctx, mod, stack)
+			}()
+			return
+		case api.GoFunction:
+			func() {
+				if snapshotEnabled {
+					defer snapshotRecoverFn(c)
+				}
+				fn.Call(ctx, stack)
+			}()
+			return
+		}
+	}
+	if _, err := callee.NewFunction(imp.indexInModule).Call(ctx); err != nil {
+		panic(err)
 	}
 }

@@ -7,6 +7,10 @@ import (
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/backend/isa/amd64"
 )
 
+// fuelCheckSupported is whether the backend lowers ssa.OpcodeFuelCheck
+// (wasmbox patch): the frontend emits it only then.
+const fuelCheckSupported = true
+
 func newMachine() backend.Machine {
 	return amd64.NewBackend()
 }

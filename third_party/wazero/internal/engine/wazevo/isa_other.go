@@ -6,6 +6,10 @@ import (
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/backend"
 )
 
+// fuelCheckSupported is whether the backend lowers ssa.OpcodeFuelCheck
+// (wasmbox patch): the frontend emits it only then.
+const fuelCheckSupported = false
+
 func newMachine() backend.Machine {
 	panic("unsupported architecture")
 }

@@ -223,6 +223,7 @@ func (m *moduleEngine) NewFunction(index wasm.Index) api.Function {
 	ce.execCtx.throwTrampolineAddress = sharedFunctions.throwTrampolineAddress
 	ce.execCtx.tryTableEnterTrampolineAddress = sharedFunctions.tryTableEnterAddress
 	ce.execCtx.tryTableLeaveTrampolineAddress = sharedFunctions.tryTableLeaveAddress
+	ce.execCtx.fuelYieldTrampolineAddress = sharedFunctions.fuelYieldAddress
 	ce.execCtx.memmoveAddress = memmovPtr
 	ce.init()
 	return ce

@@ -99,6 +99,12 @@ type (
 		// call the stack grow builtin function.
 		CompileStackGrowCallSequence() []byte
 
+		// CompileSaveAllExitSequence returns a shared sequence like
+		// CompileStackGrowCallSequence's, which saves every allocatable
+		// register, exits to Go with exitCode and restores them on return
+		// (wasmbox patch: the slow path of OpcodeFuelCheck).
+		CompileSaveAllExitSequence(exitCode wazevoapi.ExitCode) []byte
+
 		// CompileEntryPreamble returns the sequence of instructions shared by multiple functions to
 		// enter the function from Go.
 		CompileEntryPreamble(signature *ssa.Signature) []byte

@@ -35,6 +35,10 @@ type Compiler struct {
 	refFuncSig             ssa.Signature
 	memmoveSig             ssa.Signature
 	ensureTermination      bool
+	// fuelCheck makes the lowering recognize wasmbin.InstrumentLoops'
+	// metering and emit OpcodeFuelCheck (wasmbox patch; see
+	// EnableFuelCheck).
+	fuelCheck bool
 
 	// Followings are reset by per function.
 
@@ -122,6 +126,15 @@ func NewFrontendCompiler(m *wasm.Module, ssaBuilder ssa.Builder, offset *wazevoa
 		varLengthKnownSafeBoundWithIDPool: wazevoapi.NewVarLengthPool[knownSafeBoundWithID](),
 	}
 	c.declareSignatures(listenerOn)
+	return c
+}
+
+// EnableFuelCheck makes the compiler lower the fuel metering of wasmbox's
+// wasmbin.InstrumentLoops to OpcodeFuelCheck, for a backend that
+// implements it (amd64). Functions with a listener keep the generic
+// lowering.
+func (c *Compiler) EnableFuelCheck(on bool) *Compiler {
+	c.fuelCheck = on
 	return c
 }
 

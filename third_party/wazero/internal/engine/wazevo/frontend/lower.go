@@ -1070,6 +1070,9 @@ func (c *Compiler) lowerCurrentOpcode() {
 		wrap := builder.AllocateInstruction().AsIreduce(x, ssa.TypeI32).Insert(builder).Return()
 		state.push(wrap)
 	case wasm.OpcodeGlobalGet:
+		if c.fuelCheck && !state.unreachable && c.lowerFuelCheck() {
+			break
+		}
 		index := c.readI32u()
 		if state.unreachable {
 			break
@@ -4345,6 +4348,109 @@ func (c *Compiler) callMemmove(dst, src, size ssa.Value) {
 			ssa.TypeI64,
 		).Insert(builder).Return()
 	builder.AllocateInstruction().AsCallGoRuntimeMemmove(memmovePtr, &c.memmoveSig, args).Insert(builder)
+}
+
+// lowerFuelCheck recognizes the fuel metering of wasmbox's
+// wasmbin.InstrumentLoops at the global.get under the cursor:
+//
+//	global.get $g  i32.const 1  i32.sub  global.set $g
+//	global.get $g  i32.eqz
+//	if  call $y  drop  i32.const K  global.set $g  end
+//
+// with $g a mutable i32 global of this module and $y an imported () -> i32
+// function, and lowers it to one OpcodeFuelCheck (wasmbox patch): on amd64
+// a decrement of the global in memory and a branch to an out-of-line call
+// that preserves every register, instead of a load, sub, store, compare,
+// branch and an inline call that clobbers every caller-saved register. It
+// has the same semantics: the yield is called when the decremented value
+// is zero, its result dropped, and K stored. The cursor is left on the
+// sequence's end. It returns false, and consumes nothing, when the
+// instructions differ.
+func (c *Compiler) lowerFuelCheck() bool {
+	body := c.wasmFunctionBody
+	pc := c.loweringState.pc + 1
+	uleb := func() (uint32, bool) {
+		v, n, err := leb128.LoadUint32(body[pc:])
+		if err != nil {
+			return 0, false
+		}
+		pc += int(n)
+		return v, true
+	}
+	expect := func(bs ...byte) bool {
+		if len(body)-pc < len(bs) {
+			return false
+		}
+		for i, b := range bs {
+			if body[pc+i] != b {
+				return false
+			}
+		}
+		pc += len(bs)
+		return true
+	}
+	sameGlobal := func(g uint32) bool {
+		v, ok := uleb()
+		return ok && v == g
+	}
+	g, ok := uleb()
+	if !ok || g < c.m.ImportGlobalCount || int(g-c.m.ImportGlobalCount) >= len(c.m.GlobalSection) {
+		return false
+	}
+	if gt := c.m.GlobalSection[g-c.m.ImportGlobalCount].Type; gt.ValType != wasm.ValueTypeI32 || !gt.Mutable {
+		return false
+	}
+	if !expect(wasm.OpcodeI32Const, 1, wasm.OpcodeI32Sub, wasm.OpcodeGlobalSet) || !sameGlobal(g) ||
+		!expect(wasm.OpcodeGlobalGet) || !sameGlobal(g) ||
+		!expect(wasm.OpcodeI32Eqz, wasm.OpcodeIf, 0x40 /* empty block type */, wasm.OpcodeCall) {
+		return false
+	}
+	y, ok := uleb()
+	if !ok || y >= c.m.ImportFunctionCount {
+		return false
+	}
+	if ft := c.importedFunctionType(y); ft == nil || len(ft.Params) != 0 || len(ft.Results) != 1 || ft.Results[0] != wasm.ValueTypeI32 {
+		return false
+	}
+	if !expect(wasm.OpcodeDrop, wasm.OpcodeI32Const) {
+		return false
+	}
+	k, n, err := leb128.LoadInt32(body[pc:])
+	if err != nil {
+		return false
+	}
+	pc += int(n)
+	if !expect(wasm.OpcodeGlobalSet) || !sameGlobal(g) || !expect(wasm.OpcodeEnd) {
+		return false
+	}
+
+	builder := c.ssaBuilder
+	builder.AllocateInstruction().
+		AsFuelCheck(c.execCtxPtrValue, c.moduleCtxPtrValue, uint32(c.offset.GlobalInstanceOffset(g)), y, uint32(k)).
+		Insert(builder)
+	// The yield is a call: the memory may have grown and globals changed.
+	c.reloadAfterCall()
+	c.loweringState.pc = pc - 1 // on the end
+	return true
+}
+
+// importedFunctionType is the type of the imported function index, or nil.
+func (c *Compiler) importedFunctionType(index wasm.Index) *wasm.FunctionType {
+	cur := wasm.Index(0)
+	for i := range c.m.ImportSection {
+		imp := &c.m.ImportSection[i]
+		if imp.Type != wasm.ExternTypeFunc {
+			continue
+		}
+		if cur == index {
+			if int(imp.DescFunc) >= len(c.m.TypeSection) {
+				return nil
+			}
+			return &c.m.TypeSection[imp.DescFunc]
+		}
+		cur++
+	}
+	return nil
 }
 
 func (c *Compiler) reloadAfterCall() {

@@ -641,6 +641,17 @@ const (
 	// for tail calls. Semantically, it combines CallIndirect + Return into a single operation.
 	OpcodeTailCallReturnCallIndirect
 
+	// OpcodeFuelCheck decrements a mutable i32 global of the module and,
+	// when it reaches zero, calls an imported () -> i32 function (dropping
+	// its result) and stores a refill value into the global: the fuel
+	// metering of wasmbox's wasmbin.InstrumentLoops, recognized by the
+	// frontend. `FuelCheck execCtx, moduleCtx` with the global's offset in
+	// the module context, the import's index and the refill value as
+	// immediates. A backend lowers it to a decrement of the global in
+	// memory and a branch to an out-of-line call that preserves every
+	// register (wasmbox patch; amd64 only, see frontend.Compiler).
+	OpcodeFuelCheck
+
 	// opcodeEnd marks the end of the opcode list.
 	opcodeEnd
 )
@@ -795,6 +806,7 @@ var instructionSideEffects = [opcodeEnd]sideEffect{
 	OpcodeIstore16:                    sideEffectStrict,
 	OpcodeIstore32:                    sideEffectStrict,
 	OpcodeExitWithCode:                sideEffectStrict,
+	OpcodeFuelCheck:                   sideEffectStrict,
 	OpcodeExitIfTrueWithCode:          sideEffectStrict,
 	OpcodeReturn:                      sideEffectStrict,
 	OpcodeBrz:                         sideEffectStrict,
@@ -996,6 +1008,7 @@ var instructionReturnTypes = [opcodeEnd]returnTypesFn{
 	OpcodeIstore16:                    returnTypesFnNoReturns,
 	OpcodeIstore32:                    returnTypesFnNoReturns,
 	OpcodeExitWithCode:                returnTypesFnNoReturns,
+	OpcodeFuelCheck:                   returnTypesFnNoReturns,
 	OpcodeExitIfTrueWithCode:          returnTypesFnNoReturns,
 	OpcodeReturn:                      returnTypesFnNoReturns,
 	OpcodeBrz:                         returnTypesFnNoReturns,
@@ -2092,6 +2105,23 @@ func (i *Instruction) AsExitIfTrueWithCode(ctx, c Value, code wazevoapi.ExitCode
 	return i
 }
 
+// AsFuelCheck initializes this instruction as OpcodeFuelCheck: decrement
+// the i32 at moduleCtx+globalOffset, and when it becomes zero call the
+// imported function yieldIndex and store refill there.
+func (i *Instruction) AsFuelCheck(execCtx, moduleCtx Value, globalOffset uint32, yieldIndex uint32, refill uint32) *Instruction {
+	i.opcode = OpcodeFuelCheck
+	i.v = execCtx
+	i.v2 = moduleCtx
+	i.u1 = uint64(globalOffset)
+	i.u2 = uint64(yieldIndex) | uint64(refill)<<32
+	return i
+}
+
+// FuelCheckData returns the operands of OpcodeFuelCheck.
+func (i *Instruction) FuelCheckData() (execCtx, moduleCtx Value, globalOffset, yieldIndex, refill uint32) {
+	return i.v, i.v2, uint32(i.u1), uint32(i.u2), uint32(i.u2 >> 32)
+}
+
 // ExitWithCodeData returns the context and exit code of OpcodeExitWithCode.
 func (i *Instruction) ExitWithCodeData() (ctx Value, code wazevoapi.ExitCode) {
 	return i.v, wazevoapi.ExitCode(i.u1)
@@ -2510,6 +2540,8 @@ func (i *Instruction) Format(b Builder) string {
 	switch i.opcode {
 	case OpcodeExitWithCode:
 		instSuffix = fmt.Sprintf(" %s, %s", i.v.Format(b), wazevoapi.ExitCode(i.u1))
+	case OpcodeFuelCheck:
+		instSuffix = fmt.Sprintf(" %s, %s, %#x, yield=%d, refill=%d", i.v.Format(b), i.v2.Format(b), uint32(i.u1), uint32(i.u2), uint32(i.u2>>32))
 	case OpcodeExitIfTrueWithCode:
 		instSuffix = fmt.Sprintf(" %s, %s, %s", i.v2.Format(b), i.v.Format(b), wazevoapi.ExitCode(i.u1))
 	case OpcodeIadd, OpcodeIsub, OpcodeImul, OpcodeFadd, OpcodeFsub, OpcodeFmin, OpcodeFmax, OpcodeFdiv, OpcodeFmul:
@@ -2737,6 +2769,8 @@ func (o Opcode) String() (ret string) {
 		return "BrTable"
 	case OpcodeExitWithCode:
 		return "Exit"
+	case OpcodeFuelCheck:
+		return "FuelCheck"
 	case OpcodeExitIfTrueWithCode:
 		return "ExitIfTrue"
 	case OpcodeReturn:

@@ -49,6 +49,11 @@ const (
 	// ExitCodeTryTableLeave is an exit code for leaving a try_table block.
 	// The dispatch loop pops the most recent try handler.
 	ExitCodeTryTableLeave
+	// ExitCodeFuelYield is the exit of an OpcodeFuelCheck whose fuel ran
+	// out (wasmbox patch): call the imported function whose index is in
+	// the execution context's stackGrowRequiredSize slot, then resume
+	// with every register as it was.
+	ExitCodeFuelYield
 	exitCodeMax
 )
 
@@ -61,6 +66,8 @@ func (e ExitCode) String() string {
 		return "ok"
 	case ExitCodeGrowStack:
 		return "grow_stack"
+	case ExitCodeFuelYield:
+		return "fuel_yield"
 	case ExitCodeCallGoModuleFunction:
 		return "call_go_module_function"
 	case ExitCodeCallGoFunction:

@@ -70,6 +70,9 @@ const (
 	// ExecutionContextOffsetCaughtExceptionClauseIdx is the matched catch clause index
 	// written by handleException and read by compiled handler dispatch code.
 	ExecutionContextOffsetCaughtExceptionClauseIdx Offset = 1232
+	// ExecutionContextOffsetFuelYieldTrampolineAddress is the address of
+	// the trampoline that OpcodeFuelCheck's slow path calls (wasmbox patch).
+	ExecutionContextOffsetFuelYieldTrampolineAddress Offset = 1240
 )
 
 // ModuleContextOffsetData allows the compilers to get the information about offsets to the fields of wazevo.moduleContextOpaque,

@@ -346,6 +346,12 @@ var stackGrowSaveVRegs = []regalloc.VReg{
 
 // CompileStackGrowCallSequence implements backend.Machine.
 func (m *machine) CompileStackGrowCallSequence() []byte {
+	return m.CompileSaveAllExitSequence(wazevoapi.ExitCodeGrowStack)
+}
+
+// CompileSaveAllExitSequence implements backend.Machine: the stack grow
+// sequence with another exit code. The execution context is in RAX.
+func (m *machine) CompileSaveAllExitSequence(exitCode wazevoapi.ExitCode) []byte {
 	cur := m.allocateNop()
 	m.rootInstr = cur
 
@@ -359,7 +365,7 @@ func (m *machine) CompileStackGrowCallSequence() []byte {
 
 	// Load the exitCode to the register.
 	exitCodeReg := r12VReg // Already saved.
-	cur = linkInstr(cur, m.allocateInstr().asImm(exitCodeReg, uint64(wazevoapi.ExitCodeGrowStack), false))
+	cur = linkInstr(cur, m.allocateInstr().asImm(exitCodeReg, uint64(exitCode), false))
 
 	saveRsp, saveRbp, setExitCode := m.allocateExitInstructions(execCtrPtr, exitCodeReg)
 	cur = linkInstr(cur, setExitCode)

@@ -294,6 +294,8 @@ func (i *instruction) String() string {
 		return fmt.Sprintf("tailCall %s", ssa.FuncRef(i.u1))
 	case tailCallIndirect:
 		return fmt.Sprintf("tailCallIndirect %s", i.op1.format(true))
+	case fuelCheck:
+		return fmt.Sprintf("fuel_check %#x(%s), yield=%d, refill=%d, %s", uint32(i.u1), i.op1.format(true), uint32(i.u2), uint32(i.u2>>32), i.op2.format(true))
 
 	default:
 		panic(fmt.Sprintf("BUG: %d", int(i.kind)))
@@ -854,6 +856,12 @@ const (
 	// tailCallIndirect is a meta instruction that emits a tail call with an indirect call.
 	tailCallIndirect
 
+	// fuelCheck is ssa.OpcodeFuelCheck (wasmbox patch): op1 the module
+	// context, op2 the execution context, u1 the global's offset, u2 the
+	// yield import's index | the refill << 32. machine.Encode emits it as
+	// a decrement of the global and a jz to a slow path after the function.
+	fuelCheck
+
 	instrMax
 )
 
@@ -1099,6 +1107,8 @@ func (k instructionKind) String() string {
 		return "tailCall"
 	case tailCallIndirect:
 		return "tailCallIndirect"
+	case fuelCheck:
+		return "fuelCheck"
 	default:
 		panic("BUG")
 	}
@@ -2385,6 +2395,7 @@ var defKinds = [instrMax]defKind{
 	nopUseReg:              defKindNone,
 	tailCall:               defKindCall,
 	tailCallIndirect:       defKindCall,
+	fuelCheck:              defKindNone,
 }
 
 // String implements fmt.Stringer.
@@ -2471,6 +2482,7 @@ var useKinds = [instrMax]useKind{
 	nopUseReg:              useKindOp1,
 	tailCall:               useKindCall,
 	tailCallIndirect:       useKindTailCallInd,
+	fuelCheck:              useKindOp1Op2Reg,
 }
 
 func (u useKind) String() string {

@@ -84,6 +84,8 @@ type (
 		maxRequiredStackSizeForCalls int64
 
 		labelResolutionPends []labelResolutionPend
+		// fuelSlowPaths are the fuel checks encoded so far (wasmbox patch).
+		fuelSlowPaths []fuelSlowPath
 
 		// jmpTableTargets holds the labels of the jump table targets.
 		jmpTableTargets [][]uint32
@@ -1023,6 +1025,20 @@ func (m *machine) LowerInstr(instr *ssa.Instruction) {
 		m.lowerVFabs(instr)
 	case ssa.OpcodeUndefined:
 		m.insert(m.allocateInstr().asUD2())
+	case ssa.OpcodeFuelCheck:
+		execCtx, modCtx, off, yield, refill := instr.FuelCheckData()
+		i := m.allocateInstr()
+		i.kind = fuelCheck
+		i.op1 = newOperandReg(m.c.VRegOf(modCtx))
+		i.op2 = newOperandReg(m.c.VRegOf(execCtx))
+		i.u1 = uint64(off)
+		i.u2 = uint64(yield) | uint64(refill)<<32
+		m.insert(i)
+		// The slow path pushes RAX and calls the trampoline, which pushes
+		// RBP: the stack bounds check of the prologue must leave room.
+		if m.maxRequiredStackSizeForCalls < fuelCheckStackSize {
+			m.maxRequiredStackSizeForCalls = fuelCheckStackSize
+		}
 	case ssa.OpcodeExitWithCode:
 		execCtx, code := instr.ExitWithCodeData()
 		m.lowerExitWithCode(m.c.VRegOf(execCtx), code)
@@ -2176,6 +2192,7 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 	}
 
 	m.labelResolutionPends = m.labelResolutionPends[:0]
+	m.fuelSlowPaths = m.fuelSlowPaths[:0]
 	for _, pos := range m.orderedSSABlockLabelPos {
 		offset := int64(len(*bufPtr))
 		pos.binaryOffset = offset
@@ -2192,6 +2209,11 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 				m.c.AddSourceOffsetInfo(offset, cur.sourceOffsetInfo())
 			}
 
+			if cur.kind == fuelCheck {
+				m.encodeFuelCheck(cur)
+				continue
+			}
+
 			needLabelResolution := cur.encode(m.c)
 			if needLabelResolution {
 				m.labelResolutionPends = append(m.labelResolutionPends,
@@ -2206,6 +2228,9 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 			wazevoapi.PerfMap.AddModuleEntry(fnIndex, offset, uint64(size), fmt.Sprintf("%s:::::%s", fn, l))
 		}
 	}
+
+	// The slow paths of the fuel checks, after the function's blocks.
+	m.encodeFuelSlowPaths()
 
 	for i := range m.consts {
 		offset := int64(len(*bufPtr))

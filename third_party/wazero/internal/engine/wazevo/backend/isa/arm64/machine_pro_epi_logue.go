@@ -448,6 +448,13 @@ func (m *machine) insertStackBoundsCheck(requiredStackSize int64, cur *instructi
 
 // CompileStackGrowCallSequence implements backend.Machine.
 func (m *machine) CompileStackGrowCallSequence() []byte {
+	return m.CompileSaveAllExitSequence(wazevoapi.ExitCodeGrowStack)
+}
+
+// CompileSaveAllExitSequence implements backend.Machine. arm64 never emits
+// OpcodeFuelCheck (the frontend keeps the generic lowering there), but the
+// shared trampolines are the same on every architecture.
+func (m *machine) CompileSaveAllExitSequence(exitCode wazevoapi.ExitCode) []byte {
 	cur := m.allocateInstr()
 	cur.asNop0()
 	m.rootInstr = cur
@@ -459,7 +466,7 @@ func (m *machine) CompileStackGrowCallSequence() []byte {
 	cur = m.saveCurrentStackPointer(cur, x0VReg)
 
 	// Set the exit status on the execution context.
-	cur = m.setExitCode(cur, x0VReg, wazevoapi.ExitCodeGrowStack)
+	cur = m.setExitCode(cur, x0VReg, exitCode)
 
 	// Exit the execution.
 	cur = m.storeReturnAddressAndExit(cur)
