@@ -16,7 +16,8 @@ import (
 // page of memory (at most 100) and an exported mutable i32 global "g", and
 // exports functions (i32 n) -> i32 that each run a loop of n iterations
 // and then return: "size" memory.size, "last" the i32 at the memory's last
-// word, "global" g, and "calls" size(n) + g through a call.
+// word, "global" g, and "calls" size(n) + g through a call (so that it has
+// an entry check too).
 func fuelGuest() []byte {
 	loop := flat([][]byte{loopOf()}, decrTee0, [][]byte{end})
 	size := op(0x3f, 0) // memory.size
@@ -144,10 +145,8 @@ func TestFuelCheckYields(t *testing.T) {
 				{"last", 3 * Fuel, 1003, 3},
 				{"global", Fuel, 100, 1},
 				{"global", 2 * Fuel, 200, 2},
-				// calls only calls size, which makes no calls: no entry
-				// check (see InstrumentLoops), size's loop yields.
-				{"calls", Fuel - 1, 1, 0},
-				{"calls", Fuel, 2 + 100, 1},
+				{"calls", Fuel - 2, 1, 0},
+				{"calls", Fuel - 1, 2 + 100, 1}, // the entry check of calls, then size's loop
 			} {
 				m, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig().WithName(""))
 				if err != nil {

@@ -40,17 +40,7 @@ const kindTag = 4
 // recursion needs no loop, and
 // a call chain bounded by the stack can still take exponential time (f
 // calling itself twice). Code without loops or calls ends by itself, so a
-// guest can run only so long without a host call.
-//
-// A function whose calls are all direct calls (call, return_call) to
-// functions of the module that make no calls (leaves) has no entry check
-// either: the leaves it calls run without calls, so between two checks such
-// a function runs at most its own code and one run of a leaf per call it
-// makes. In a call tree, the parent of such a function makes calls to a
-// function that makes calls, so the parent has its check; two levels
-// without a check at most, not the exponential chain above. A call to an
-// import or through a table keeps the check (what it reaches is not known
-// here). There the host can end
+// guest can run only so long without a host call. There the host can end
 // it (wasmbox's sched_yield does when the call's context is done), and the
 // Go scheduler can preempt the goroutine that runs it: compiled guest code
 // is not preemptible, and a garbage collection of the host waits for every
@@ -89,7 +79,7 @@ func InstrumentLoops(b []byte) (out []byte, ok bool, err error) {
 	var code []byte
 	if ci >= 0 {
 		var known bool
-		code, known, err = instrumentCode(secs[ci].Body, meter(fuel, yield), importedFuncs(secs))
+		code, known, err = instrumentCode(secs[ci].Body, meter(fuel, yield))
 		if err != nil || !known {
 			return nil, false, err
 		}
@@ -201,62 +191,11 @@ func replaceSection(secs []Section, id byte, body []byte) []Section {
 }
 
 // instrumentCode rewrites a code section body, inserting check after every
-// loop's block type and at the entry of the functions that need it (see
-// InstrumentLoops): imported is the number of imported functions, the
-// index of the first function of the code section.
-func instrumentCode(body []byte, check []byte, imported uint32) (out []byte, known bool, err error) {
-	// First what each function calls: whether a function's callees make
-	// calls decides its entry check.
-	var infos []callInfo
-	if _, known, err := rewriteCode(body, 0, func(out, fbody []byte) ([]byte, bool, error) {
-		code, err := funcCode(fbody)
-		if err != nil {
-			return nil, false, err
-		}
-		info, known := scanCalls(code)
-		infos = append(infos, info)
-		return out, known, nil
-	}); err != nil || !known {
-		return nil, known, err
-	}
-	i := 0
+// loop's block type.
+func instrumentCode(body []byte, check []byte) (out []byte, known bool, err error) {
 	return rewriteCode(body, len(body)/8, func(out, fbody []byte) ([]byte, bool, error) {
-		entry := needsEntryCheck(infos, i, imported)
-		i++
-		return instrumentFunc(out, fbody, check, entry)
+		return instrumentFunc(out, fbody, check)
 	})
-}
-
-// needsEntryCheck reports whether function f of the code section (infos
-// from scanCalls) gets the check at its entry: it makes calls and does not
-// enter a loop first, unless all of its calls are direct calls to local
-// functions that make no calls (see InstrumentLoops).
-func needsEntryCheck(infos []callInfo, f int, imported uint32) bool {
-	in := &infos[f]
-	if !in.calls || in.loopFirst {
-		return false
-	}
-	if in.indirect {
-		return true
-	}
-	for _, c := range in.callees {
-		if c < imported || int64(c-imported) >= int64(len(infos)) || infos[c-imported].calls {
-			return true
-		}
-	}
-	return false
-}
-
-// importedFuncs is the number of functions the module imports.
-func importedFuncs(secs []Section) uint32 {
-	ims, _ := Imports(secs) // yieldImport has read them without error
-	n := uint32(0)
-	for _, im := range ims {
-		if im.Kind == KindFunc {
-			n++
-		}
-	}
-	return n
 }
 
 // rewriteCode rewrites each function body of a code section body with fn,
@@ -291,28 +230,25 @@ func rewriteCode(body []byte, grow int, fn func(out, fbody []byte) ([]byte, bool
 	return out, true, nil
 }
 
-// funcCode is the instructions of a function body, after its locals.
-func funcCode(body []byte) ([]byte, error) {
+// instrumentFunc copies one function body (locals, then code) to out with
+// the check after every loop.
+func instrumentFunc(out, body, check []byte) ([]byte, bool, error) {
 	r := &reader{b: body}
 	for n, i := r.count(), uint32(0); i < n && r.err == nil; i++ {
 		r.u32()   // count
 		r.byte1() // type
 	}
-	return r.b, r.err
-}
-
-// instrumentFunc copies one function body (locals, then code) to out with
-// the check after every loop, and at its entry when entry is set.
-func instrumentFunc(out, body, check []byte, entry bool) ([]byte, bool, error) {
-	code, err := funcCode(body)
-	if err != nil {
-		return nil, false, err
+	if r.err != nil {
+		return nil, false, r.err
 	}
-	out = append(out, body[:len(body)-len(code)]...)
-	if entry {
+	out = append(out, body[:len(body)-len(r.b)]...)
+	calls, loopFirst, known := scanCalls(r.b)
+	if !known {
+		return nil, false, nil
+	}
+	if calls && !loopFirst {
 		out = append(out, check...)
 	}
-	r := &reader{b: code}
 	for len(r.b) > 0 && r.err == nil {
 		start := r.b
 		op := r.byte1()
@@ -331,47 +267,35 @@ func instrumentFunc(out, body, check []byte, entry bool) ([]byte, bool, error) {
 	return out, true, r.err
 }
 
-// callInfo is what scanCalls finds in a function's code.
-type callInfo struct {
-	calls     bool     // it makes calls
-	indirect  bool     // through a table (call_indirect, return_call_indirect)
-	loopFirst bool     // it enters a loop before any branch, call or other control instruction but block
-	callees   []uint32 // the functions of its direct calls (call, return_call)
-}
-
-// scanCalls reports what code (a function's instructions) calls. known is
-// false for code with an instruction skipImmediates does not know; a
-// malformed body is reported by the caller's own pass.
-func scanCalls(code []byte) (info callInfo, known bool) {
+// scanCalls reports whether code (a function's instructions) makes calls,
+// and whether it enters a loop before any branch, call or other control
+// instruction but block. known is false
+// for code with an instruction skipImmediates does not know; a malformed
+// body is reported by the caller's own pass.
+func scanCalls(code []byte) (calls, loopFirst, known bool) {
 	r := &reader{b: code}
 	prefix := true
 	for len(r.b) > 0 && r.err == nil {
 		op := r.byte1()
 		switch op {
-		case 0x10, 0x12: // call, return_call
-			info.calls = true
-			if len(r.b) > 0 {
-				rr := *r
-				info.callees = append(info.callees, rr.u32())
-			}
-		case 0x11, 0x13: // call_indirect, return_call_indirect
-			info.calls, info.indirect = true, true
+		case 0x10, 0x11, 0x12, 0x13: // call, call_indirect, return_call(_indirect)
+			calls = true
 		}
 		if prefix {
 			// Straight-line code and blocks may come before the loop;
 			// a branch, a call, if/else/end or return ends the prefix.
 			switch {
 			case op == 0x03:
-				info.loopFirst, prefix = true, false
+				loopFirst, prefix = true, false
 			case op == 0x00 || (op >= 0x04 && op <= 0x13):
 				prefix = false
 			}
 		}
 		if !skipImmediates(r, op) {
-			return callInfo{}, false
+			return false, false, false
 		}
 	}
-	return info, true
+	return calls, loopFirst, true
 }
 
 // skipImmediates reads the immediates of the instruction op. It returns
