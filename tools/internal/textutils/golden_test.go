@@ -22,9 +22,12 @@ import (
 var hostDiff = flag.Bool("hostdiff", false, "compare golden cases against the host's GNU tools")
 
 // textCommands are the commands this package owns; their golden cases
-// live under tools/testdata/golden/<command>/.
+// live under tools/testdata/golden/<command>/. jq is not one of them: the
+// jq command is jq 1.6 in C (wasm/ctools/jq16.wasm), whose goldens
+// (recorded from /usr/bin/jq: its key order, its messages) the Go jq
+// behind yq does not follow; the wasm package runs them against it.
 var textCommands = []string{"yq", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "tee", "grep", "egrep", "fgrep",
-	"sed", "awk", "jq", "comm", "join", "paste", "nl", "fold", "rev", "tac", "column"}
+	"sed", "awk", "comm", "join", "paste", "nl", "fold", "rev", "tac", "column"}
 
 type runResult struct {
 	stdout, stderr []byte
