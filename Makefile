@@ -21,7 +21,7 @@ MIN_PAGES := 128
 GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file \
 	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq sqlite3
 
-.PHONY: all wasm wasm-head wasm-check python python-check bash bash-check posix-testdata posix-check ctools ctools-check test check golden
+.PHONY: all wasm wasm-head wasm-check python python-check python-profile bash bash-check posix-testdata posix-check ctools ctools-check test check golden
 
 all: wasm
 
@@ -71,6 +71,12 @@ PYTHON_FILES := python.wasm python-stdlib.zip sqlite3.wasm python.inputs
 
 python:
 	build/python/build.sh wasm/python
+
+# The PGO profile that build.sh compiles CPython with (build/python/python.profdata,
+# committed): from a native instrumented build of the same source running
+# CPython's PGO task (build/python/pgo.sh). Run by hand, then make python.
+python-profile:
+	build/python/pgo.sh
 
 python-check:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \

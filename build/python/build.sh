@@ -146,6 +146,17 @@ mkdir -p "$WORK/native"
 BUILDPY=$WORK/native/python
 
 # --- CPython for wasm32-wasi ----------------------------------------------
+# PGO: CPython's objects (the core and the builtin modules) are compiled
+# with the profile of a native x86_64 build of the same source
+# (build/python/python.profdata, from build/python/pgo.sh: wasm32-wasi has
+# no profile runtime in Debian's toolchain). The flags go to make's
+# CFLAGS_NODIST, not to configure: configure's checks stay the same, and
+# sysconfig (in the stdlib zip) does not record them. clang reports per
+# file in wasi-make.log the functions whose profile does not match this
+# target's body (-Wprofile-instr-out-of-date) and those with none
+# (-Wprofile-instr-missing).
+cp "$HERE/python.profdata" "$WORK/python.profdata"
+PGOFLAGS="-fprofile-instr-use=$WORK/python.profdata -Wprofile-instr-missing"
 log "wasm32-wasi python"
 mkdir -p "$WORK/wasi"
 cd "$WORK/wasi"
@@ -166,12 +177,12 @@ LIBSQLITE3_CFLAGS="-I$DEPS/include" LIBSQLITE3_LIBS="-L$DEPS/lib -lsqlite3" \
 	--host=wasm32-unknown-wasi --build="$("$PYSRC/config.guess")" \
 	--with-build-python="$BUILDPY" --prefix=/usr \
 	--disable-test-modules --without-ensurepip --with-pymalloc >/dev/null
-"$PYSRC/Tools/wasm/wasi-env" make -s -j"$JOBS" python.wasm >/dev/null 2>"$WORK/wasi-make.log" || {
+"$PYSRC/Tools/wasm/wasi-env" make -s -j"$JOBS" CFLAGS_NODIST="$PGOFLAGS" python.wasm >/dev/null 2>"$WORK/wasi-make.log" || {
 	tail -40 "$WORK/wasi-make.log"; log "wasi build failed"; exit 1; }
-"$PYSRC/Tools/wasm/wasi-env" make -s pybuilddir.txt >/dev/null 2>>"$WORK/wasi-make.log"
+"$PYSRC/Tools/wasm/wasi-env" make -s CFLAGS_NODIST="$PGOFLAGS" pybuilddir.txt >/dev/null 2>>"$WORK/wasi-make.log"
 # The wasmbox reactor (wasmbox_main.c: _initialize and wasmbox_run) from the
 # same objects as the command python.wasm.
-"$PYSRC/Tools/wasm/wasi-env" make -s -f Makefile -f "$HERE/reactor.mk" WASMBOX_MAIN="$PYSRC/Modules/wasmbox_main.c" \
+"$PYSRC/Tools/wasm/wasi-env" make -s -f Makefile -f "$HERE/reactor.mk" CFLAGS_NODIST="$PGOFLAGS" WASMBOX_MAIN="$PYSRC/Modules/wasmbox_main.c" \
 	python-reactor.wasm >/dev/null 2>>"$WORK/wasi-make.log" || { tail -40 "$WORK/wasi-make.log"; log "reactor link failed"; exit 1; }
 /usr/bin/llvm-strip-19 --strip-debug -o "$OUT/python.wasm" python-reactor.wasm
 
@@ -185,6 +196,6 @@ SYSCONFIG=$(ls "$WORK/wasi/$(cat pybuilddir.txt)"/_sysconfigdata_*.py)
 	echo "# The inputs of python.wasm, python-stdlib.zip and sqlite3.wasm (build/python/build.sh)."
 	(cd "$WORK/src" && sha256sum *.dsc)
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
-	(cd "$ROOT" && sha256sum build/python/build.sh build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
+	(cd "$ROOT" && sha256sum build/python/build.sh build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/pgo.sh build/python/pgo_train.py build/python/python.profdata build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
 } > "$OUT/python.inputs"
 log "built $OUT/python.wasm ($(wc -c < "$OUT/python.wasm") bytes), $OUT/python-stdlib.zip ($(wc -c < "$OUT/python-stdlib.zip") bytes), $OUT/sqlite3.wasm ($(wc -c < "$OUT/sqlite3.wasm") bytes) in $(( $(date +%s) - start ))s"

@@ -194,15 +194,37 @@ static PyObject *wasi_args(void) {
 	return list;
 }
 
+/* The working directory of a run: wasmbox passes the guest's working
+ * directory as $PWD, and a run starts from the snapshot's "/". When chdir
+ * fails (the directory was removed), relative names must not resolve
+ * against "/" instead (open("f.txt") read or created /f.txt): wasi-libc's
+ * working directory becomes $PWD all the same, so relative names resolve
+ * under the missing directory and fail with ENOENT, as they do natively
+ * in a removed directory (build/ctools/wasi_compat.c). _wasmbox.main's
+ * own os.chdir($PWD) then fails and leaves it so. */
+extern char *__wasilibc_cwd;
+
+static void run_chdir(char **env, size_t n) {
+	const char *pwd = NULL; /* the last PWD=, as in os.environ */
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(env[i], "PWD=", 4) == 0) pwd = env[i] + 4;
+	if (pwd == NULL || pwd[0] != '/') return;
+	if (chdir(pwd) != 0) {
+		char *dir = strdup(pwd);
+		if (dir != NULL) __wasilibc_cwd = dir;
+	}
+}
+
 static PyObject *wasi_environ(void) {
 	__wasi_size_t n, size;
 	if (__wasi_environ_sizes_get(&n, &size) != 0) return PyErr_NoMemory();
 	char **v = calloc(n + 1, sizeof(char *));
 	char *buf = malloc(size + 1);
 	PyObject *list = NULL;
-	if (v != NULL && buf != NULL && __wasi_environ_get((uint8_t **)v, (uint8_t *)buf) == 0)
+	if (v != NULL && buf != NULL && __wasi_environ_get((uint8_t **)v, (uint8_t *)buf) == 0) {
 		list = strings(v, n);
-	else
+		run_chdir(v, n);
+	} else
 		PyErr_NoMemory();
 	free(v);
 	free(buf);

@@ -40,10 +40,21 @@ int chmod(const char *path, mode_t mode) {
 
 /* The working directory: a WASI command starts in "/"; wasmbox passes
  * the guest's working directory as $PWD (as Go's wasip1 runtime expects),
- * so relative names (a database, .import FILE, .read FILE) resolve there. */
+ * so relative names (a database, .import FILE, .read FILE) resolve there.
+ * When chdir fails (the directory was removed), the names must not
+ * resolve against "/" instead (`sqlite3 db` opened or created /db):
+ * wasi-libc's working directory becomes $PWD all the same, so relative
+ * names resolve under the missing directory and fail with ENOENT, as they
+ * do natively in a removed directory (build/ctools/wasi_compat.c). */
+extern char *__wasilibc_cwd;
+
 __attribute__((constructor)) static void wasmbox_chdir_pwd(void) {
 	const char *pwd = getenv("PWD");
-	if (pwd != NULL && pwd[0] == '/') chdir(pwd);
+	if (pwd == NULL || pwd[0] != '/') return;
+	if (chdir(pwd) != 0) {
+		char *dir = strdup(pwd);
+		if (dir != NULL) __wasilibc_cwd = dir;
+	}
 }
 
 /* isatty: wasmbox gives a guest no terminal, but its WASI describes the
