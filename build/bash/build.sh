@@ -121,6 +121,13 @@ done
 # --- configure and make -------------------------------------------------------------
 log "configure"
 cd "$WORK/obj"
+# The C tools' string functions (build/ctools/wasi_string.c: memchr,
+# strlen, memcpy, memmove, memset with simd128 and bulk memory), linked
+# before wasi-libc, whose 4-bytes-a-step copies then stay out of the link:
+# bash measures strlen, memcpy and memset among its hottest functions
+# (BENCHMARKS.md, the bash section). They are leaves: Asyncify leaves them
+# alone.
+$CC -O2 -g0 -fno-builtin -msimd128 -mbulk-memory -c "$ROOT/build/ctools/wasi_string.c" -o "$WORK/wasi_string.o"
 grep -v '^#' "$HERE/config.cache" > config.cache
 # The link: build/posix's _start (-nostartfiles) and library; --wrap for
 # compat's SIGPIPE and kill-of-self, metadata and chdir; the shadow stack pointer exported for
@@ -136,7 +143,7 @@ done
 CC="$CC" AR=/usr/bin/llvm-ar-19 RANLIB=/usr/bin/llvm-ranlib-19 \
 CFLAGS="-O2 -g0 -Wno-error=implicit-function-declaration $INC $DEFS" \
 LDFLAGS="-L$WORK/compat -L$POSIX $LINK" \
-LIBS="-lwasmbox_compat -lwasmbox_posix -lwasmbox_compat -lc-printscan-long-double -lwasi-emulated-signal -lwasi-emulated-process-clocks -lwasi-emulated-mman" \
+LIBS="$WORK/wasi_string.o -lwasmbox_compat -lwasmbox_posix -lwasmbox_compat -lc-printscan-long-double -lwasi-emulated-signal -lwasi-emulated-process-clocks -lwasi-emulated-mman" \
 	"$SRC/configure" -q --host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
 	--prefix=/usr --without-bash-malloc --disable-nls --enable-readline --with-curses=no \
 	--disable-net-redirections --cache-file=config.cache >"$WORK/configure.log" 2>&1 || {
@@ -175,6 +182,6 @@ ASYNCIFY_REMOVE="error_prolog get_name_for_error fatal_error internal_error inte
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
 	"$POSIX/binaryen/bin/wasm-opt" --version
 	(cd "$ROOT" && sha256sum build/bash/build.sh build/bash/config.cache build/bash/compat/*.c build/bash/compat/include/*.h build/bash/compat/include/sys/*.h \
-		build/posix/build.sh build/posix/asyncify.sh build/posix/src/* build/posix/include/*.h build/posix/include/*/*.h $(ls build/bash/patches/*.patch 2>/dev/null))
+		build/ctools/wasi_string.c build/posix/build.sh build/posix/asyncify.sh build/posix/src/* build/posix/include/*.h build/posix/include/*/*.h $(ls build/bash/patches/*.patch 2>/dev/null))
 } > "$OUT/bash.inputs"
 log "built $OUT/bash.wasm ($(wc -c < "$OUT/bash.wasm") bytes) in $(( $(date +%s) - start ))s"
