@@ -255,7 +255,7 @@ func tableOf(ctx context.Context) *procTable {
 // processes (0: MaxProcesses), that tells onFull of a refusal.
 func withProcs(ctx context.Context, max int, onFull func(error)) (context.Context, func()) {
 	t := &procTable{procs: map[*process]struct{}{}, nets: map[*netSession]struct{}{}}
-	parent, _ := ctx.Value(procTableKey{}).(*procTable)
+	parent := tableOf(ctx)
 	t.parent = parent
 	if parent != nil && parent.count != nil {
 		t.count = parent.count

@@ -257,13 +257,19 @@ func procExit(ctx context.Context, mod api.Module, stack []uint64) {
 // with sys.ExitCodeDeadlineExceeded or ExitCodeContextCanceled. Handing the
 // guest an error instead could let it exit 0 before wazero's close lands.
 func exitIfDone(ctx context.Context) {
-	switch ctx.Err() {
-	case nil:
-	case context.DeadlineExceeded:
-		panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
-	default:
-		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+	if err := ctx.Err(); err != nil {
+		exitFor(err)
 	}
+}
+
+// exitFor ends the guest for err, a context error: with
+// sys.ExitCodeDeadlineExceeded for a deadline, else
+// sys.ExitCodeContextCanceled.
+func exitFor(err error) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+	}
+	panic(sys.NewExitError(sys.ExitCodeContextCanceled))
 }
 
 func isCtxErr(err error) bool {
@@ -274,10 +280,7 @@ func isCtxErr(err error) bool {
 // the call's, or the one of the pipe the error came from.
 func exitOnCtxErr(ctx context.Context, err error) {
 	exitIfDone(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
-	}
-	panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+	exitFor(err)
 }
 
 // ---- sockets: there are none; a valid descriptor is ENOTSOCK ----

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	experimentalsys "github.com/wasmbox/wasmbox/third_party/wazero/experimental/sys"
-	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 	"golang.org/x/term"
 
 	"github.com/wasmbox/wasmbox/vfs"
@@ -119,10 +118,7 @@ func (s *State) ExitIfHalted() {
 		return
 	}
 	if err := s.halt(); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
-		}
-		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+		exitFor(err)
 	}
 }
 
