@@ -614,7 +614,7 @@ func (e *Executor) execute(ctx context.Context, job Job, depth int, budget *runt
 	}
 	sp := &spawner{e: e, parent: parent, depth: depth, budget: budget}
 	err = e.rt.Run(ctx, cmd.mod, mc, runtime.RunOptions{MemoryLimit: job.MemoryLimit, Spawner: sp, FS: job.FS, Budget: budget, WASI: wasiState, Dir: dir,
-		OnMemoryLimit: func() { muted.Store(true) }})
+		Name: job.Argv[0], OnMemoryLimit: func() { muted.Store(true) }})
 	return resultOf(err)
 }
 

@@ -85,7 +85,8 @@ func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, 
 			fmt.Fprintf(stderr, "%v\n", res.Err)
 		}
 	case ClassLimitExceeded:
-		fmt.Fprintf(stderr, "%v\n", res.Err)
+		// wasmbox's line, not the guest's: it names the command.
+		fmt.Fprintf(stderr, "wasmbox: %v\n", res.Err)
 	}
 	return uint32(res.ExitCode), nil
 }
@@ -142,7 +143,8 @@ func SpawnResult(ctx context.Context, res Result, stderr io.Writer) (uint32, err
 		fmt.Fprintf(stderr, "%v\n", res.Err)
 		return ExitDenied, fmt.Errorf("%w: %w", runtime.ErrSpawnDenied, res.Err)
 	case ClassLimitExceeded:
-		fmt.Fprintf(stderr, "%v\n", res.Err)
+		// wasmbox's line, not the guest's: it names the command.
+		fmt.Fprintf(stderr, "wasmbox: %v\n", res.Err)
 		return uint32(res.ExitCode), fmt.Errorf("%w: %w", runtime.ErrSpawnLimit, res.Err)
 	case ClassTimeout, ClassCancelled:
 		if err := ctx.Err(); err != nil {

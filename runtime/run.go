@@ -55,6 +55,9 @@ type RunOptions struct {
 	// guest learns of the refusal: e.g. to silence the crash report a Go
 	// guest then prints.
 	OnMemoryLimit func()
+	// Name is what the run's errors call the guest: the command's name,
+	// e.g. "sh" for the bash module run as sh. Empty: the module's name.
+	Name string
 }
 
 // RunStats describes a finished run.
@@ -81,6 +84,10 @@ func (r *Runtime) Run(ctx context.Context, m *Module, mc wazero.ModuleConfig, op
 // RunStats is Run that also reports memory statistics.
 func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfig, opts RunOptions) (RunStats, error) {
 	var st RunStats
+	name := m.name
+	if opts.Name != "" {
+		name = opts.Name
+	}
 	if r.ownWASI && opts.WASI == nil {
 		empty, err := preview1.NewState(preview1.Config{})
 		if err != nil {
@@ -111,20 +118,20 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	if need > limit {
 		st.LimitHit = true
 		return st, fmt.Errorf("%s: %w: the module needs %s of initial memory, the limit is %s",
-			m.name, ErrMemoryLimit, FormatBytes(need), FormatBytes(limit))
+			name, ErrMemoryLimit, FormatBytes(need), FormatBytes(limit))
 	}
 	// The initial memory is admitted before the instance is made.
 	alloc := &limitAllocator{limit: limit, budget: b, live: &r.liveMem}
 	if err := alloc.prepay(need); err != nil {
 		st.LimitHit = true
-		return st, fmt.Errorf("%s: %w: the module needs %s of initial memory: %w", m.name, ErrMemoryLimit, FormatBytes(need), err)
+		return st, fmt.Errorf("%s: %w: the module needs %s of initial memory: %w", name, ErrMemoryLimit, FormatBytes(need), err)
 	}
 	defer alloc.release() // when no memory was made (Free releases it otherwise)
 	if err := ctx.Err(); err != nil {
 		return st, exitErrorFor(err)
 	}
 	if !m.acquire() {
-		return st, fmt.Errorf("%s: %w", m.name, ErrReleased)
+		return st, fmt.Errorf("%s: %w", name, ErrReleased)
 	}
 	defer m.release(ctx)
 
@@ -211,7 +218,7 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 		// The fork tree's limit ended the run.
 		st.LimitHit = true
 		if errors.Is(*p, ErrMemoryLimit) {
-			le := &limitError{name: m.name, limit: limit, cause: *p}
+			le := &limitError{name: name, limit: limit, cause: *p}
 			// A budget that refused a fork or a child's growth is named,
 			// not the per-instance limit the guest never reached.
 			var be *budget.ExceededError
@@ -220,7 +227,7 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 			}
 			return st, le
 		}
-		return st, fmt.Errorf("%s: %w", m.name, *p)
+		return st, fmt.Errorf("%s: %w", name, *p)
 	}
 	// A context that ended wins over whatever the guest was doing.
 	var ee *sys.ExitError
@@ -236,10 +243,10 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	// wazero wraps a trap as "module[] function[_start] failed: <trap>";
 	// name the module instead of the anonymous instance.
 	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "module[") {
-		err = fmt.Errorf("%s: %w", m.name, inner)
+		err = fmt.Errorf("%s: %w", name, inner)
 	}
 	if st.LimitHit {
-		return st, &limitError{name: m.name, limit: limit, budget: alloc.refusal.Load(), cause: err}
+		return st, &limitError{name: name, limit: limit, budget: alloc.refusal.Load(), cause: err}
 	}
 	return st, err
 }

@@ -163,7 +163,7 @@ func TestShellCommandForkBombs(t *testing.T) {
 				want := map[string]string{"xargs": "after 125\n", "find": "after 0\n"}[c.name]
 				wantStatus(t, res, 0, ClassNone)
 				wantEqual(t, res.Stdout, want)
-				if !strings.HasPrefix(res.Stderr, "bash: memory limit exceeded: command memory budget (64MiB) exceeded") {
+				if !strings.HasPrefix(res.Stderr, "wasmbox: sh: memory limit exceeded: command memory budget (64MiB) exceeded") {
 					t.Errorf("%s: stderr %q, want the budget's line", c.name, res.Stderr)
 				}
 			}
