@@ -86,6 +86,8 @@ type (
 		labelResolutionPends []labelResolutionPend
 		// fuelSlowPaths are the fuel checks encoded so far (wasmbox patch).
 		fuelSlowPaths []fuelSlowPath
+		// trapStubs are the trapIf instructions encoded so far (wasmbox patch).
+		trapStubs []trapStub
 
 		// jmpTableTargets holds the labels of the jump table targets.
 		jmpTableTargets [][]uint32
@@ -1604,20 +1606,22 @@ func (m *machine) lowerExitIfTrueWithCode(execCtx regalloc.VReg, cond ssa.Value,
 	cvalInstr := condDef.Instr
 	cvalInstr.MarkLowered()
 
-	// We need to copy the execution context to a temp register, because if it's spilled,
-	// it might end up being reloaded inside the exiting branch.
-	execCtxTmp := m.copyToTmp(execCtx)
-
 	x, y, c := cvalInstr.IcmpData()
 	xx, yy := m.c.ValueDefinition(x), m.c.ValueDefinition(y)
 	if !m.tryLowerBandToFlag(xx, yy) {
 		m.lowerIcmpToFlag(xx, yy, x.Type() == ssa.TypeI64)
 	}
 
-	jmpIf := m.allocateInstr()
-	m.insert(jmpIf)
-	l := m.lowerExitWithCode(execCtxTmp, code)
-	jmpIf.asJmpIf(condFromSSAIntCmpCond(c).invert(), newOperandLabel(l))
+	// wasmbox patch: one trapIf (a jcc to an exit stub placed after the
+	// function, see trap.go) instead of a jcc over an inline exit sequence.
+	// The register allocator may put a reload of execCtx between the flag
+	// setting and the trapIf: a mov, which leaves the flags alone.
+	trap := m.allocateInstr()
+	trap.kind = trapIf
+	trap.u1 = uint64(condFromSSAIntCmpCond(c))
+	trap.u2 = uint64(code)
+	trap.op1 = newOperandReg(execCtx)
+	m.insert(trap)
 }
 
 func (m *machine) tryLowerBandToFlag(x, y backend.SSAValueDefinition) (ok bool) {
@@ -2193,6 +2197,7 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 
 	m.labelResolutionPends = m.labelResolutionPends[:0]
 	m.fuelSlowPaths = m.fuelSlowPaths[:0]
+	m.trapStubs = m.trapStubs[:0]
 	for _, pos := range m.orderedSSABlockLabelPos {
 		offset := int64(len(*bufPtr))
 		pos.binaryOffset = offset
@@ -2213,6 +2218,10 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 				m.encodeFuelCheck(cur)
 				continue
 			}
+			if cur.kind == trapIf {
+				m.encodeTrapIf(cur)
+				continue
+			}
 
 			needLabelResolution := cur.encode(m.c)
 			if needLabelResolution {
@@ -2231,6 +2240,8 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 
 	// The slow paths of the fuel checks, after the function's blocks.
 	m.encodeFuelSlowPaths()
+	// The exit stubs of the trapIf instructions, after them.
+	m.encodeTrapStubs()
 
 	for i := range m.consts {
 		offset := int64(len(*bufPtr))
