@@ -88,6 +88,8 @@ type (
 		fuelSlowPaths []fuelSlowPath
 		// trapStubs are the trapIf instructions encoded so far (wasmbox patch).
 		trapStubs []trapStub
+		trapExits map[trapExitKey]int64
+		trapJmps  []int64
 
 		// jmpTableTargets holds the labels of the jump table targets.
 		jmpTableTargets [][]uint32

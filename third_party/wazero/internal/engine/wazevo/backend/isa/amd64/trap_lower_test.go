@@ -16,7 +16,8 @@ import (
 // and this backend (wasmbox patch): its four checks (the table's bounds,
 // the null entry, the type, the memory's bounds) are four trapIf, and the
 // code has no inline exit sequence; each jcc of the body jumps to a stub
-// after the body, the stub of its own check (its exit code, its site).
+// after the body, the stub of its own check (its site), which jumps to an
+// exit with its exit code.
 func TestTrapIfLowering(t *testing.T) {
 	m := &wasm.Module{
 		TypeSection: []wasm.FunctionType{
@@ -82,9 +83,19 @@ func TestTrapIfLowering(t *testing.T) {
 			t.Errorf("the jcc at %d jumps to %d, inside the body", p.jccImm32, target)
 			continue
 		}
-		want := appendTrapStub(append([]byte{}, code[:target]...), regEncodings[p.instr.op1.reg().RealReg()], uint32(p.instr.u2), p.site)[target:]
-		if int(target)+len(want) > len(code) || string(code[target:int(target)+len(want)]) != string(want) {
-			t.Errorf("the jcc at %d does not jump to its stub", p.jccImm32)
+		exec := regEncodings[p.instr.op1.reg().RealReg()]
+		stub := appendTrapStub(nil, exec, 0)
+		if int(target)+len(stub) > len(code) || string(code[target:target+3]) != string(stub[:3]) || code[target+7] != 0xe9 {
+			t.Errorf("the jcc at %d does not jump to a stub: % x", p.jccImm32, code[target:])
+			continue
+		}
+		if lea := target + 7 + int64(int32(binary.LittleEndian.Uint32(code[target+3:]))); lea != p.site {
+			t.Errorf("the stub of the jcc at %d saves %d, want its site %d", p.jccImm32, lea, p.site)
+		}
+		exit := target + 12 + int64(int32(binary.LittleEndian.Uint32(code[target+8:])))
+		want := appendTrapExit(nil, exec, uint32(p.instr.u2))
+		if exit < target || int(exit)+len(want) > len(code) || string(code[exit:int(exit)+len(want)]) != string(want) {
+			t.Errorf("the stub of the jcc at %d does not jump to the exit of its code %d", p.jccImm32, p.instr.u2)
 		}
 	}
 }
