@@ -170,3 +170,67 @@ func TestCallIndirectTraps(t *testing.T) {
 		}
 	}
 }
+
+// Integer division keeps its traps with their exits out of line (patch
+// 15): by zero, and the signed overflow of MinInt / -1, where the
+// remainder is 0; i32 and i64.
+func TestDivisionTraps(t *testing.T) {
+	const (
+		byZero   = "integer divide by zero"
+		overflow = "integer overflow"
+	)
+	ops := []struct {
+		name string
+		op   byte
+		typ  byte
+	}{
+		{"i32.div_s", 0x6d, runtimetest.I32}, {"i32.div_u", 0x6e, runtimetest.I32},
+		{"i32.rem_s", 0x6f, runtimetest.I32}, {"i32.rem_u", 0x70, runtimetest.I32},
+		{"i64.div_s", 0x7f, runtimetest.I64}, {"i64.div_u", 0x80, runtimetest.I64},
+		{"i64.rem_s", 0x81, runtimetest.I64}, {"i64.rem_u", 0x82, runtimetest.I64},
+	}
+	var m runtimetest.Module
+	for _, o := range ops {
+		m.Funcs = append(m.Funcs, runtimetest.Func{
+			Type:   runtimetest.FuncType{Params: []byte{o.typ, o.typ}, Results: []byte{o.typ}},
+			Export: o.name,
+			Body:   []byte{runtimetest.OpLocalGet, 0, runtimetest.OpLocalGet, 1, o.op},
+		})
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
+	defer rt.Close(ctx)
+	mod, err := rt.InstantiateWithConfig(ctx, m.Encode(), wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	minI32, minI64 := uint64(uint32(1)<<31), uint64(1)<<63
+	neg1I32, neg1I64 := uint64(^uint32(0)), ^uint64(0)
+	for _, c := range []struct {
+		fn   string
+		x, y uint64
+		want uint64
+		trap string
+	}{
+		{"i32.div_s", 7, 2, 3, ""}, {"i32.div_s", 7, 0, 0, byZero}, {"i32.div_s", minI32, neg1I32, 0, overflow},
+		{"i32.div_s", minI32, 1, minI32, ""}, {"i32.div_s", 6, neg1I32, uint64(uint32(0xfffffffa)), ""},
+		{"i32.div_u", 7, 2, 3, ""}, {"i32.div_u", 7, 0, 0, byZero}, {"i32.div_u", minI32, neg1I32, 0, ""},
+		{"i32.rem_s", 7, 2, 1, ""}, {"i32.rem_s", 7, 0, 0, byZero}, {"i32.rem_s", minI32, neg1I32, 0, ""},
+		{"i32.rem_u", 7, 2, 1, ""}, {"i32.rem_u", 7, 0, 0, byZero},
+		{"i64.div_s", 7, 2, 3, ""}, {"i64.div_s", 7, 0, 0, byZero}, {"i64.div_s", minI64, neg1I64, 0, overflow},
+		{"i64.div_s", minI64, 1, minI64, ""},
+		{"i64.div_u", 7, 2, 3, ""}, {"i64.div_u", 7, 0, 0, byZero},
+		{"i64.rem_s", 7, 2, 1, ""}, {"i64.rem_s", 7, 0, 0, byZero}, {"i64.rem_s", minI64, neg1I64, 0, ""},
+		{"i64.rem_u", 7, 2, 1, ""}, {"i64.rem_u", 7, 0, 0, byZero},
+	} {
+		res, err := mod.ExportedFunction(c.fn).Call(ctx, c.x, c.y)
+		switch {
+		case c.trap != "" && (err == nil || !strings.Contains(err.Error(), c.trap)):
+			t.Errorf("%s(%#x, %#x): result %v, err %v, want the trap %q", c.fn, c.x, c.y, res, err, c.trap)
+		case c.trap == "" && err != nil:
+			t.Errorf("%s(%#x, %#x): %v", c.fn, c.x, c.y, err)
+		case c.trap == "" && res[0] != c.want:
+			t.Errorf("%s(%#x, %#x) = %#x, want %#x", c.fn, c.x, c.y, res[0], c.want)
+		}
+	}
+}

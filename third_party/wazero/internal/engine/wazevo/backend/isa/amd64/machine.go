@@ -1618,9 +1618,14 @@ func (m *machine) lowerExitIfTrueWithCode(execCtx regalloc.VReg, cond ssa.Value,
 	// function, see trap.go) instead of a jcc over an inline exit sequence.
 	// The register allocator may put a reload of execCtx between the flag
 	// setting and the trapIf: a mov, which leaves the flags alone.
+	m.insertTrapIf(condFromSSAIntCmpCond(c), code, execCtx)
+}
+
+// insertTrapIf inserts a trapIf (trap.go): exit with code if c holds.
+func (m *machine) insertTrapIf(c cond, code wazevoapi.ExitCode, execCtx regalloc.VReg) {
 	trap := m.allocateInstr()
 	trap.kind = trapIf
-	trap.u1 = uint64(condFromSSAIntCmpCond(c))
+	trap.u1 = uint64(c)
 	trap.u2 = uint64(code)
 	trap.op1 = newOperandReg(execCtx)
 	m.insert(trap)
@@ -2456,13 +2461,8 @@ func (m *machine) lowerIDivRemSequenceAfterRegAlloc(i *instruction) {
 	test.asCmpRmiR(false, newOperandReg(divisor), divisor, _64)
 	m.insert(test)
 
-	jnz := m.allocateInstr()
-	m.insert(jnz)
-
-	nz := m.lowerExitWithCode(execCtx, wazevoapi.ExitCodeIntegerDivisionByZero)
-
-	// If not zero, we can proceed with the division.
-	jnz.asJmpIf(condNZ, newOperandLabel(nz))
+	// wasmbox patch: trap out of line (trap.go) if it is zero.
+	m.insertTrapIf(condZ, wazevoapi.ExitCodeIntegerDivisionByZero, execCtx)
 
 	var ifRemNeg1 *instruction
 	if signed {
@@ -2501,15 +2501,14 @@ func (m *machine) lowerIDivRemSequenceAfterRegAlloc(i *instruction) {
 			cmp2.asCmpRmiR(true, newOperandReg(tmpGp), dividend, _64)
 			m.insert(cmp2)
 
-			ifNotMinInt := m.allocateInstr()
-			m.insert(ifNotMinInt)
-
 			// Trap if we are trying to do (math.MinInt32 / -1) or (math.MinInt64 / -1),
 			// as that is the overflow in division as the result becomes 2^31 which is larger than
 			// the maximum of signed 32-bit int (2^31-1).
-			end := m.lowerExitWithCode(execCtx, wazevoapi.ExitCodeIntegerOverflow)
+			// wasmbox patch: out of line (trap.go).
+			m.insertTrapIf(condZ, wazevoapi.ExitCodeIntegerOverflow, execCtx)
+			nop, end := m.allocateBrTarget()
+			m.insert(nop)
 			ifNotNeg1.asJmpIf(condNZ, newOperandLabel(end))
-			ifNotMinInt.asJmpIf(condNZ, newOperandLabel(end))
 		} else {
 			// If it is remainder, zeros DX register and compare the divisor to -1.
 			xor := m.allocateInstr().asZeros(rdxVReg)

@@ -12,9 +12,10 @@ import (
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasm"
 )
 
-// A function with a call_indirect and a load, compiled by the frontend
-// and this backend (wasmbox patch): its four checks (the table's bounds,
-// the null entry, the type, the memory's bounds) are four trapIf, and the
+// A function with a call_indirect, a load and a signed division, compiled
+// by the frontend and this backend (wasmbox patch): its six checks (the
+// table's bounds, the null entry, the type, the memory's bounds, the
+// divisor 0, MinInt32 / -1) are six trapIf, and the
 // code has no inline exit sequence; each jcc of the body jumps to a stub
 // after the body, the stub of its own check (its site), which jumps to an
 // exit with its exit code.
@@ -31,6 +32,7 @@ func TestTrapIfLowering(t *testing.T) {
 			wasm.OpcodeLocalGet, 1, wasm.OpcodeLocalGet, 0,
 			wasm.OpcodeCallIndirect, 0, 0,
 			wasm.OpcodeI32Load, 2, 0,
+			wasm.OpcodeLocalGet, 0, wasm.OpcodeI32DivS,
 			wasm.OpcodeEnd,
 		}}},
 	}
@@ -61,14 +63,15 @@ func TestTrapIfLowering(t *testing.T) {
 	for _, c := range []wazevoapi.ExitCode{
 		wazevoapi.ExitCodeTableOutOfBounds, wazevoapi.ExitCodeIndirectCallNullPointer,
 		wazevoapi.ExitCodeIndirectCallTypeMismatch, wazevoapi.ExitCodeMemoryOutOfBounds,
+		wazevoapi.ExitCodeIntegerDivisionByZero, wazevoapi.ExitCodeIntegerOverflow,
 	} {
 		if codes[c] != 1 {
 			t.Errorf("%d trapIf with the exit code %d, want 1", codes[c], c)
 		}
 	}
 
-	if len(mach.trapStubs) != 4 {
-		t.Fatalf("%d stubs, want 4", len(mach.trapStubs))
+	if len(mach.trapStubs) != 6 {
+		t.Fatalf("%d stubs, want 6", len(mach.trapStubs))
 	}
 	var lastSite int64
 	for _, p := range mach.trapStubs {
