@@ -294,6 +294,8 @@ func (i *instruction) String() string {
 		return fmt.Sprintf("tailCall %s", ssa.FuncRef(i.u1))
 	case tailCallIndirect:
 		return fmt.Sprintf("tailCallIndirect %s", i.op1.format(true))
+	case trapIf:
+		return fmt.Sprintf("trap_if %s, code=%d, %s", cond(i.u1), i.u2, i.op1.format(true))
 	case fuelCheck:
 		return fmt.Sprintf("fuel_check %#x(%s), yield=%d, refill=%d, %s", uint32(i.u1), i.op1.format(true), uint32(i.u2), uint32(i.u2>>32), i.op2.format(true))
 
@@ -862,6 +864,12 @@ const (
 	// a decrement of the global and a jz to a slow path after the function.
 	fuelCheck
 
+	// trapIf is ssa.OpcodeExitIfTrueWithCode (wasmbox patch): op1 the
+	// execution context, u1 the condition, u2 the exit code. machine.Encode
+	// emits it as a jcc to a stub after the function that exits with the
+	// code, so that the path that does not trap falls through.
+	trapIf
+
 	instrMax
 )
 
@@ -1109,6 +1117,8 @@ func (k instructionKind) String() string {
 		return "tailCallIndirect"
 	case fuelCheck:
 		return "fuelCheck"
+	case trapIf:
+		return "trapIf"
 	default:
 		panic("BUG")
 	}
@@ -2396,6 +2406,7 @@ var defKinds = [instrMax]defKind{
 	tailCall:               defKindCall,
 	tailCallIndirect:       defKindCall,
 	fuelCheck:              defKindNone,
+	trapIf:                 defKindNone,
 }
 
 // String implements fmt.Stringer.
@@ -2483,6 +2494,7 @@ var useKinds = [instrMax]useKind{
 	tailCall:               useKindCall,
 	tailCallIndirect:       useKindTailCallInd,
 	fuelCheck:              useKindOp1Op2Reg,
+	trapIf:                 useKindOp1,
 }
 
 func (u useKind) String() string {

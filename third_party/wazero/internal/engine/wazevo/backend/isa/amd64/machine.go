@@ -86,6 +86,10 @@ type (
 		labelResolutionPends []labelResolutionPend
 		// fuelSlowPaths are the fuel checks encoded so far (wasmbox patch).
 		fuelSlowPaths []fuelSlowPath
+		// trapStubs are the trapIf instructions encoded so far (wasmbox patch).
+		trapStubs []trapStub
+		trapExits map[trapExitKey]int64
+		trapJmps  []int64
 
 		// jmpTableTargets holds the labels of the jump table targets.
 		jmpTableTargets [][]uint32
@@ -1604,20 +1608,27 @@ func (m *machine) lowerExitIfTrueWithCode(execCtx regalloc.VReg, cond ssa.Value,
 	cvalInstr := condDef.Instr
 	cvalInstr.MarkLowered()
 
-	// We need to copy the execution context to a temp register, because if it's spilled,
-	// it might end up being reloaded inside the exiting branch.
-	execCtxTmp := m.copyToTmp(execCtx)
-
 	x, y, c := cvalInstr.IcmpData()
 	xx, yy := m.c.ValueDefinition(x), m.c.ValueDefinition(y)
 	if !m.tryLowerBandToFlag(xx, yy) {
 		m.lowerIcmpToFlag(xx, yy, x.Type() == ssa.TypeI64)
 	}
 
-	jmpIf := m.allocateInstr()
-	m.insert(jmpIf)
-	l := m.lowerExitWithCode(execCtxTmp, code)
-	jmpIf.asJmpIf(condFromSSAIntCmpCond(c).invert(), newOperandLabel(l))
+	// wasmbox patch: one trapIf (a jcc to an exit stub placed after the
+	// function, see trap.go) instead of a jcc over an inline exit sequence.
+	// The register allocator may put a reload of execCtx between the flag
+	// setting and the trapIf: a mov, which leaves the flags alone.
+	m.insertTrapIf(condFromSSAIntCmpCond(c), code, execCtx)
+}
+
+// insertTrapIf inserts a trapIf (trap.go): exit with code if c holds.
+func (m *machine) insertTrapIf(c cond, code wazevoapi.ExitCode, execCtx regalloc.VReg) {
+	trap := m.allocateInstr()
+	trap.kind = trapIf
+	trap.u1 = uint64(c)
+	trap.u2 = uint64(code)
+	trap.op1 = newOperandReg(execCtx)
+	m.insert(trap)
 }
 
 func (m *machine) tryLowerBandToFlag(x, y backend.SSAValueDefinition) (ok bool) {
@@ -2193,6 +2204,7 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 
 	m.labelResolutionPends = m.labelResolutionPends[:0]
 	m.fuelSlowPaths = m.fuelSlowPaths[:0]
+	m.trapStubs = m.trapStubs[:0]
 	for _, pos := range m.orderedSSABlockLabelPos {
 		offset := int64(len(*bufPtr))
 		pos.binaryOffset = offset
@@ -2213,6 +2225,10 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 				m.encodeFuelCheck(cur)
 				continue
 			}
+			if cur.kind == trapIf {
+				m.encodeTrapIf(cur)
+				continue
+			}
 
 			needLabelResolution := cur.encode(m.c)
 			if needLabelResolution {
@@ -2231,6 +2247,8 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 
 	// The slow paths of the fuel checks, after the function's blocks.
 	m.encodeFuelSlowPaths()
+	// The exit stubs of the trapIf instructions, after them.
+	m.encodeTrapStubs()
 
 	for i := range m.consts {
 		offset := int64(len(*bufPtr))
@@ -2443,13 +2461,8 @@ func (m *machine) lowerIDivRemSequenceAfterRegAlloc(i *instruction) {
 	test.asCmpRmiR(false, newOperandReg(divisor), divisor, _64)
 	m.insert(test)
 
-	jnz := m.allocateInstr()
-	m.insert(jnz)
-
-	nz := m.lowerExitWithCode(execCtx, wazevoapi.ExitCodeIntegerDivisionByZero)
-
-	// If not zero, we can proceed with the division.
-	jnz.asJmpIf(condNZ, newOperandLabel(nz))
+	// wasmbox patch: trap out of line (trap.go) if it is zero.
+	m.insertTrapIf(condZ, wazevoapi.ExitCodeIntegerDivisionByZero, execCtx)
 
 	var ifRemNeg1 *instruction
 	if signed {
@@ -2488,15 +2501,14 @@ func (m *machine) lowerIDivRemSequenceAfterRegAlloc(i *instruction) {
 			cmp2.asCmpRmiR(true, newOperandReg(tmpGp), dividend, _64)
 			m.insert(cmp2)
 
-			ifNotMinInt := m.allocateInstr()
-			m.insert(ifNotMinInt)
-
 			// Trap if we are trying to do (math.MinInt32 / -1) or (math.MinInt64 / -1),
 			// as that is the overflow in division as the result becomes 2^31 which is larger than
 			// the maximum of signed 32-bit int (2^31-1).
-			end := m.lowerExitWithCode(execCtx, wazevoapi.ExitCodeIntegerOverflow)
+			// wasmbox patch: out of line (trap.go).
+			m.insertTrapIf(condZ, wazevoapi.ExitCodeIntegerOverflow, execCtx)
+			nop, end := m.allocateBrTarget()
+			m.insert(nop)
 			ifNotNeg1.asJmpIf(condNZ, newOperandLabel(end))
-			ifNotMinInt.asJmpIf(condNZ, newOperandLabel(end))
 		} else {
 			// If it is remainder, zeros DX register and compare the divisor to -1.
 			xor := m.allocateInstr().asZeros(rdxVReg)

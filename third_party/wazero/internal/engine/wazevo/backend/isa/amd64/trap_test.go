@@ -1,0 +1,70 @@
+package amd64
+
+import (
+	"bytes"
+	"testing"
+)
+
+// The stub and the exit of a trapIf (wasmbox patch), against their
+// disassembly by objdump: the site's address (a rip-relative lea back to
+// the instruction after the jcc) in the scratch register, the jmp to the
+// exit, and the exit that saves it as the return address for the stack
+// trace, saves RSP and RBP, stores the exit code and returns to Go. R12
+// as a base needs a SIB byte, R8 and up a REX.B, and the scratch register
+// is RCX when the context is in RAX.
+func TestTrapStubEncoding(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		exec       regEnc
+		stub, exit []byte
+	}{
+		{"rax", regEncodings[rax], []byte{
+			0x48, 0x8d, 0x0d, 0xf1, 0xff, 0xff, 0xff, // lea -0xf(%rip),%rcx: 0x8
+			0xe9, 0, 0, 0, 0, // jmp
+		}, []byte{
+			0x48, 0x89, 0x48, 0x30, // mov %rcx,0x30(%rax)
+			0x48, 0x89, 0x60, 0x38, // mov %rsp,0x38(%rax)
+			0x48, 0x89, 0xa8, 0x80, 0x04, 0, 0, // mov %rbp,0x480(%rax)
+			0xc7, 0x40, 0x00, 0x07, 0, 0, 0, // movl $0x7,0x0(%rax)
+			0x48, 0x8b, 0x68, 0x10, // mov 0x10(%rax),%rbp
+			0x48, 0x8b, 0x60, 0x18, // mov 0x18(%rax),%rsp
+			0xc3, // ret
+		}},
+		{"r12", regEncodings[r12], []byte{
+			0x48, 0x8d, 0x05, 0xf1, 0xff, 0xff, 0xff, // lea -0xf(%rip),%rax: 0x8
+			0xe9, 0, 0, 0, 0, // jmp
+		}, []byte{
+			0x49, 0x89, 0x44, 0x24, 0x30, // mov %rax,0x30(%r12)
+			0x49, 0x89, 0x64, 0x24, 0x38, // mov %rsp,0x38(%r12)
+			0x49, 0x89, 0xac, 0x24, 0x80, 0x04, 0, 0, // mov %rbp,0x480(%r12)
+			0x41, 0xc7, 0x44, 0x24, 0x00, 0x07, 0, 0, 0, // movl $0x7,0x0(%r12)
+			0x49, 0x8b, 0x6c, 0x24, 0x10, // mov 0x10(%r12),%rbp
+			0x49, 0x8b, 0x64, 0x24, 0x18, // mov 0x18(%r12),%rsp
+			0xc3,
+		}},
+		{"r13", regEncodings[r13], []byte{
+			0x48, 0x8d, 0x05, 0xf1, 0xff, 0xff, 0xff, // lea -0xf(%rip),%rax: 0x8
+			0xe9, 0, 0, 0, 0, // jmp
+		}, []byte{
+			0x49, 0x89, 0x45, 0x30, // mov %rax,0x30(%r13)
+			0x49, 0x89, 0x65, 0x38, // mov %rsp,0x38(%r13)
+			0x49, 0x89, 0xad, 0x80, 0x04, 0, 0, // mov %rbp,0x480(%r13)
+			0x41, 0xc7, 0x45, 0x00, 0x07, 0, 0, 0, // movl $0x7,0x0(%r13)
+			0x49, 0x8b, 0x6d, 0x10, // mov 0x10(%r13),%rbp
+			0x49, 0x8b, 0x65, 0x18, // mov 0x18(%r13),%rsp
+			0xc3,
+		}},
+	} {
+		// 16 bytes of function before the stub, the site at offset 8.
+		got := appendTrapStub(make([]byte, 16), tc.exec, 8)
+		if !bytes.Equal(got[:16], make([]byte, 16)) {
+			t.Errorf("%s: the code before the stub changed: % x", tc.name, got[:16])
+		}
+		if !bytes.Equal(got[16:], tc.stub) {
+			t.Errorf("%s: stub % x, want % x", tc.name, got[16:], tc.stub)
+		}
+		if got := appendTrapExit(nil, tc.exec, 7); !bytes.Equal(got, tc.exit) {
+			t.Errorf("%s: exit % x, want % x", tc.name, got, tc.exit)
+		}
+	}
+}
