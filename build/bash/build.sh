@@ -148,10 +148,14 @@ done
 # (-Wprofile-instr-out-of-date) and those with none
 # (-Wprofile-instr-missing).
 cp "$HERE/bash.profdata" "$WORK/bash.profdata"
-OPT=${BASH_OPT:--O2}
-PGOFLAGS=${BASH_PGOFLAGS--fprofile-instr-use=$WORK/bash.profdata -Wprofile-instr-missing}
+# LTO (-flto, wasm-ld's default --lto-O2): bash's objects and libraries
+# are optimized as one module, so the profile's inlining crosses files.
+# Measured (instructions executed, valgrind, the bench's two scripts
+# scaled down, BENCHMARKS.md): PGO -4.5%, PGO with LTO -9%, LTO alone
+# -1%; -O3 instead of -O2 another 0-2% for a module 17% bigger: -O2.
+PGOFLAGS="-fprofile-instr-use=$WORK/bash.profdata -Wprofile-instr-missing"
 CC="$CC" AR=/usr/bin/llvm-ar-19 RANLIB=/usr/bin/llvm-ranlib-19 \
-CFLAGS="$OPT -g0 $PGOFLAGS -Wno-error=implicit-function-declaration $INC $DEFS" \
+CFLAGS="-O2 -flto -g0 $PGOFLAGS -Wno-error=implicit-function-declaration $INC $DEFS" \
 LDFLAGS="-L$WORK/compat -L$POSIX $LINK" \
 LIBS="$WORK/wasi_string.o -lwasmbox_compat -lwasmbox_posix -lwasmbox_compat -lc-printscan-long-double -lwasi-emulated-signal -lwasi-emulated-process-clocks -lwasi-emulated-mman" \
 	"$SRC/configure" -q --host=wasm32-unknown-wasi --build=x86_64-pc-linux-gnu \
@@ -174,6 +178,8 @@ awk 'match($0, /may be incomplete: of [0-9]+ functions?, [0-9]+/) { split(substr
 # EMULATE_FUNCTION_POINTER_CASTS does; it must run before Asyncify.
 log "fpcast-emu, asyncify"
 "$POSIX/binaryen/bin/wasm-opt" --fpcast-emu -g bash -o "$WORK/bash.fpcast.wasm"
+# ASYNCIFY_OPT: binaryen's -O3 after the instrumentation (-1% of the
+# instructions against -O2).
 # ASYNCIFY_REMOVE: bash's error reporters. Each prints a message (stdio,
 # which asyncify.sh already leaves out), looks up BASH_SOURCE for its
 # prefix, and returns or exits the process (fatal_error: sh_exit, no trap);
@@ -185,7 +191,7 @@ log "fpcast-emu, asyncify"
 # (xmalloc, hash_search, list_string, make_word_list, the unwind-protect
 # frames, ...) carried Asyncify's code. Not report_error (set -e:
 # exit_shell runs the EXIT trap) nor parser_error or file_error.
-ASYNCIFY_REMOVE="error_prolog get_name_for_error fatal_error internal_error internal_warning internal_inform internal_debug sys_error programming_error" \
+ASYNCIFY_OPT=-O3 ASYNCIFY_REMOVE="error_prolog get_name_for_error fatal_error internal_error internal_warning internal_inform internal_debug sys_error programming_error" \
 	"$POSIX/asyncify.sh" "$WORK/bash.fpcast.wasm" "$WORK/bash.async.wasm"
 /usr/bin/llvm-strip-19 --strip-debug -o "$OUT/bash.wasm" "$WORK/bash.async.wasm"
 
