@@ -21,7 +21,7 @@ MIN_PAGES := 128
 GOLDEN_PKGS := coreutils findutils grep sed gawk jq diffutils tar gzip bc file \
 	bsdextrautils gettext-base libc-bin xz-utils bzip2 ripgrep yq sqlite3
 
-.PHONY: all wasm wasm-head wasm-check python python-check python-profile bash bash-check posix-testdata posix-check ctools ctools-check test check golden
+.PHONY: all wasm wasm-head wasm-check python python-check python-profile bash bash-check bash-profile posix-testdata posix-check ctools ctools-check test check golden
 
 all: wasm
 
@@ -122,6 +122,13 @@ ctools-check:
 # of `make wasm`: it downloads Debian's source and takes minutes.
 bash:
 	build/bash/build.sh wasm
+
+# The PGO profile that build.sh compiles bash with (build/bash/bash.profdata,
+# committed): from a native instrumented build of the same source running the
+# Oils spec cases and the bench's bash scripts (build/bash/pgo.sh). Run by
+# hand, then make bash.
+bash-profile:
+	build/bash/pgo.sh
 
 bash-check:
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \

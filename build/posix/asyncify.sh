@@ -2,7 +2,7 @@
 # asyncify.sh IN.wasm OUT.wasm: the post-link step of a program linked with
 # libwasmbox_posix.a (see README.md). Runs binaryen's Asyncify, which lets
 # setjmp, longjmp and fork unwind the wasm stack to the trampoline and
-# rewind it, then -O2.
+# rewind it, then -O2 (ASYNCIFY_OPT).
 #   asyncify-ignore-imports   no import unwinds (the host never drives
 #                             Asyncify): only the library's calls of
 #                             asyncify.start_unwind do
@@ -107,4 +107,6 @@ fi
 # (150 KiB of a 200 KiB test program), and wazero reads it to symbolize the
 # stack of every proc_exit: half the CPU time of a forked child that exits
 # at once. The name section stays.
-exec "$WASM_OPT" "${args[@]}" -O2 --strip-dwarf "$IN" -o "$OUT"
+# ASYNCIFY_OPT: binaryen's optimization level after the instrumentation
+# (-O2 unless set; build/bash sets -O3).
+exec "$WASM_OPT" "${args[@]}" ${ASYNCIFY_OPT:--O2} --strip-dwarf "$IN" -o "$OUT"
