@@ -16,9 +16,14 @@
  *   of the object, so it never reaches past the page of a valid byte
  *   (no trap at the end of memory); bytes outside the object are masked
  *   off.
- * - memcpy, memmove, memset: memory.copy and memory.fill (wazero calls
- *   Go's memmove for them) from 32 bytes on; below, two overlapping
- *   loads and stores of 16, 8 or 4 bytes, which is cheaper than the call.
+ * - memcpy, memmove: memory.copy (wazero calls Go's memmove for it) from
+ *   32 bytes on; below, two overlapping loads and stores of 16, 8 or 4
+ *   bytes, which is cheaper than the call.
+ * - memset: memory.fill from 256 bytes on. wazero fills by doubling
+ *   copies, one call of Go's memmove per power of two (eight for the
+ *   136-byte match context that GNU regex clears on every search, which
+ *   was a tenth of sed's s/a/A/g); below, 16-byte stores in a loop and
+ *   one overlapping store at the end, or the small pieces as for copies.
  *
  * The results are the C standard's; the tests of the tools (the golden
  * cases) run through them.
@@ -33,6 +38,7 @@
 #endif
 
 #define BULK 32
+#define FILL_BULK 256
 
 static inline uint32_t eqmask(const unsigned char *p, v128_t vc)
 {
@@ -202,13 +208,14 @@ void *memmove(void *dst, const void *src, size_t n)
 
 void *memset(void *dst, int c, size_t n)
 {
-	if (n >= BULK)
+	if (n >= FILL_BULK)
 		return __builtin_memset(dst, c, n);
 	unsigned char *d = dst;
 	if (n >= 16) {
 		v128_t v = wasm_i8x16_splat((int8_t)c);
-		wasm_v128_store(d, v);
-		wasm_v128_store(d + n - 16, v);
+		for (size_t i = 16; i < n; i += 16, d += 16)
+			wasm_v128_store(d, v);
+		wasm_v128_store((unsigned char *)dst + n - 16, v);
 	} else if (n >= 8) {
 		uint64_t v = (uint64_t)(unsigned char)c * 0x0101010101010101ull;
 		*(u64u *)d = v;

@@ -163,6 +163,17 @@ int main(void)
 			}
 		}
 	}
+	/* memset past MAXN: its store loop up to FILL_BULK (256) and
+	   memory.fill from there, with the bytes around left alone. */
+	for (size_t off = 0; off < 16; off++) {
+		for (size_t n = 0; n <= 600; n++) {
+			memset(p, 'x', 640);
+			memset(p + 16 + off, n & 0xff, n);
+			for (size_t i = 0; i < 640; i++)
+				if (p[i] != (i >= 16 + off && i < 16 + off + n ? (n & 0xff) : 'x'))
+					return fail("memset long", off, n, i);
+		}
+	}
 	/* Long buffers: the 64-byte steps of memchr and the bulk copies. */
 	memset(p, 'x', big + 16);
 	for (size_t pos = 0; pos < big; pos += 4093) {
