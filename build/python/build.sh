@@ -38,6 +38,18 @@ start=$(date +%s)
 
 log() { echo "python: $*" >&2; }
 
+# One build at a time in WORK: the directory is fixed (its path is in the
+# output), and a second run would wipe the first one's files (and a
+# second apt-get would wait on dpkg's lock). The lock is a file next to
+# WORK, held until this script exits (the kernel drops it with the
+# process); a second run says so and waits for it.
+mkdir -p "$(dirname "$WORK")"
+exec 9>"$WORK.lock"
+if ! flock -n 9; then
+	log "another build.sh is using $WORK (lock $WORK.lock held): waiting for it to finish"
+	flock 9
+fi
+
 # clang-19 runs binaryen's wasm-opt on what it links for wasm32 whenever it
 # finds one on PATH (and its --no-wasm-opt writes no output at all), which
 # gives other bytes than the recorded build: refuse rather than differ.
@@ -157,6 +169,16 @@ BUILDPY=$WORK/native/python
 # (-Wprofile-instr-missing).
 cp "$HERE/python.profdata" "$WORK/python.profdata"
 PGOFLAGS="-fprofile-instr-use=$WORK/python.profdata -Wprofile-instr-missing"
+# The C tools' string functions (build/ctools/wasi_string.c: memchr,
+# memrchr, strlen, memcpy, memmove, memset with simd128 and bulk memory),
+# linked as an object before wasi-libc, whose 4-bytes-a-step loops then
+# stay out of the link. CPython copies and scans strings and bytes with
+# them (str slicing and joining, the io layer's buffers, csv's fields).
+# Through make's LDFLAGS_NODIST, as the PGO flags: configure's checks
+# stay the same. They are leaves, and wazero runs simd128 and bulk memory
+# as it does for bash and the C tools.
+$CC -O2 -g0 -fno-builtin -msimd128 -mbulk-memory -c "$ROOT/build/ctools/wasi_string.c" -o "$WORK/wasi_string.o"
+STRFLAGS="$WORK/wasi_string.o"
 log "wasm32-wasi python"
 mkdir -p "$WORK/wasi"
 cd "$WORK/wasi"
@@ -177,12 +199,12 @@ LIBSQLITE3_CFLAGS="-I$DEPS/include" LIBSQLITE3_LIBS="-L$DEPS/lib -lsqlite3" \
 	--host=wasm32-unknown-wasi --build="$("$PYSRC/config.guess")" \
 	--with-build-python="$BUILDPY" --prefix=/usr \
 	--disable-test-modules --without-ensurepip --with-pymalloc >/dev/null
-"$PYSRC/Tools/wasm/wasi-env" make -s -j"$JOBS" CFLAGS_NODIST="$PGOFLAGS" python.wasm >/dev/null 2>"$WORK/wasi-make.log" || {
+"$PYSRC/Tools/wasm/wasi-env" make -s -j"$JOBS" CFLAGS_NODIST="$PGOFLAGS" LDFLAGS_NODIST="$STRFLAGS" python.wasm >/dev/null 2>"$WORK/wasi-make.log" || {
 	tail -40 "$WORK/wasi-make.log"; log "wasi build failed"; exit 1; }
-"$PYSRC/Tools/wasm/wasi-env" make -s CFLAGS_NODIST="$PGOFLAGS" pybuilddir.txt >/dev/null 2>>"$WORK/wasi-make.log"
+"$PYSRC/Tools/wasm/wasi-env" make -s CFLAGS_NODIST="$PGOFLAGS" LDFLAGS_NODIST="$STRFLAGS" pybuilddir.txt >/dev/null 2>>"$WORK/wasi-make.log"
 # The wasmbox reactor (wasmbox_main.c: _initialize and wasmbox_run) from the
 # same objects as the command python.wasm.
-"$PYSRC/Tools/wasm/wasi-env" make -s -f Makefile -f "$HERE/reactor.mk" CFLAGS_NODIST="$PGOFLAGS" WASMBOX_MAIN="$PYSRC/Modules/wasmbox_main.c" \
+"$PYSRC/Tools/wasm/wasi-env" make -s -f Makefile -f "$HERE/reactor.mk" CFLAGS_NODIST="$PGOFLAGS" LDFLAGS_NODIST="$STRFLAGS" WASMBOX_MAIN="$PYSRC/Modules/wasmbox_main.c" \
 	python-reactor.wasm >/dev/null 2>>"$WORK/wasi-make.log" || { tail -40 "$WORK/wasi-make.log"; log "reactor link failed"; exit 1; }
 /usr/bin/llvm-strip-19 --strip-debug -o "$OUT/python.wasm" python-reactor.wasm
 
@@ -196,6 +218,6 @@ SYSCONFIG=$(ls "$WORK/wasi/$(cat pybuilddir.txt)"/_sysconfigdata_*.py)
 	echo "# The inputs of python.wasm, python-stdlib.zip and sqlite3.wasm (build/python/build.sh)."
 	(cd "$WORK/src" && sha256sum *.dsc)
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
-	(cd "$ROOT" && sha256sum build/python/build.sh build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/pgo.sh build/python/pgo_train.py build/python/python.profdata build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
+	(cd "$ROOT" && sha256sum build/python/build.sh build/ctools/wasi_string.c build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/pgo.sh build/python/pgo_train.py build/python/python.profdata build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
 } > "$OUT/python.inputs"
 log "built $OUT/python.wasm ($(wc -c < "$OUT/python.wasm") bytes), $OUT/python-stdlib.zip ($(wc -c < "$OUT/python-stdlib.zip") bytes), $OUT/sqlite3.wasm ($(wc -c < "$OUT/sqlite3.wasm") bytes) in $(( $(date +%s) - start ))s"
