@@ -73,22 +73,32 @@ func (s *spawner) Spawn(ctx context.Context, req runtime.SpawnRequest) (uint32, 
 	if !handled {
 		res = s.e.run(ctx, child, s.depth+1, s.budget)
 	}
+	// The guest only sees EACCES for a denial; the reason goes to stderr.
+	writeReason(stderr, res)
 	switch res.Class {
 	case ClassNotFound:
 		return 0, fmt.Errorf("%s: %w", req.Argv[0], runtime.ErrSpawnNotFound)
 	case ClassDenied:
-		// The guest only sees EACCES; the reason goes to stderr.
-		fmt.Fprintf(stderr, "%v\n", res.Err)
 		return 0, runtime.ErrSpawnDenied
+	}
+	return uint32(res.ExitCode), nil
+}
+
+// writeReason writes to stderr why a child job ended, when wasmbox and
+// not the guest ended it or the guest could not say: its denial, its
+// limit (a line of wasmbox's that names the command), or the error of a
+// run that ended without a class.
+func writeReason(stderr io.Writer, res Result) {
+	switch res.Class {
+	case ClassDenied:
+		fmt.Fprintf(stderr, "%v\n", res.Err)
+	case ClassLimitExceeded:
+		fmt.Fprintf(stderr, "wasmbox: %v\n", res.Err)
 	case ClassNone:
 		if res.Err != nil {
 			fmt.Fprintf(stderr, "%v\n", res.Err)
 		}
-	case ClassLimitExceeded:
-		// wasmbox's line, not the guest's: it names the command.
-		fmt.Fprintf(stderr, "wasmbox: %v\n", res.Err)
 	}
-	return uint32(res.ExitCode), nil
 }
 
 func orDiscard(w io.Writer) io.Writer {
@@ -136,23 +146,17 @@ func (e *Executor) Spawner(template Job) runtime.Spawner {
 // SpawnResult maps the Result of a child job to what a runtime.Spawner
 // returns, writing the reason of a denial or a limit to stderr.
 func SpawnResult(ctx context.Context, res Result, stderr io.Writer) (uint32, error) {
+	writeReason(stderr, res)
 	switch res.Class {
 	case ClassNotFound:
 		return ExitNotFound, fmt.Errorf("%w: %w", runtime.ErrSpawnNotFound, res.Err)
 	case ClassDenied:
-		fmt.Fprintf(stderr, "%v\n", res.Err)
 		return ExitDenied, fmt.Errorf("%w: %w", runtime.ErrSpawnDenied, res.Err)
 	case ClassLimitExceeded:
-		// wasmbox's line, not the guest's: it names the command.
-		fmt.Fprintf(stderr, "wasmbox: %v\n", res.Err)
 		return uint32(res.ExitCode), fmt.Errorf("%w: %w", runtime.ErrSpawnLimit, res.Err)
 	case ClassTimeout, ClassCancelled:
 		if err := ctx.Err(); err != nil {
 			return uint32(res.ExitCode), err
-		}
-	case ClassNone:
-		if res.Err != nil {
-			fmt.Fprintf(stderr, "%v\n", res.Err)
 		}
 	}
 	return uint32(res.ExitCode), nil
