@@ -770,10 +770,19 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	if s.closing || len(s.sessions) >= s.cfg.MaxSessions {
+	if s.closing {
 		s.mu.Unlock()
 		sess.Close()
-		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down or full")
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", "server is shutting down")
+		return
+	}
+	if len(s.sessions) >= s.cfg.MaxSessions {
+		// Concurrent creates passed the first check together: the one
+		// that finds the cap reached gets the same answer as if it had
+		// come after them.
+		s.mu.Unlock()
+		sess.Close()
+		writeError(w, http.StatusTooManyRequests, "too_many_sessions", fmt.Sprintf("at most %d sessions", s.cfg.MaxSessions))
 		return
 	}
 	s.sessions[id] = &entry{sess: sess, lastUsed: s.cfg.Clock()}

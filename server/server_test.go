@@ -238,6 +238,87 @@ func TestTooManySessions(t *testing.T) {
 	wantError(t, do(t, "POST", ts.url+"/v1/sessions", nil), 429, "too_many_sessions")
 }
 
+// barrierBackend's NewSession returns only once n callers are in it, so
+// that n creates pass the server's first cap check together.
+type barrierBackend struct {
+	*fakeBackend
+	n       int
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{}
+}
+
+func (b *barrierBackend) NewSession(ctx context.Context) (Session, error) {
+	b.mu.Lock()
+	if b.arrived++; b.arrived == b.n {
+		close(b.all)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.all:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return b.fakeBackend.NewSession(ctx)
+}
+
+// TestConcurrentCreatesPastTheCap: two creates that pass the first check
+// together under MaxSessions 1 give one session and one 429
+// too_many_sessions (before, the second got 503 shutting_down, "server is
+// shutting down or full"), and the refused one's session is closed.
+func TestConcurrentCreatesPastTheCap(t *testing.T) {
+	fb := &fakeBackend{run: echoRun}
+	s, err := New(Config{Backend: &barrierBackend{fakeBackend: fb, n: 2, all: make(chan struct{})}, MaxSessions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	}()
+	url := "http://" + l.Addr().String() + "/v1/sessions"
+	got := make(chan response, 2)
+	for range 2 {
+		go func() {
+			resp, err := http.Post(url, "application/json", nil)
+			if err != nil {
+				got <- response{status: -1, body: []byte(err.Error())}
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			got <- response{resp.StatusCode, resp.Header, body}
+		}()
+	}
+	a, b := <-got, <-got
+	if a.status != 201 {
+		a, b = b, a
+	}
+	if a.status != 201 {
+		t.Fatalf("no session created: %d %s", a.status, a.body)
+	}
+	wantError(t, b, 429, "too_many_sessions")
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	closed := 0
+	for _, ss := range fb.sessions {
+		ss.mu.Lock()
+		if ss.closed {
+			closed++
+		}
+		ss.mu.Unlock()
+	}
+	if len(fb.sessions) != 2 || closed != 1 {
+		t.Fatalf("%d sessions made, %d closed; want 2 and 1", len(fb.sessions), closed)
+	}
+}
+
 // blockingRun blocks until released or its context ends.
 type blockingRun struct {
 	started chan struct{}

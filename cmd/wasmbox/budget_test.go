@@ -7,14 +7,18 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	wbruntime "github.com/wasmbox/wasmbox/runtime"
 )
 
 // TestServeMemoryBudget: `wasmbox serve --memory-budget 1000MiB` admits a
@@ -159,5 +163,65 @@ func TestRunMemoryBudgetRefused(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != 137 || res.ExitCode != 137 || res.ErrorClass != "LIMIT_EXCEEDED" ||
 		!strings.Contains(res.Stderr, "process memory budget") {
 		t.Fatalf("--json: exit %d, %s (%v)", code, stdout, err)
+	}
+}
+
+// TestSessionCapCountsAnAnsweredSessionOnce: a session whose initialize
+// was answered is live (the SDK connected it before writing the answer)
+// while its handler may still be finishing; sessionCap must not count it
+// twice then, or the client's next session is refused under the cap (CI
+// failed TestMCPSessionCap this way on a loaded machine). The handler
+// here holds its request open after answering, as a slow one does.
+func TestSessionCapCountsAnAnsweredSessionOnce(t *testing.T) {
+	var mu sync.Mutex
+	live := 0
+	answered := make(chan struct{}, 2)
+	release := make(chan struct{})
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		live++
+		mu.Unlock()
+		w.Header().Set("Mcp-Session-Id", "s")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		answered <- struct{}{}
+		<-release
+	})
+	c := &sessionCap{next: next, max: 2, budget: wbruntime.NewBudget(1 << 40), cost: 1,
+		live: func() int { mu.Lock(); defer mu.Unlock(); return live }}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	defer close(release)
+	post := func() *http.Response {
+		resp, err := http.Post(srv.URL, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	// The first session is answered; its handler has not returned.
+	r1 := post()
+	defer r1.Body.Close()
+	<-answered
+	if r1.StatusCode != 200 {
+		t.Fatalf("first session: %d", r1.StatusCode)
+	}
+	r2 := post()
+	defer r2.Body.Close()
+	if r2.StatusCode != 200 {
+		b, _ := io.ReadAll(r2.Body)
+		t.Fatalf("second session under --max-sessions 2: %d %s", r2.StatusCode, b)
+	}
+	<-answered
+	// Two are live: a third is refused.
+	r3 := post()
+	defer r3.Body.Close()
+	if r3.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("third session: %d", r3.StatusCode)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if c.opening != 0 {
+		t.Fatalf("opening = %d after every request was answered", c.opening)
 	}
 }

@@ -209,8 +209,13 @@ func (a *app) serveMCP(ctx context.Context, front *mcpFront, addr, token string,
 // would open one (a POST without Mcp-Session-Id) past max gets 429
 // too_many_sessions, and one the process's memory budget has no room for
 // (its sandbox's reservation, cost) 503 memory_budget, both with
-// Retry-After, before the MCP handler sees it. Sessions being opened count
-// until their request ends, so that concurrent ones cannot pass max.
+// Retry-After, before the MCP handler sees it. A session being opened
+// counts from its request's start until its response names it (the SDK
+// has made it live, so live counts it from then on) or, if none is made,
+// until the request ends: concurrent ones cannot pass max, and none counts
+// twice. (Counting it until the request ended let a client whose session
+// was answered, while the handler was still finishing, be refused the
+// next one: CI's TestMCPSessionCap.)
 type sessionCap struct {
 	next    http.Handler
 	max     int
@@ -244,13 +249,50 @@ func (c *sessionCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.opening++
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.opening--
-		c.mu.Unlock()
-	}()
-	c.next.ServeHTTP(w, r)
+	ow := &openingWriter{ResponseWriter: w, cap: c}
+	defer ow.opened()
+	c.next.ServeHTTP(ow, r)
 }
+
+// openingWriter ends its request's count in sessionCap.opening once: when
+// the response's header goes out (with Mcp-Session-Id the session is live
+// by then; without, none was made), or when the request ends.
+type openingWriter struct {
+	http.ResponseWriter
+	cap  *sessionCap
+	done bool
+}
+
+func (w *openingWriter) opened() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.cap.mu.Lock()
+	w.cap.opening--
+	w.cap.mu.Unlock()
+}
+
+func (w *openingWriter) WriteHeader(code int) {
+	w.opened()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *openingWriter) Write(b []byte) (int, error) {
+	w.opened()
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush and Unwrap keep the SDK's event streams working through the
+// wrapper (it flushes each event; http.ResponseController unwraps).
+func (w *openingWriter) Flush() {
+	w.opened()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *openingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // writeMCPError writes the error body of serve's API.
 func writeMCPError(w http.ResponseWriter, status int, code, msg string) {
