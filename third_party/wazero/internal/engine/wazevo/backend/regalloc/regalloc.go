@@ -31,6 +31,20 @@ func NewAllocator[I Instr, B Block[I], F Function[I, B]](allocatableRegs *Regist
 			a.allocatableSet = a.allocatableSet.add(r)
 		}
 	}
+	if allocatableRegs.PreferCallerSavedOutsideCalls {
+		for typ, regs := range allocatableRegs.AllocatableRegisters {
+			var callee, caller []RealReg
+			for _, r := range regs {
+				if allocatableRegs.CalleeSavedRegisters.has(r) {
+					callee = append(callee, r)
+				} else {
+					caller = append(caller, r)
+				}
+			}
+			a.callerFirst[typ] = append(append([]RealReg{}, caller...), callee...)
+			a.calleeFirst[typ] = append(append([]RealReg{}, callee...), caller...)
+		}
+	}
 	return a
 }
 
@@ -46,6 +60,14 @@ type (
 		// RealRegName returns the name of the given RealReg for debugging.
 		RealRegName func(r RealReg) string
 		RealRegType func(r RealReg) RegType
+		// PreferCallerSavedOutsideCalls (wasmbox) makes the allocator pick
+		// a callee-saved register first for a value that lives across a
+		// call (it then stays in its register instead of being spilled
+		// before the call and reloaded after it), and a caller-saved one
+		// first for any other value (a function that needs no callee-saved
+		// register does not save and restore one). Otherwise the order of
+		// AllocatableRegisters is used as is.
+		PreferCallerSavedOutsideCalls bool
 	}
 
 	// Allocator is a register allocator.
@@ -66,6 +88,14 @@ type (
 		// Followings are re-used during various places.
 		blks  []B
 		reals []RealReg
+
+		// wasmbox: with RegisterInfo.PreferCallerSavedOutsideCalls, the
+		// allocatable registers with the caller-saved ones first and with
+		// the callee-saved ones first, the program counters of the calls
+		// of the block being allocated, and whether the function has a call.
+		callerFirst, calleeFirst [NumRegType][]RealReg
+		callPCs                  []programCounter
+		callBlks                 []B
 
 		// Following two fields are updated while iterating the blocks in the reverse postorder.
 		state       state[I, B, F]
@@ -126,7 +156,11 @@ type (
 		// value is live-in or not.
 		spilled bool
 		// isPhi is true if this is a phi value.
-		isPhi      bool
+		isPhi bool
+		// acrossCall (wasmbox) is true if this value is live after a call
+		// somewhere in the function (set by the liveness analysis when
+		// PreferCallerSavedOutsideCalls).
+		acrossCall bool
 		desiredLoc desiredLoc
 		// phiDefInstList is a list of instructions that defines this phi value.
 		// This is used to determine the spill location, and only valid if isPhi=true.
@@ -215,6 +249,7 @@ func resetVrState[I Instr, B Block[I], F Function[I, B]](vs *vrState[I, B, F]) {
 	vs.lastUseUpdatedAtBlockID = -1
 	vs.lca = nilBlk
 	vs.isPhi = false
+	vs.acrossCall = false
 	vs.phiDefInstList = nil
 	vs.desiredLoc = desiredLocUnspecified
 }
@@ -454,6 +489,7 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 		}
 
 		for instr := blk.InstrRevIteratorBegin(); instr != nilInstr; instr = blk.InstrRevIteratorNext() {
+			isCall := a.regInfo.PreferCallerSavedOutsideCalls && (instr.IsCall() || instr.IsIndirectCall())
 
 			var use, def VReg
 			var defIsPhi bool
@@ -463,6 +499,18 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 					defIsPhi = st.isPhi
 					// Note: We use .spilled field to store the flag.
 					st.spilled = flagDeleted
+				}
+			}
+			if isCall {
+				// wasmbox: what is live after the call lives across it.
+				// (What is live only through a back edge is marked below.)
+				if len(a.callBlks) == 0 || a.callBlks[len(a.callBlks)-1] != blk {
+					a.callBlks = append(a.callBlks, blk)
+				}
+				for _, st := range a.ss {
+					if st.spilled == flagLive { //nolint:gosimple
+						st.acrossCall = true
+					}
 				}
 			}
 			for _, use = range instr.Uses(&a.vs) {
@@ -499,6 +547,24 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 	for i := 0; i < nrs; i++ {
 		root := f.LoopNestingForestRoot(i)
 		a.loopTreeDFS(f, root)
+	}
+
+	// wasmbox: with the live-ins complete, what a block with a call passes
+	// to its successors (back edges included) lives across its last call
+	// (or is defined after it: a register of the other kind would do, the
+	// price is a save and restore of one register in the function).
+	for _, blk := range a.callBlks {
+		for i, ns := 0, blk.Succs(); i < ns; i++ {
+			succ := f.Succ(blk, i)
+			if succ == nilBlk {
+				continue
+			}
+			for _, st := range a.getOrAllocateBlockState(succ.ID()).liveIns {
+				if st.phiBlk() != succ {
+					st.acrossCall = true
+				}
+			}
+		}
 	}
 }
 
@@ -677,9 +743,13 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 
 	// Update the last use of each VReg.
 	a.copies = a.copies[:0] // Stores the copy instructions.
+	a.callPCs = a.callPCs[:0]
 	var pc programCounter
 	var nilInstr I
 	for instr := blk.InstrIteratorBegin(); instr != nilInstr; instr = blk.InstrIteratorNext() {
+		if instr.IsCall() || instr.IsIndirectCall() {
+			a.callPCs = append(a.callPCs, pc)
+		}
 		var useState *vrState[I, B, F]
 		for _, use := range instr.Uses(&a.vs) {
 			useState = s.getVRegState(use.ID())
@@ -782,7 +852,7 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 				r := vs.r
 
 				if r == RealRegInvalid {
-					r = a.findOrSpillAllocatable(s, a.regInfo.AllocatableRegisters[use.RegType()], currentUsedSet,
+					r = a.findOrSpillAllocatable(s, a.allocatable(vs, use.RegType(), pc, vs.lastUse), currentUsedSet,
 						// Prefer the desired register if it's available.
 						vs.desiredLoc.realReg())
 					vs.recordReload(f, blk)
@@ -877,15 +947,19 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 				// Allocate a new real register if `def` is not currently assigned one.
 				// It can happen when multiple instructions define the same VReg (e.g. const loads).
 				if r == RealRegInvalid {
+					crosses := a.crossesCall(vState, pc, vState.lastUse)
 					if instr.IsCopy() {
 						copySrc := instr.Uses(&a.vs)[0].RealReg()
-						if a.allocatableSet.has(copySrc) && !s.regsInUse.has(copySrc) {
+						if a.allocatableSet.has(copySrc) && !s.regsInUse.has(copySrc) &&
+							// wasmbox: a value that lives across a call is not
+							// kept in the caller-saved register it is copied from.
+							!(crosses && a.regInfo.CallerSavedRegisters.has(copySrc)) {
 							r = copySrc
 						}
 					}
 					if r == RealRegInvalid {
 						typ := def.RegType()
-						r = a.findOrSpillAllocatable(s, a.regInfo.AllocatableRegisters[typ], RegSet(0), RealRegInvalid)
+						r = a.findOrSpillAllocatable(s, a.allocatable(vState, typ, pc, vState.lastUse), RegSet(0), RealRegInvalid)
 					}
 					s.useRealReg(r, vState)
 				}
@@ -941,6 +1015,38 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 		// If the successor is not visited yet, finalize the start state.
 		a.finalizeStartReg(f, succ)
 	}
+}
+
+// crossesCall (wasmbox) reports whether the value of vs, at pc of the
+// current block and last used at lastUse, lives across a call from now on:
+// a call of the block comes after pc and before lastUse, or the value is
+// live out of the block and lives across a call somewhere. Without
+// PreferCallerSavedOutsideCalls it is false.
+func (a *Allocator[I, B, F]) crossesCall(vs *vrState[I, B, F], pc, lastUse programCounter) bool {
+	if !a.regInfo.PreferCallerSavedOutsideCalls || lastUse <= pc {
+		return false
+	}
+	if lastUse == programCounterLiveOut && vs.acrossCall {
+		return true
+	}
+	for _, c := range a.callPCs {
+		if c > pc && c < lastUse {
+			return true
+		}
+	}
+	return false
+}
+
+// allocatable returns the registers of typ in the order to try for a value
+// at pc whose last use is lastUse (see PreferCallerSavedOutsideCalls).
+func (a *Allocator[I, B, F]) allocatable(vs *vrState[I, B, F], typ RegType, pc, lastUse programCounter) []RealReg {
+	if !a.regInfo.PreferCallerSavedOutsideCalls {
+		return a.regInfo.AllocatableRegisters[typ]
+	}
+	if a.crossesCall(vs, pc, lastUse) {
+		return a.calleeFirst[typ]
+	}
+	return a.callerFirst[typ]
 }
 
 func (a *Allocator[I, B, F]) releaseCallerSavedRegs(addrReg RealReg) {
@@ -1200,6 +1306,7 @@ func (a *Allocator[I, B, F]) scheduleSpill(f F, vs *vrState[I, B, F]) {
 
 // Reset resets the allocator's internal state so that it can be reused.
 func (a *Allocator[I, B, F]) Reset() {
+	a.callBlks = a.callBlks[:0]
 	a.state.reset()
 	a.blockStates.Reset()
 	a.phiDefInstListPool.Reset()
