@@ -914,6 +914,7 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 				r := def.RealReg()
 				if a.allocatableSet.has(r) {
 					if s.regsInUse.has(r) {
+						a.evictToFreeReg(f, s, r, pc, currentUsedSet, instr)
 						s.releaseRealReg(r)
 					}
 					s.useRealReg(r, vState)
@@ -1035,6 +1036,30 @@ func (a *Allocator[I, B, F]) crossesCall(vs *vrState[I, B, F], pc, lastUse progr
 		}
 	}
 	return false
+}
+
+// evictToFreeReg (wasmbox) is called when instr defines the real register r
+// (a copy into an argument register of a call, for example) that holds a
+// value: a value still used after instr moves to a free register that instr
+// does not read, rather than being spilled to the stack and reloaded. With
+// no free register, or without PreferCallerSavedOutsideCalls, it does nothing
+// (the caller releases r, and the value is reloaded at its next use).
+func (a *Allocator[I, B, F]) evictToFreeReg(f F, s *state[I, B, F], r RealReg, pc programCounter, used RegSet, instr I) {
+	if !a.regInfo.PreferCallerSavedOutsideCalls {
+		return
+	}
+	occ := s.regsInUse.get(r)
+	if occ == nil || occ.v.IsRealReg() || occ.lastUse <= pc {
+		return
+	}
+	typ := occ.v.RegType()
+	free := s.findAllocatable(a.allocatable(occ, typ, pc, occ.lastUse), used.add(r))
+	if free == RealRegInvalid {
+		return
+	}
+	f.InsertMoveBefore(FromRealReg(free, typ), occ.v.SetRealReg(r), instr)
+	s.releaseRealReg(r)
+	s.useRealReg(free, occ)
 }
 
 // allocatable returns the registers of typ in the order to try for a value

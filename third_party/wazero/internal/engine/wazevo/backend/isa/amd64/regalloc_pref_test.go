@@ -17,10 +17,13 @@ import (
 // for any other value. Two functions compiled by the frontend and this
 // backend:
 //
-//   - tail(x) = call_indirect (i32.load 16) with x, the shape of CPython's
+//   - tail(x) = call_indirect (i32.load 16) with (i32.load 12, x), the shape of CPython's
 //     PyObject_Free and _Py_Dealloc: nothing lives across the call, so the
 //     function saves and restores no callee-saved register (the old order,
 //     rax, rcx, rdx, ..., gave a temporary rdx and a push and pop of it);
+//     and x, which arrives in rcx and leaves in rdi while the value
+//     loaded from 12 goes to rcx, moves to a free register rather than being
+//     spilled to the stack and reloaded (the allocator evicted it);
 //   - across(x) = callee(x) + x + i32.load x: x, the execution context
 //     (the load's bounds check) and the module context (the memory's base
 //     and length after the call) live across the call, so they stay in
@@ -30,6 +33,7 @@ func TestCalleeSavedAcrossCalls(t *testing.T) {
 	m := &wasm.Module{
 		TypeSection: []wasm.FunctionType{
 			{Params: []wasm.ValueType{wasm.ValueTypeI32}, Results: []wasm.ValueType{wasm.ValueTypeI32}},
+			{Params: []wasm.ValueType{wasm.ValueTypeI32, wasm.ValueTypeI32}, Results: []wasm.ValueType{wasm.ValueTypeI32}},
 		},
 		TableSection:    []wasm.Table{{Min: 4, Type: wasm.RefTypeFuncref}},
 		MemorySection:   &wasm.Memory{Min: 1, Cap: 1, Max: 1},
@@ -37,9 +41,10 @@ func TestCalleeSavedAcrossCalls(t *testing.T) {
 		CodeSection: []wasm.Code{
 			{Body: []byte{wasm.OpcodeLocalGet, 0, wasm.OpcodeEnd}}, // callee
 			{Body: []byte{ // tail
+				wasm.OpcodeI32Const, 12, wasm.OpcodeI32Load, 2, 0,
 				wasm.OpcodeLocalGet, 0,
 				wasm.OpcodeI32Const, 16, wasm.OpcodeI32Load, 2, 0,
-				wasm.OpcodeCallIndirect, 0, 0,
+				wasm.OpcodeCallIndirect, 1, 0,
 				wasm.OpcodeEnd,
 			}},
 			{Body: []byte{ // across
@@ -70,6 +75,9 @@ func TestCalleeSavedAcrossCalls(t *testing.T) {
 	tail := compile(1)
 	if len(tail.clobberedRegs) != 0 {
 		t.Errorf("tail saves and restores %v, want no callee-saved register", tail.clobberedRegs)
+	}
+	if tail.spillSlotSize != 0 {
+		t.Errorf("tail spills %d bytes, want none (x moves from rcx, where the call wants the value loaded from 12, to a free register)", tail.spillSlotSize)
 	}
 
 	across := compile(2)
