@@ -161,6 +161,10 @@ type (
 		// somewhere in the function (set by the liveness analysis when
 		// PreferCallerSavedOutsideCalls).
 		acrossCall bool
+		// liveSince (wasmbox) is, during the liveness analysis of a block,
+		// the number of calls after the value's last use (in the block's
+		// reverse walk, the calls seen when the value became live).
+		liveSince  int32
 		desiredLoc desiredLoc
 		// phiDefInstList is a list of instructions that defines this phi value.
 		// This is used to determine the spill location, and only valid if isPhi=true.
@@ -250,6 +254,7 @@ func resetVrState[I Instr, B Block[I], F Function[I, B]](vs *vrState[I, B, F]) {
 	vs.lca = nilBlk
 	vs.isPhi = false
 	vs.acrossCall = false
+	vs.liveSince = 0
 	vs.phiDefInstList = nil
 	vs.desiredLoc = desiredLocUnspecified
 }
@@ -483,11 +488,18 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 				if st.phiBlk() != succ && st.spilled != flagLive { //nolint:gosimple
 					// We use .spilled field to store the flag.
 					st.spilled = flagLive
+					st.liveSince = 0
 					a.ss = append(a.ss, st)
 				}
 			}
 		}
 
+		// wasmbox: calls counts the calls of the block seen so far in the
+		// reverse walk; a value whose def (or the block's start) is reached
+		// with more calls than when it became live lives across a call.
+		// (What is live only through a back edge is marked after the loop
+		// forest is done, below.)
+		var calls int32
 		for instr := blk.InstrRevIteratorBegin(); instr != nilInstr; instr = blk.InstrRevIteratorNext() {
 			isCall := a.regInfo.PreferCallerSavedOutsideCalls && (instr.IsCall() || instr.IsIndirectCall())
 
@@ -497,21 +509,18 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 				if !def.IsRealReg() {
 					st := s.getOrAllocateVRegState(def)
 					defIsPhi = st.isPhi
+					if st.spilled == flagLive && calls > st.liveSince { //nolint:gosimple
+						st.acrossCall = true
+					}
 					// Note: We use .spilled field to store the flag.
 					st.spilled = flagDeleted
 				}
 			}
 			if isCall {
-				// wasmbox: what is live after the call lives across it.
-				// (What is live only through a back edge is marked below.)
 				if len(a.callBlks) == 0 || a.callBlks[len(a.callBlks)-1] != blk {
 					a.callBlks = append(a.callBlks, blk)
 				}
-				for _, st := range a.ss {
-					if st.spilled == flagLive { //nolint:gosimple
-						st.acrossCall = true
-					}
-				}
+				calls++
 			}
 			for _, use = range instr.Uses(&a.vs) {
 				if !use.IsRealReg() {
@@ -519,6 +528,7 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 					// Note: We use .spilled field to store the flag.
 					if st.spilled != flagLive { //nolint:gosimple
 						st.spilled = flagLive
+						st.liveSince = calls
 						a.ss = append(a.ss, st)
 					}
 				}
@@ -535,6 +545,9 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 		for _, st := range a.ss {
 			// We use .spilled field to store the flag.
 			if st.spilled == flagLive { //nolint:gosimple
+				if calls > st.liveSince {
+					st.acrossCall = true // live into the block and across a call of it
+				}
 				info.liveIns = append(info.liveIns, st)
 				st.spilled = false
 			}
