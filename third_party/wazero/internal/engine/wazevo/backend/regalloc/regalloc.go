@@ -12,6 +12,7 @@ package regalloc
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/wazevoapi"
@@ -1043,12 +1044,10 @@ func (a *Allocator[I, B, F]) crossesCall(vs *vrState[I, B, F], pc, lastUse progr
 	if lastUse == programCounterLiveOut && vs.acrossCall {
 		return true
 	}
-	for _, c := range a.callPCs {
-		if c > pc && c < lastUse {
-			return true
-		}
-	}
-	return false
+	// The first call after pc (callPCs is in ascending order): a binary
+	// search, so that a block of many calls and values stays linear-log.
+	i, _ := slices.BinarySearch(a.callPCs, pc+1)
+	return i < len(a.callPCs) && a.callPCs[i] < lastUse
 }
 
 // evictToFreeReg (wasmbox) is called when instr defines the real register r
