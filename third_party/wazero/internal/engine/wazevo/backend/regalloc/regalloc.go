@@ -12,6 +12,7 @@ package regalloc
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/wazevoapi"
@@ -31,6 +32,20 @@ func NewAllocator[I Instr, B Block[I], F Function[I, B]](allocatableRegs *Regist
 			a.allocatableSet = a.allocatableSet.add(r)
 		}
 	}
+	if allocatableRegs.PreferCallerSavedOutsideCalls {
+		for typ, regs := range allocatableRegs.AllocatableRegisters {
+			var callee, caller []RealReg
+			for _, r := range regs {
+				if allocatableRegs.CalleeSavedRegisters.has(r) {
+					callee = append(callee, r)
+				} else {
+					caller = append(caller, r)
+				}
+			}
+			a.callerFirst[typ] = append(append([]RealReg{}, caller...), callee...)
+			a.calleeFirst[typ] = append(append([]RealReg{}, callee...), caller...)
+		}
+	}
 	return a
 }
 
@@ -46,6 +61,14 @@ type (
 		// RealRegName returns the name of the given RealReg for debugging.
 		RealRegName func(r RealReg) string
 		RealRegType func(r RealReg) RegType
+		// PreferCallerSavedOutsideCalls (wasmbox) makes the allocator pick
+		// a callee-saved register first for a value that lives across a
+		// call (it then stays in its register instead of being spilled
+		// before the call and reloaded after it), and a caller-saved one
+		// first for any other value (a function that needs no callee-saved
+		// register does not save and restore one). Otherwise the order of
+		// AllocatableRegisters is used as is.
+		PreferCallerSavedOutsideCalls bool
 	}
 
 	// Allocator is a register allocator.
@@ -66,6 +89,14 @@ type (
 		// Followings are re-used during various places.
 		blks  []B
 		reals []RealReg
+
+		// wasmbox: with RegisterInfo.PreferCallerSavedOutsideCalls, the
+		// allocatable registers with the caller-saved ones first and with
+		// the callee-saved ones first, the program counters of the calls
+		// of the block being allocated, and whether the function has a call.
+		callerFirst, calleeFirst [NumRegType][]RealReg
+		callPCs                  []programCounter
+		callBlks                 []B
 
 		// Following two fields are updated while iterating the blocks in the reverse postorder.
 		state       state[I, B, F]
@@ -126,7 +157,15 @@ type (
 		// value is live-in or not.
 		spilled bool
 		// isPhi is true if this is a phi value.
-		isPhi      bool
+		isPhi bool
+		// acrossCall (wasmbox) is true if this value is live after a call
+		// somewhere in the function (set by the liveness analysis when
+		// PreferCallerSavedOutsideCalls).
+		acrossCall bool
+		// liveSince (wasmbox) is, during the liveness analysis of a block,
+		// the number of calls after the value's last use (in the block's
+		// reverse walk, the calls seen when the value became live).
+		liveSince  int32
 		desiredLoc desiredLoc
 		// phiDefInstList is a list of instructions that defines this phi value.
 		// This is used to determine the spill location, and only valid if isPhi=true.
@@ -215,6 +254,8 @@ func resetVrState[I Instr, B Block[I], F Function[I, B]](vs *vrState[I, B, F]) {
 	vs.lastUseUpdatedAtBlockID = -1
 	vs.lca = nilBlk
 	vs.isPhi = false
+	vs.acrossCall = false
+	vs.liveSince = 0
 	vs.phiDefInstList = nil
 	vs.desiredLoc = desiredLocUnspecified
 }
@@ -448,12 +489,20 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 				if st.phiBlk() != succ && st.spilled != flagLive { //nolint:gosimple
 					// We use .spilled field to store the flag.
 					st.spilled = flagLive
+					st.liveSince = 0
 					a.ss = append(a.ss, st)
 				}
 			}
 		}
 
+		// wasmbox: calls counts the calls of the block seen so far in the
+		// reverse walk; a value whose def (or the block's start) is reached
+		// with more calls than when it became live lives across a call.
+		// (What is live only through a back edge is marked after the loop
+		// forest is done, below.)
+		var calls int32
 		for instr := blk.InstrRevIteratorBegin(); instr != nilInstr; instr = blk.InstrRevIteratorNext() {
+			isCall := a.regInfo.PreferCallerSavedOutsideCalls && (instr.IsCall() || instr.IsIndirectCall())
 
 			var use, def VReg
 			var defIsPhi bool
@@ -461,9 +510,18 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 				if !def.IsRealReg() {
 					st := s.getOrAllocateVRegState(def)
 					defIsPhi = st.isPhi
+					if st.spilled == flagLive && calls > st.liveSince { //nolint:gosimple
+						st.acrossCall = true
+					}
 					// Note: We use .spilled field to store the flag.
 					st.spilled = flagDeleted
 				}
+			}
+			if isCall {
+				if len(a.callBlks) == 0 || a.callBlks[len(a.callBlks)-1] != blk {
+					a.callBlks = append(a.callBlks, blk)
+				}
+				calls++
 			}
 			for _, use = range instr.Uses(&a.vs) {
 				if !use.IsRealReg() {
@@ -471,6 +529,7 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 					// Note: We use .spilled field to store the flag.
 					if st.spilled != flagLive { //nolint:gosimple
 						st.spilled = flagLive
+						st.liveSince = calls
 						a.ss = append(a.ss, st)
 					}
 				}
@@ -487,6 +546,9 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 		for _, st := range a.ss {
 			// We use .spilled field to store the flag.
 			if st.spilled == flagLive { //nolint:gosimple
+				if calls > st.liveSince {
+					st.acrossCall = true // live into the block and across a call of it
+				}
 				info.liveIns = append(info.liveIns, st)
 				st.spilled = false
 			}
@@ -499,6 +561,24 @@ func (a *Allocator[I, B, F]) livenessAnalysis(f F) {
 	for i := 0; i < nrs; i++ {
 		root := f.LoopNestingForestRoot(i)
 		a.loopTreeDFS(f, root)
+	}
+
+	// wasmbox: with the live-ins complete, what a block with a call passes
+	// to its successors (back edges included) lives across its last call
+	// (or is defined after it: a register of the other kind would do, the
+	// price is a save and restore of one register in the function).
+	for _, blk := range a.callBlks {
+		for i, ns := 0, blk.Succs(); i < ns; i++ {
+			succ := f.Succ(blk, i)
+			if succ == nilBlk {
+				continue
+			}
+			for _, st := range a.getOrAllocateBlockState(succ.ID()).liveIns {
+				if st.phiBlk() != succ {
+					st.acrossCall = true
+				}
+			}
+		}
 	}
 }
 
@@ -677,9 +757,13 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 
 	// Update the last use of each VReg.
 	a.copies = a.copies[:0] // Stores the copy instructions.
+	a.callPCs = a.callPCs[:0]
 	var pc programCounter
 	var nilInstr I
 	for instr := blk.InstrIteratorBegin(); instr != nilInstr; instr = blk.InstrIteratorNext() {
+		if instr.IsCall() || instr.IsIndirectCall() {
+			a.callPCs = append(a.callPCs, pc)
+		}
 		var useState *vrState[I, B, F]
 		for _, use := range instr.Uses(&a.vs) {
 			useState = s.getVRegState(use.ID())
@@ -782,7 +866,7 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 				r := vs.r
 
 				if r == RealRegInvalid {
-					r = a.findOrSpillAllocatable(s, a.regInfo.AllocatableRegisters[use.RegType()], currentUsedSet,
+					r = a.findOrSpillAllocatable(s, a.allocatable(vs, use.RegType(), pc, vs.lastUse), currentUsedSet,
 						// Prefer the desired register if it's available.
 						vs.desiredLoc.realReg())
 					vs.recordReload(f, blk)
@@ -844,6 +928,7 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 				r := def.RealReg()
 				if a.allocatableSet.has(r) {
 					if s.regsInUse.has(r) {
+						a.evictToFreeReg(f, s, r, pc, currentUsedSet, instr)
 						s.releaseRealReg(r)
 					}
 					s.useRealReg(r, vState)
@@ -877,15 +962,19 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 				// Allocate a new real register if `def` is not currently assigned one.
 				// It can happen when multiple instructions define the same VReg (e.g. const loads).
 				if r == RealRegInvalid {
+					crosses := a.crossesCall(vState, pc, vState.lastUse)
 					if instr.IsCopy() {
 						copySrc := instr.Uses(&a.vs)[0].RealReg()
-						if a.allocatableSet.has(copySrc) && !s.regsInUse.has(copySrc) {
+						if a.allocatableSet.has(copySrc) && !s.regsInUse.has(copySrc) &&
+							// wasmbox: a value that lives across a call is not
+							// kept in the caller-saved register it is copied from.
+							!(crosses && a.regInfo.CallerSavedRegisters.has(copySrc)) {
 							r = copySrc
 						}
 					}
 					if r == RealRegInvalid {
 						typ := def.RegType()
-						r = a.findOrSpillAllocatable(s, a.regInfo.AllocatableRegisters[typ], RegSet(0), RealRegInvalid)
+						r = a.findOrSpillAllocatable(s, a.allocatable(vState, typ, pc, vState.lastUse), RegSet(0), RealRegInvalid)
 					}
 					s.useRealReg(r, vState)
 				}
@@ -941,6 +1030,60 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 		// If the successor is not visited yet, finalize the start state.
 		a.finalizeStartReg(f, succ)
 	}
+}
+
+// crossesCall (wasmbox) reports whether the value of vs, at pc of the
+// current block and last used at lastUse, lives across a call from now on:
+// a call of the block comes after pc and before lastUse, or the value is
+// live out of the block and lives across a call somewhere. Without
+// PreferCallerSavedOutsideCalls it is false.
+func (a *Allocator[I, B, F]) crossesCall(vs *vrState[I, B, F], pc, lastUse programCounter) bool {
+	if !a.regInfo.PreferCallerSavedOutsideCalls || lastUse <= pc {
+		return false
+	}
+	if lastUse == programCounterLiveOut && vs.acrossCall {
+		return true
+	}
+	// The first call after pc (callPCs is in ascending order): a binary
+	// search, so that a block of many calls and values stays linear-log.
+	i, _ := slices.BinarySearch(a.callPCs, pc+1)
+	return i < len(a.callPCs) && a.callPCs[i] < lastUse
+}
+
+// evictToFreeReg (wasmbox) is called when instr defines the real register r
+// (a copy into an argument register of a call, for example) that holds a
+// value: a value still used after instr moves to a free register that instr
+// does not read, rather than being spilled to the stack and reloaded. With
+// no free register, or without PreferCallerSavedOutsideCalls, it does nothing
+// (the caller releases r, and the value is reloaded at its next use).
+func (a *Allocator[I, B, F]) evictToFreeReg(f F, s *state[I, B, F], r RealReg, pc programCounter, used RegSet, instr I) {
+	if !a.regInfo.PreferCallerSavedOutsideCalls {
+		return
+	}
+	occ := s.regsInUse.get(r)
+	if occ == nil || occ.v.IsRealReg() || occ.lastUse <= pc {
+		return
+	}
+	typ := occ.v.RegType()
+	free := s.findAllocatable(a.allocatable(occ, typ, pc, occ.lastUse), used.add(r))
+	if free == RealRegInvalid {
+		return
+	}
+	f.InsertMoveBefore(FromRealReg(free, typ), occ.v.SetRealReg(r), instr)
+	s.releaseRealReg(r)
+	s.useRealReg(free, occ)
+}
+
+// allocatable returns the registers of typ in the order to try for a value
+// at pc whose last use is lastUse (see PreferCallerSavedOutsideCalls).
+func (a *Allocator[I, B, F]) allocatable(vs *vrState[I, B, F], typ RegType, pc, lastUse programCounter) []RealReg {
+	if !a.regInfo.PreferCallerSavedOutsideCalls {
+		return a.regInfo.AllocatableRegisters[typ]
+	}
+	if a.crossesCall(vs, pc, lastUse) {
+		return a.calleeFirst[typ]
+	}
+	return a.callerFirst[typ]
 }
 
 func (a *Allocator[I, B, F]) releaseCallerSavedRegs(addrReg RealReg) {
@@ -1200,6 +1343,7 @@ func (a *Allocator[I, B, F]) scheduleSpill(f F, vs *vrState[I, B, F]) {
 
 // Reset resets the allocator's internal state so that it can be reused.
 func (a *Allocator[I, B, F]) Reset() {
+	a.callBlks = a.callBlks[:0]
 	a.state.reset()
 	a.blockStates.Reset()
 	a.phiDefInstListPool.Reset()

@@ -39,6 +39,8 @@ var regInfo = &regalloc.RegisterInfo{
 		xmm13: xmm13VReg, xmm14: xmm14VReg, xmm15: xmm15VReg,
 	},
 	RealRegName: func(r regalloc.RealReg) string { return regNames[r] },
+	// wasmbox patch 16.
+	PreferCallerSavedOutsideCalls: true,
 	RealRegType: func(r regalloc.RealReg) regalloc.RegType {
 		if r < xmm0 {
 			return regalloc.RegTypeInt
