@@ -206,7 +206,24 @@ LIBSQLITE3_CFLAGS="-I$DEPS/include" LIBSQLITE3_LIBS="-L$DEPS/lib -lsqlite3" \
 # same objects as the command python.wasm.
 "$PYSRC/Tools/wasm/wasi-env" make -s -f Makefile -f "$HERE/reactor.mk" CFLAGS_NODIST="$PGOFLAGS" LDFLAGS_NODIST="$STRFLAGS" WASMBOX_MAIN="$PYSRC/Modules/wasmbox_main.c" \
 	python-reactor.wasm >/dev/null 2>>"$WORK/wasi-make.log" || { tail -40 "$WORK/wasi-make.log"; log "reactor link failed"; exit 1; }
-/usr/bin/llvm-strip-19 --strip-debug -o "$OUT/python.wasm" python-reactor.wasm
+/usr/bin/llvm-strip-19 --strip-debug -o python-reactor.stripped.wasm python-reactor.wasm
+# binaryen's wasm-opt over the linked module: cross-function inlining and
+# its -O3 passes over the whole program (full LTO's link did not finish on
+# this machine, tools/SPEED.md). The binaryen is build/posix's private one
+# (Debian's 108, never on PATH: clang-19 would run it at link time).
+# -ocimfs 200: functions with one caller are inlined only up to 200
+# expressions (binaryen's default is any size, which merged bz2's and
+# mpdecimal's callees into functions over the runtime's compile caps at
+# their 3x margin, wasmbin.TestToolModulesWithinCaps). -g keeps the names.
+# wasm-opt writes a data count section whenever bulk memory is enabled,
+# which the runtime's snapshot preparation refuses: nodatacount.py drops
+# it (the segments stay active ones, no code uses memory.init).
+log "wasm-opt"
+"$ROOT/build/posix/build.sh" "$WORK/posix" >/dev/null
+WASMOPT=$WORK/posix/binaryen/bin/wasm-opt
+"$WASMOPT" -g -O3 -ocimfs 200 --enable-bulk-memory --enable-simd --enable-sign-ext --enable-mutable-globals \
+	--enable-nontrapping-float-to-int python-reactor.stripped.wasm -o python-reactor.opt.wasm
+"$BUILDPY" -E -S "$HERE/nodatacount.py" python-reactor.opt.wasm "$OUT/python.wasm"
 
 # --- the standard library -------------------------------------------------
 log "stdlib"
@@ -218,6 +235,7 @@ SYSCONFIG=$(ls "$WORK/wasi/$(cat pybuilddir.txt)"/_sysconfigdata_*.py)
 	echo "# The inputs of python.wasm, python-stdlib.zip and sqlite3.wasm (build/python/build.sh)."
 	(cd "$WORK/src" && sha256sum *.dsc)
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
-	(cd "$ROOT" && sha256sum build/python/build.sh build/ctools/wasi_string.c build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/pgo.sh build/python/pgo_train.py build/python/python.profdata build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
+	"$WASMOPT" --version
+	(cd "$ROOT" && sha256sum build/python/build.sh build/ctools/wasi_string.c build/posix/build.sh build/python/nodatacount.py build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/pgo.sh build/python/pgo_train.py build/python/python.profdata build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
 } > "$OUT/python.inputs"
 log "built $OUT/python.wasm ($(wc -c < "$OUT/python.wasm") bytes), $OUT/python-stdlib.zip ($(wc -c < "$OUT/python-stdlib.zip") bytes), $OUT/sqlite3.wasm ($(wc -c < "$OUT/sqlite3.wasm") bytes) in $(( $(date +%s) - start ))s"
