@@ -25,6 +25,13 @@ var ErrMemoryLimit = errors.New("memory limit exceeded")
 // in-memory cache before the run started; compile it again.
 var ErrReleased = errors.New("compiled module was released")
 
+// ErrNoEntry is returned by Run for a module with nothing to run: no
+// _start export, no start function, and not a wasmbox reactor (see
+// SnapshotABI). Before, such a module instantiated, did nothing and ended
+// 0: a reactor whose build broke the ABI printed nothing for every
+// command. Its exports can still be called through an Instance.
+var ErrNoEntry = errors.New("the module has nothing to run")
+
 // RunOptions tune one run.
 type RunOptions struct {
 	// MemoryLimit in bytes; 0 means the runtime's default.
@@ -87,6 +94,9 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	name := m.name
 	if opts.Name != "" {
 		name = opts.Name
+	}
+	if m.noEntry != "" {
+		return st, fmt.Errorf("%s: %w: %s", name, ErrNoEntry, m.noEntry)
 	}
 	if r.ownWASI && opts.WASI == nil {
 		empty, err := preview1.NewState(preview1.Config{})

@@ -549,6 +549,10 @@ type Module struct {
 	// startSec: the module has a start function (it runs at every
 	// instantiation; see FreshImage).
 	startSec bool
+	// noEntry, when not empty, says why Run has nothing to call: a module
+	// without _start, a start function or the reactor ABI would
+	// instantiate, do nothing and end 0 (its exports are for Instance).
+	noEntry string
 
 	freshMu  sync.Mutex
 	fresh    *MemoryImage // see FreshImage; held until closeCompiled
@@ -739,6 +743,12 @@ func (r *Runtime) compileLocked(ctx context.Context, name string, wasm []byte, k
 		reactor: rc, rt: target, imports: map[[2]string]bool{}}
 	if secs, err := wasmbin.Sections(binary); err != nil || wasmbin.Find(secs, wasmbin.SecStart) >= 0 {
 		m.startSec = true
+	}
+	if _, ok := compiled.ExportedFunctions()["_start"]; !ok && rc == nil && !m.startSec {
+		m.noEntry = "it exports no _start function (a WASI command's entry), has no start function, and is not a wasmbox reactor"
+		if why := wasmbin.ReactorRefusal(binary); why != "" {
+			m.noEntry += " (" + why + ")"
+		}
 	}
 	for _, def := range compiled.ImportedFunctions() {
 		if mod, fn, ok := def.Import(); ok {

@@ -49,44 +49,71 @@ type Reactor struct {
 // GlobalExportPrefix. A malformed module, or one whose segments do not fit
 // in its initial memory, is an error.
 func PrepareReactor(b []byte) (r *Reactor, ok bool, err error) {
+	r, _, err = prepareReactor(b)
+	return r, r != nil, err
+}
+
+// ReactorRefusal says why PrepareReactor does not take b as a reactor
+// ("" when it does, or when b is malformed), for an error that names the
+// cause: a module built as a wasmbox reactor that a build step changed
+// (binaryen writes a data count section) would otherwise run as a command
+// with no _start, which does nothing.
+func ReactorRefusal(b []byte) string {
+	_, why, _ := prepareReactor(b)
+	return why
+}
+
+// prepareReactor is PrepareReactor, with the reason when the module is
+// not a reactor.
+func prepareReactor(b []byte) (r *Reactor, why string, err error) {
 	secs, err := Sections(b)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	ei := Find(secs, SecExport)
 	if ei < 0 {
-		return nil, false, nil
+		return nil, "it exports nothing", nil
 	}
 	exports, err := Exports(secs[ei].Body)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	have := map[string]bool{}
 	for _, e := range exports {
 		if strings.HasPrefix(e.Name, GlobalExportPrefix) {
-			return nil, false, nil
+			return nil, "it exports a name that starts with " + GlobalExportPrefix, nil
 		}
 		if e.Kind == KindFunc {
 			have[e.Name] = true
 		}
 	}
-	if !have[ExportInitialize] || !have[ExportRun] ||
-		Find(secs, SecDataCount) >= 0 || Find(secs, SecStart) >= 0 {
-		return nil, false, nil
+	switch {
+	case !have[ExportInitialize] || !have[ExportRun]:
+		return nil, "it does not export both " + ExportInitialize + " and " + ExportRun + " as functions", nil
+	case Find(secs, SecDataCount) >= 0:
+		return nil, "it has a data count section (its code may address data segments)", nil
+	case Find(secs, SecStart) >= 0:
+		return nil, "it has a start function", nil
 	}
 	minPages, memOK, err := MinMemory(secs)
-	if err != nil || !memOK {
-		return nil, false, err
+	if err != nil {
+		return nil, "", err
+	}
+	if !memOK {
+		return nil, "it has no single 32-bit, unshared memory of its own", nil
 	}
 	globals, err := Globals(secs)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	var segs []Segment
 	if di := Find(secs, SecData); di >= 0 {
 		s, segOK, err := DataSegments(secs[di].Body)
-		if err != nil || !segOK {
-			return nil, false, err
+		if err != nil {
+			return nil, "", err
+		}
+		if !segOK {
+			return nil, "a data segment is not an active one of memory 0 at a constant offset", nil
 		}
 		segs = s
 	}
@@ -115,9 +142,9 @@ func PrepareReactor(b []byte) (r *Reactor, ok bool, err error) {
 	}
 	for _, s := range segs {
 		if uint64(s.Offset)+uint64(len(s.Data)) > uint64(minPages)*65536 {
-			return nil, false, fmt.Errorf("%w: a data segment ends past the initial memory", ErrMalformed)
+			return nil, "", fmt.Errorf("%w: a data segment ends past the initial memory", ErrMalformed)
 		}
 	}
 	r.Binary = Encode(out)
-	return r, true, nil
+	return r, "", nil
 }
