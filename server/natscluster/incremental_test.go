@@ -449,8 +449,8 @@ func commitsOf(ctx context.Context, t *testing.T, n *node) uint64 {
 // and so ran the wasmbox interpreter's sessions. GNU bash, now the only
 // shell, changes its memory with every run (its command counters,
 // malloc's free lists), so every run commits its shell part; what must
-// not be committed again is what did not change: here a 1 MiB file of
-// random bytes, 16 chunks, against the few of bash's record.)
+// not be committed again is what did not change: here a 4 MiB file of
+// random bytes, 64 chunks, against the few dozen at most of bash's record.)
 func TestUnchangedFilesNotStoredAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // watchdog
 	defer cancel()
@@ -463,7 +463,12 @@ func TestUnchangedFilesNotStoredAgain(t *testing.T) {
 	stored := func() uint64 {
 		return streamMsgs(ctx, t, js, "KV_wasmbox_chunks") + streamMsgs(ctx, t, js, "OBJ_wasmbox_snapshots")
 	}
-	const fileChunks = 16 // 1 MiB of random bytes in chunks of at most 64 KiB
+	// 4 MiB of random bytes in chunks of at most 64 KiB (here ~200
+	// messages). The file must take many more messages than a run that
+	// changes no file stores (6-8 here; 18 once for "true" in CI's race
+	// step, which crossed the line of a 1 MiB file's 16), so that only
+	// storing the file again can reach fileChunks.
+	const fileChunks = 64
 	id := createSession(t, a)
 	mustRun := func(n *node, script, want string) {
 		t.Helper()
@@ -482,8 +487,8 @@ func TestUnchangedFilesNotStoredAgain(t *testing.T) {
 		return d
 	}
 	mustRun(a, counter, "1\n")
-	if d := storedBy(a, "head -c 1048576 /dev/urandom > big", ""); d < fileChunks {
-		t.Fatalf("writing a 1 MiB file stored %d messages, want %d or more", d, fileChunks)
+	if d := storedBy(a, "head -c 4194304 /dev/urandom > big", ""); d < fileChunks {
+		t.Fatalf("writing a 4 MiB file stored %d messages, want %d or more", d, fileChunks)
 	}
 	for _, script := range []string{"true", "cat big > /dev/null", "x=$x"} {
 		if d := storedBy(a, script, ""); d >= fileChunks {
@@ -495,11 +500,11 @@ func TestUnchangedFilesNotStoredAgain(t *testing.T) {
 		t.Fatalf("node b: a run that changed no file right after a resume stored %d messages", d)
 	}
 	mustRun(b, counter, "2\n")
-	if d := storedBy(b, "head -c 1048576 /dev/urandom > big", ""); d < fileChunks {
-		t.Fatalf("node b: rewriting the 1 MiB file stored %d messages, want %d or more", d, fileChunks)
+	if d := storedBy(b, "head -c 4194304 /dev/urandom > big", ""); d < fileChunks {
+		t.Fatalf("node b: rewriting the 4 MiB file stored %d messages, want %d or more", d, fileChunks)
 	}
 	mustRun(a, counter, "3\n")
-	mustRun(a, "wc -c < big", "1048576\n")
+	mustRun(a, "wc -c < big", "4194304\n")
 }
 
 // TestLostFenceAnswer: a commit whose write is not applied and whose
