@@ -90,6 +90,14 @@ func start(t *testing.T, cfg Config, run func(context.Context, string, time.Dura
 	t.Helper()
 	b := &fakeBackend{run: run}
 	cfg.Backend = b
+	s, url := serve(t, cfg)
+	return &testServer{Server: s, url: url, b: b}
+}
+
+// serve serves a Server of cfg (its Backend set) over real loopback TCP
+// until the test ends, and returns it with its base URL.
+func serve(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +116,7 @@ func start(t *testing.T, cfg Config, run func(context.Context, string, time.Dura
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return &testServer{Server: s, url: "http://" + l.Addr().String(), b: b}
+	return s, "http://" + l.Addr().String()
 }
 
 type response struct {
@@ -268,21 +276,8 @@ func (b *barrierBackend) NewSession(ctx context.Context) (Session, error) {
 // shutting down or full"), and the refused one's session is closed.
 func TestConcurrentCreatesPastTheCap(t *testing.T) {
 	fb := &fakeBackend{run: echoRun}
-	s, err := New(Config{Backend: &barrierBackend{fakeBackend: fb, n: 2, all: make(chan struct{})}, MaxSessions: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Listen("127.0.0.1:0", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(l)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	}()
-	url := "http://" + l.Addr().String() + "/v1/sessions"
+	_, base := serve(t, Config{Backend: &barrierBackend{fakeBackend: fb, n: 2, all: make(chan struct{})}, MaxSessions: 1})
+	url := base + "/v1/sessions"
 	got := make(chan response, 2)
 	for range 2 {
 		go func() {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -260,14 +261,13 @@ func (c *sessionCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type openingWriter struct {
 	http.ResponseWriter
 	cap  *sessionCap
-	done bool
+	done atomic.Bool // the SDK may write an event stream from another goroutine
 }
 
 func (w *openingWriter) opened() {
-	if w.done {
+	if !w.done.CompareAndSwap(false, true) {
 		return
 	}
-	w.done = true
 	w.cap.mu.Lock()
 	w.cap.opening--
 	w.cap.mu.Unlock()
