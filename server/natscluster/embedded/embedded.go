@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,21 +34,13 @@ func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
 		return nil, errors.New("embedded: need at least one server")
 	}
 	c := &Cluster{dir: dir}
-	// JetStream in a cluster needs its routes configured: the cluster
-	// ports are chosen first (free loopback ports) and every server
-	// routes to all of them.
-	var ports []int
+	// Every port is chosen by the kernel as the server binds it (a port
+	// chosen ahead and bound later could be taken in between, by any
+	// connection on the machine: the server then never becomes ready).
+	// So the cluster's routes go one way: server i routes to the servers
+	// started before it, whose route ports are known by then, and the
+	// routes are a full mesh once the last one is up.
 	var routes []string
-	if n > 1 {
-		for range n {
-			p, err := freePort()
-			if err != nil {
-				return nil, err
-			}
-			ports = append(ports, p)
-			routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
-		}
-	}
 	for i := range n {
 		opts := &server.Options{
 			ServerName: fmt.Sprintf("nats-%d", i),
@@ -61,7 +52,7 @@ func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
 			NoSigs:     true,
 		}
 		if n > 1 {
-			opts.Cluster = server.ClusterOpts{Name: "wasmbox", Host: "127.0.0.1", Port: ports[i]}
+			opts.Cluster = server.ClusterOpts{Name: "wasmbox", Host: "127.0.0.1", Port: server.RANDOM_PORT}
 			opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
 		}
 		if err := os.MkdirAll(opts.StoreDir, 0o700); err != nil {
@@ -77,15 +68,41 @@ func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
 		if !s.ReadyForConnections(30 * time.Second) {
 			s.Shutdown()
 			c.Shutdown()
-			return nil, errors.New("embedded: a NATS server did not start")
+			return nil, fmt.Errorf("embedded: NATS server %d did not start listening in 30s", i)
 		}
+		c.mu.Lock()
 		c.servers = append(c.servers, s)
+		c.mu.Unlock()
+		if n > 1 {
+			a := s.ClusterAddr()
+			if a == nil {
+				c.Shutdown()
+				return nil, fmt.Errorf("embedded: NATS server %d has no route listener", i)
+			}
+			routes = append(routes, fmt.Sprintf("nats://%s", a))
+		}
 	}
 	if err := c.waitJetStream(ctx); err != nil {
 		c.Shutdown()
 		return nil, err
 	}
 	return c, nil
+}
+
+// peers are the names of the servers s has a route to. (A pair of
+// servers has several routes, a pool, so s.NumRoutes counts more.)
+func peers(s *server.Server) map[string]bool {
+	rz, err := s.Routez(nil)
+	if err != nil {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, r := range rz.Routes {
+		if r.RemoteName != "" {
+			m[r.RemoteName] = true
+		}
+	}
+	return m
 }
 
 // waitJetStream waits until every server sees the others and JetStream
@@ -95,7 +112,7 @@ func (c *Cluster) waitJetStream(ctx context.Context) error {
 	for {
 		ok := true
 		for _, s := range c.servers {
-			if n > 1 && (s.NumRoutes() < n-1 || !s.JetStreamIsCurrent()) {
+			if n > 1 && (len(peers(s)) < n-1 || !s.JetStreamIsCurrent()) {
 				ok = false
 			}
 		}
@@ -159,14 +176,4 @@ func (c *Cluster) Shutdown() {
 			s.WaitForShutdown()
 		}
 	}
-}
-
-// freePort returns a TCP port free on 127.0.0.1 now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
