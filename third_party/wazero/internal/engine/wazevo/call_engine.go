@@ -80,7 +80,9 @@ type (
 		originalStackPointer uintptr
 		// goReturnAddress holds the return address to go back to the caller of the assembly function.
 		goReturnAddress uintptr
-		// stackBottomPtr holds the pointer to the bottom of the stack.
+		// stackBottomPtr holds the pointer to the bottom of the stack, which
+		// is wazevoapi.StackCheckMargin bytes above the lowest byte of c.stack
+		// (wasmbox patch 17: the amd64 prologue relies on the margin).
 		stackBottomPtr *byte
 		// goCallReturnAddress holds the return address to go back to the caller of the Go function.
 		goCallReturnAddress *byte
@@ -161,9 +163,9 @@ func (c *callEngine) init() {
 	c.stack = make([]byte, stackSize)
 	c.stackTop = alignedStackTop(c.stack)
 	if wazevoapi.StackGuardCheckEnabled {
-		c.execCtx.stackBottomPtr = &c.stack[wazevoapi.StackGuardCheckGuardPageSize]
+		c.execCtx.stackBottomPtr = &c.stack[wazevoapi.StackGuardCheckGuardPageSize+wazevoapi.StackCheckMargin]
 	} else {
-		c.execCtx.stackBottomPtr = &c.stack[0]
+		c.execCtx.stackBottomPtr = &c.stack[wazevoapi.StackCheckMargin]
 	}
 	c.execCtxPtr = uintptr(unsafe.Pointer(&c.execCtx))
 }
@@ -684,7 +686,7 @@ func (c *callEngine) doHandleException(exn *wasm.Exception) bool {
 				c.stack = h.stack
 				c.stackTop = h.top
 				ec := &c.execCtx
-				ec.stackBottomPtr = &c.stack[0]
+				ec.stackBottomPtr = &c.stack[wazevoapi.StackCheckMargin]
 				ec.stackPointerBeforeGoCall = spp
 				ec.framePointerBeforeGoCall = h.fp
 				ec.goCallReturnAddress = h.returnAddress
@@ -714,7 +716,7 @@ func (c *callEngine) growStackWithGuarded() (newSP uintptr, newFP uintptr, err e
 		return
 	}
 	if wazevoapi.StackGuardCheckEnabled {
-		c.execCtx.stackBottomPtr = &c.stack[wazevoapi.StackGuardCheckGuardPageSize]
+		c.execCtx.stackBottomPtr = &c.stack[wazevoapi.StackGuardCheckGuardPageSize+wazevoapi.StackCheckMargin]
 	}
 	return
 }
@@ -729,7 +731,7 @@ func (c *callEngine) growStack() (newSP, newFP uintptr, err error) {
 
 	newLen := 2*currentLen + c.execCtx.stackGrowRequiredSize + 16 // Stack might be aligned to 16 bytes, so add 16 bytes just in case.
 	newSP, newFP, c.stackTop, c.stack = c.cloneStack(newLen)
-	c.execCtx.stackBottomPtr = &c.stack[0]
+	c.execCtx.stackBottomPtr = &c.stack[wazevoapi.StackCheckMargin]
 	return
 }
 
@@ -872,7 +874,7 @@ func (s *snapshot) doRestore() {
 	c.stack = s.stack
 	c.stackTop = s.top
 	ec := &c.execCtx
-	ec.stackBottomPtr = &c.stack[0]
+	ec.stackBottomPtr = &c.stack[wazevoapi.StackCheckMargin]
 	ec.stackPointerBeforeGoCall = spp
 	ec.framePointerBeforeGoCall = s.fp
 	ec.goCallReturnAddress = s.returnAddress

@@ -249,3 +249,10 @@ func align16(o Offset) Offset {
 func align8(o Offset) Offset {
 	return (o + 7) &^ 7
 }
+
+// StackCheckMargin is how far above the lowest byte of the Go-allocated
+// stack its recorded bottom (executionContext.stackBottomPtr) is (wasmbox
+// patch 17): a stack check that passes (RSP - K above the bottom) leaves
+// K + StackCheckMargin bytes below RSP, so that the amd64 prologue of a
+// function that needs at most StackCheckMargin bytes compares RSP itself.
+const StackCheckMargin = 4096

@@ -296,6 +296,8 @@ func (i *instruction) String() string {
 		return fmt.Sprintf("tailCallIndirect %s", i.op1.format(true))
 	case trapIf:
 		return fmt.Sprintf("trap_if %s, code=%d, %s", cond(i.u1), i.u2, i.op1.format(true))
+	case stackCheck:
+		return fmt.Sprintf("stack_check %d", i.u1)
 	case fuelCheck:
 		return fmt.Sprintf("fuel_check %#x(%s), yield=%d, refill=%d, %s", uint32(i.u1), i.op1.format(true), uint32(i.u2), uint32(i.u2>>32), i.op2.format(true))
 
@@ -870,6 +872,12 @@ const (
 	// code, so that the path that does not trap falls through.
 	trapIf
 
+	// stackCheck is the stack bound check of the prologue (wasmbox patch
+	// 17): u1 the stack the function needs. machine.Encode emits it as a
+	// compare of RSP with the stack's bottom and a jbe to a grow path
+	// after the function (stackcheck.go). The execution context is in RAX.
+	stackCheck
+
 	instrMax
 )
 
@@ -1117,6 +1125,8 @@ func (k instructionKind) String() string {
 		return "tailCallIndirect"
 	case fuelCheck:
 		return "fuelCheck"
+	case stackCheck:
+		return "stackCheck"
 	case trapIf:
 		return "trapIf"
 	default:
@@ -2407,6 +2417,7 @@ var defKinds = [instrMax]defKind{
 	tailCallIndirect:       defKindCall,
 	fuelCheck:              defKindNone,
 	trapIf:                 defKindNone,
+	stackCheck:             defKindNone,
 }
 
 // String implements fmt.Stringer.
@@ -2495,6 +2506,7 @@ var useKinds = [instrMax]useKind{
 	tailCallIndirect:       useKindTailCallInd,
 	fuelCheck:              useKindOp1Op2Reg,
 	trapIf:                 useKindOp1,
+	stackCheck:             useKindNone,
 }
 
 func (u useKind) String() string {

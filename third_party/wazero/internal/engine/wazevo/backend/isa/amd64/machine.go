@@ -88,8 +88,11 @@ type (
 		fuelSlowPaths []fuelSlowPath
 		// trapStubs are the trapIf instructions encoded so far (wasmbox patch).
 		trapStubs []trapStub
-		trapExits map[trapExitKey]int64
-		trapJmps  []int64
+		// stackGrowPaths are the stackCheck instructions encoded so far
+		// (wasmbox patch 17).
+		stackGrowPaths []stackGrowPath
+		trapExits      map[trapExitKey]int64
+		trapJmps       []int64
 
 		// jmpTableTargets holds the labels of the jump table targets.
 		jmpTableTargets [][]uint32
@@ -2205,6 +2208,7 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 	m.labelResolutionPends = m.labelResolutionPends[:0]
 	m.fuelSlowPaths = m.fuelSlowPaths[:0]
 	m.trapStubs = m.trapStubs[:0]
+	m.stackGrowPaths = m.stackGrowPaths[:0]
 	for _, pos := range m.orderedSSABlockLabelPos {
 		offset := int64(len(*bufPtr))
 		pos.binaryOffset = offset
@@ -2229,6 +2233,10 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 				m.encodeTrapIf(cur)
 				continue
 			}
+			if cur.kind == stackCheck {
+				m.encodeStackCheck(cur)
+				continue
+			}
 
 			needLabelResolution := cur.encode(m.c)
 			if needLabelResolution {
@@ -2245,7 +2253,9 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 		}
 	}
 
-	// The slow paths of the fuel checks, after the function's blocks.
+	// The grow path of the stack check, after the function's blocks.
+	m.encodeStackGrowPaths()
+	// The slow paths of the fuel checks, after it.
 	m.encodeFuelSlowPaths()
 	// The exit stubs of the trapIf instructions, after them.
 	m.encodeTrapStubs()

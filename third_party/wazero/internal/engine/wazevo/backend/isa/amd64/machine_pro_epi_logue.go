@@ -50,7 +50,13 @@ func (m *machine) setupPrologue() {
 	cur = m.setupRBPRSP(cur)
 
 	if !m.stackBoundsCheckDisabled {
-		cur = m.insertStackBoundsCheck(m.requiredStackSize(), cur)
+		// wasmbox patch 17: a compare and a jbe to a grow path after the
+		// function (stackcheck.go), where insertStackBoundsCheck emitted
+		// four instructions, a taken branch and the grow call inline.
+		check := m.allocateInstr()
+		check.kind = stackCheck
+		check.u1 = uint64(m.requiredStackSize())
+		cur = linkInstr(cur, check)
 	}
 
 	//
