@@ -106,3 +106,43 @@ func replaceAt(b []byte, i int, v byte) []byte {
 	out[i] = v
 	return out
 }
+
+// wasmbox patch 18: after a fuel check the memory's base and length and the
+// mutable globals are forgotten, not reloaded: the next use on the path
+// loads them. Here the meter is followed by an if whose two arms load from
+// memory (a word copied): the base is loaded in each arm, not in the meter's block (where
+// it would live from the check into both arms; at CPython's dispatch it
+// was stored to the stack at every opcode). The block of the FuelCheck
+// loads only global 2, the if's condition.
+func TestFuelCheckForgetsMemory(t *testing.T) {
+	body := append([]byte{}, fuelMeter(1, 0, 65536)...)
+	body = append(body,
+		wasm.OpcodeGlobalGet, 2, wasm.OpcodeIf, 0x40,
+		wasm.OpcodeI32Const, 8, wasm.OpcodeI32Const, 0, wasm.OpcodeI32Load, 2, 0, wasm.OpcodeI32Store, 2, 0,
+		wasm.OpcodeElse,
+		wasm.OpcodeI32Const, 8, wasm.OpcodeI32Const, 4, wasm.OpcodeI32Load, 2, 0, wasm.OpcodeI32Store, 2, 0,
+		wasm.OpcodeEnd, wasm.OpcodeEnd)
+	m := fuelModule(body)
+	m.MemorySection = &wasm.Memory{Min: 1, Cap: 1, Max: 1}
+	b := ssa.NewBuilder()
+	offset := wazevoapi.NewModuleContextOffsetData(m, false)
+	c := NewFrontendCompiler(m, b, &offset, false, false, false).EnableFuelCheck(true)
+	c.Init(0, 2, &m.TypeSection[2], nil, body, false, 0)
+	c.LowerToSSA()
+	b.RunPasses()
+	s := b.Format()
+	i := strings.Index(s, "FuelCheck ")
+	if i < 0 {
+		t.Fatalf("no FuelCheck:\n%s", s)
+	}
+	blk := s[i:]
+	if j := strings.Index(blk, "\nblk"); j >= 0 {
+		blk = blk[:j]
+	}
+	if n := strings.Count(blk, "= Load "); n != 1 {
+		t.Errorf("%d loads after the FuelCheck in its block, want 1 (global 2):\n%s", n, s)
+	}
+	if n := strings.Count(s, "= Load module_ctx, 0x8\n"); n != 2 {
+		t.Errorf("%d loads of the base, want 2 (one in each arm):\n%s", n, s)
+	}
+}

@@ -4429,7 +4429,7 @@ func (c *Compiler) lowerFuelCheck() bool {
 		AsFuelCheck(c.execCtxPtrValue, c.moduleCtxPtrValue, uint32(c.offset.GlobalInstanceOffset(g)), y, uint32(k)).
 		Insert(builder)
 	// The yield is a call: the memory may have grown and globals changed.
-	c.reloadAfterCall()
+	c.forgetAfterCall()
 	c.loweringState.pc = pc - 1 // on the end
 	return true
 }
@@ -4466,6 +4466,31 @@ func (c *Compiler) reloadAfterCall() {
 	// Also, any mutable Global can change.
 	for _, index := range c.mutableGlobalVariablesIndexes {
 		_ = c.getWasmGlobalValue(index, true)
+	}
+}
+
+// forgetAfterCall (wasmbox) is reloadAfterCall without the loads: the
+// memory base and length and the mutable globals known in the current
+// block are forgotten, so that their next use on this linear path loads
+// them from the module context again (getMemoryBaseValue,
+// getMemoryLenValue and getWasmGlobalValue look them up only along a
+// block's single predecessors, and an invalid definition ends the
+// search). reloadAfterCall defines them right after the call: unused
+// ones are dropped as dead code, but a used one lives from the call to
+// its last use on the path. After a fuel check, at every loop header,
+// that was every block the header reaches without a merge: in CPython's
+// eval loop, the base and length loaded at the dispatch were stored to
+// the stack at every opcode and reloaded from there by each handler.
+// Loading where they are first used is no more loads on any path.
+func (c *Compiler) forgetAfterCall() {
+	builder := c.ssaBuilder
+	if c.needMemory && !c.memoryShared {
+		builder.DefineVariableInCurrentBB(c.memoryBaseVariable, ssa.ValueInvalid)
+		builder.DefineVariableInCurrentBB(c.memoryLenVariable, ssa.ValueInvalid)
+		c.resetAbsoluteAddressInSafeBounds()
+	}
+	for _, index := range c.mutableGlobalVariablesIndexes {
+		builder.DefineVariableInCurrentBB(c.globalVariables[index], ssa.ValueInvalid)
 	}
 }
 

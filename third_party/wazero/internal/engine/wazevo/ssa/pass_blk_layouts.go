@@ -277,6 +277,13 @@ func (b *builder) splitCriticalEdge(pred, succ *basicBlock, predInfo *basicBlock
 	newBranch := b.AllocateInstruction()
 	newBranch.opcode = originalBranch.opcode
 	newBranch.rValue = Value(trampoline.ID())
+	// wasmbox: the new branch takes the place, and so the instruction
+	// group, of the original one. A fresh instruction's group is 0, and
+	// the backend merges a comparison into the branch that uses it only
+	// within a group: a conditional branch over a split edge was lowered
+	// as setcc, movzx, test and jcc instead of one jcc on the comparison's
+	// flags.
+	newBranch.gid = originalBranch.gid
 	switch originalBranch.opcode {
 	case OpcodeJump:
 	case OpcodeBrz, OpcodeBrnz:

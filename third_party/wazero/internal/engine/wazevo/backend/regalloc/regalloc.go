@@ -98,6 +98,13 @@ type (
 		callPCs                  []programCounter
 		callBlks                 []B
 
+		// wasmbox: the uses of the block being allocated, in order, and
+		// their program counters grouped by value (see vrState.useBlk):
+		// a register is taken from the value used last, or not at all,
+		// in the rest of the block.
+		useRecs []useRec[I, B, F]
+		usePCs  []programCounter
+
 		// Following two fields are updated while iterating the blocks in the reverse postorder.
 		state       state[I, B, F]
 		blockStates wazevoapi.IDedPool[blockState[I, B, F]]
@@ -107,6 +114,12 @@ type (
 	_copy[I Instr, B Block[I], F Function[I, B]] struct {
 		src   *vrState[I, B, F]
 		dstID VRegID
+	}
+
+	// useRec (wasmbox) is a use of a value at a program counter.
+	useRec[I Instr, B Block[I], F Function[I, B]] struct {
+		vs *vrState[I, B, F]
+		pc programCounter
 	}
 
 	// programCounter represents an opaque index into the program which is used to represents a LiveInterval of a VReg.
@@ -165,8 +178,12 @@ type (
 		// liveSince (wasmbox) is, during the liveness analysis of a block,
 		// the number of calls after the value's last use (in the block's
 		// reverse walk, the calls seen when the value became live).
-		liveSince  int32
-		desiredLoc desiredLoc
+		liveSince int32
+		// useBlk, useStart and useEnd (wasmbox): the program counters of
+		// this value's uses in block useBlk, the one being allocated, are
+		// Allocator.usePCs[useStart:useEnd], in ascending order.
+		useBlk, useStart, useEnd int32
+		desiredLoc               desiredLoc
 		// phiDefInstList is a list of instructions that defines this phi value.
 		// This is used to determine the spill location, and only valid if isPhi=true.
 		*phiDefInstList[I]
@@ -256,6 +273,7 @@ func resetVrState[I Instr, B Block[I], F Function[I, B]](vs *vrState[I, B, F]) {
 	vs.isPhi = false
 	vs.acrossCall = false
 	vs.liveSince = 0
+	vs.useBlk = -1
 	vs.phiDefInstList = nil
 	vs.desiredLoc = desiredLocUnspecified
 }
@@ -307,14 +325,21 @@ func (vs *vrState[I, B, F]) recordReload(f F, blk B) {
 	}
 }
 
-func (a *Allocator[I, B, F]) findOrSpillAllocatable(s *state[I, B, F], allocatable []RealReg, forbiddenMask RegSet, preferred RealReg) (r RealReg) {
+func (a *Allocator[I, B, F]) findOrSpillAllocatable(s *state[I, B, F], allocatable []RealReg, forbiddenMask RegSet, preferred RealReg, pc programCounter) (r RealReg) {
 	r = RealRegInvalid
 	// First, check if the preferredMask has any allocatable register.
 	if preferred != RealRegInvalid && !forbiddenMask.has(preferred) && !s.regsInUse.has(preferred) {
 		return preferred
 	}
 
-	var lastUseAt programCounter
+	// wasmbox: the register taken is that of the value whose next use in
+	// this block is the farthest (Belady's choice), a value not used again
+	// in the block (live out only) first. Upstream took the value whose
+	// last use was the farthest: every value live out of the block ties
+	// there, so the first register in the order was taken even when its
+	// value was used by the next instruction (a value just loaded was
+	// stored to the stack and reloaded at once).
+	var farthest programCounter
 	var spillVReg VReg
 	for _, candidateReal := range allocatable {
 		if forbiddenMask.has(candidateReal) {
@@ -335,16 +360,21 @@ func (a *Allocator[I, B, F]) findOrSpillAllocatable(s *state[I, B, F], allocatab
 			continue
 		}
 
-		isPreferred := candidateReal == preferred
-
-		// last == -1 means the value won't be used anymore.
-		if last := using.lastUse; r == RealRegInvalid || isPreferred || last == -1 || (lastUseAt != -1 && last > lastUseAt) {
-			lastUseAt = last
+		if candidateReal == preferred {
 			r = candidateReal
 			spillVReg = using.v
-			if isPreferred {
-				break
-			}
+			break
+		}
+
+		// last == -1 means the value won't be used anymore.
+		next := programCounter(math.MaxInt32)
+		if using.lastUse != -1 {
+			next = a.nextUse(using, pc)
+		}
+		if r == RealRegInvalid || next > farthest {
+			farthest = next
+			r = candidateReal
+			spillVReg = using.v
 		}
 	}
 
@@ -353,10 +383,56 @@ func (a *Allocator[I, B, F]) findOrSpillAllocatable(s *state[I, B, F], allocatab
 	}
 
 	if wazevoapi.RegAllocLoggingEnabled {
-		fmt.Printf("\tspilling v%d when lastUseAt=%d and regsInUse=%s\n", spillVReg.ID(), lastUseAt, s.regsInUse.format(a.regInfo))
+		fmt.Printf("\tspilling v%d when next use at %d and regsInUse=%s\n", spillVReg.ID(), farthest, s.regsInUse.format(a.regInfo))
 	}
 	s.releaseRealReg(r)
 	return r
+}
+
+// nextUse (wasmbox) is the program counter of the first use of vs after pc
+// in the block being allocated, or math.MaxInt32 when there is none.
+func (a *Allocator[I, B, F]) nextUse(vs *vrState[I, B, F], pc programCounter) programCounter {
+	if vs.useBlk != a.state.currentBlockID {
+		return math.MaxInt32
+	}
+	pcs := a.usePCs[vs.useStart:vs.useEnd]
+	i, _ := slices.BinarySearch(pcs, pc+1)
+	if i < len(pcs) {
+		return pcs[i]
+	}
+	return math.MaxInt32
+}
+
+// recordUses (wasmbox) groups the program counters of a.useRecs by value
+// into a.usePCs, for nextUse: a counting sort, linear in the block.
+func (a *Allocator[I, B, F]) recordUses(bID int32) {
+	for _, u := range a.useRecs {
+		u.vs.useBlk = -1
+	}
+	// Count each value's uses in useStart; useEnd -1 marks no range yet.
+	for _, u := range a.useRecs {
+		if u.vs.useBlk != bID {
+			u.vs.useBlk, u.vs.useStart, u.vs.useEnd = bID, 0, -1
+		}
+		u.vs.useStart++
+	}
+	// Reserve the ranges; useEnd is then the next free slot of a range.
+	var cursor int32
+	for _, u := range a.useRecs {
+		if u.vs.useEnd == -1 {
+			n := u.vs.useStart
+			u.vs.useStart, u.vs.useEnd = cursor, cursor
+			cursor += n
+		}
+	}
+	if cap(a.usePCs) < int(cursor) {
+		a.usePCs = make([]programCounter, cursor)
+	}
+	a.usePCs = a.usePCs[:cursor]
+	for _, u := range a.useRecs {
+		a.usePCs[u.vs.useEnd] = u.pc
+		u.vs.useEnd++
+	}
 }
 
 func (s *state[I, B, F]) findAllocatable(allocatable []RealReg, forbiddenMask RegSet) RealReg {
@@ -758,6 +834,7 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 	// Update the last use of each VReg.
 	a.copies = a.copies[:0] // Stores the copy instructions.
 	a.callPCs = a.callPCs[:0]
+	a.useRecs = a.useRecs[:0]
 	var pc programCounter
 	var nilInstr I
 	for instr := blk.InstrIteratorBegin(); instr != nilInstr; instr = blk.InstrIteratorNext() {
@@ -769,6 +846,7 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 			useState = s.getVRegState(use.ID())
 			if !use.IsRealReg() {
 				useState.lastUse = pc
+				a.useRecs = append(a.useRecs, useRec[I, B, F]{vs: useState, pc: pc})
 			}
 		}
 
@@ -785,6 +863,7 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 		}
 		pc++
 	}
+	a.recordUses(bID)
 
 	// Mark all live-out values by checking live-in of the successors.
 	// While doing so, we also update the desired register values.
@@ -868,7 +947,7 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 				if r == RealRegInvalid {
 					r = a.findOrSpillAllocatable(s, a.allocatable(vs, use.RegType(), pc, vs.lastUse), currentUsedSet,
 						// Prefer the desired register if it's available.
-						vs.desiredLoc.realReg())
+						vs.desiredLoc.realReg(), pc)
 					vs.recordReload(f, blk)
 					f.ReloadRegisterBefore(use.SetRealReg(r), instr)
 					s.useRealReg(r, vs)
@@ -974,7 +1053,7 @@ func (a *Allocator[I, B, F]) allocBlock(f F, blk B) {
 					}
 					if r == RealRegInvalid {
 						typ := def.RegType()
-						r = a.findOrSpillAllocatable(s, a.allocatable(vState, typ, pc, vState.lastUse), RegSet(0), RealRegInvalid)
+						r = a.findOrSpillAllocatable(s, a.allocatable(vState, typ, pc, vState.lastUse), RegSet(0), RealRegInvalid, pc)
 					}
 					s.useRealReg(r, vState)
 				}

@@ -702,15 +702,17 @@ func (i *instruction) encode(c backend.Compiler) (needsLabelResolution bool) {
 		encodeLoad64(c, m, i.op2.reg().RealReg())
 
 	case lea:
-		needsLabelResolution = true
 		dst := regEncodings[i.op2.reg().RealReg()]
 		rex := rexInfo(0).setW()
 		const opcode, opcodeNum = 0x8d, 1
 		switch i.op1.kind {
 		case operandKindMem:
+			// wasmbox: an address computed from registers (iadd lowered
+			// to lea) has no label to resolve.
 			a := i.op1.addressMode()
 			encodeRegMem(c, legacyPrefixesNone, opcode, opcodeNum, dst, a, rex)
 		case operandKindLabel:
+			needsLabelResolution = true
 			rex.encode(c, regRexBit(byte(dst)), 0)
 			c.EmitByte(byte((opcode) & 0xff))
 

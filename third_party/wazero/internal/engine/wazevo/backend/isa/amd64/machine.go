@@ -1735,6 +1735,27 @@ func (m *machine) lowerAluRmiROp(si *ssa.Instruction, op aluRmiROpcode) {
 	rm := m.getOperand_Mem_Imm32_Reg(yDef)
 	rd := m.c.VRegOf(si.Return())
 
+	// wasmbox: a 64-bit add of a register and an immediate or another
+	// register is one lea into the destination. The two-address add
+	// needs a copy of x first whenever x is still used after it (the
+	// bounds check of every memory access adds the access's end to the
+	// extended address, which the access itself uses next). lea sets no
+	// flags; no lowering reads the flags of an iadd.
+	if op == aluRmiROpcodeAdd && _64 && rm.kind != operandKindMem {
+		var am *amode
+		if rm.kind == operandKindImm32 {
+			am = m.newAmodeImmReg(rm.imm32(), rn.reg())
+		} else if rm.reg() != rspVReg {
+			am = m.newAmodeRegRegShift(0, rn.reg(), rm.reg(), 0)
+		} else if rn.reg() != rspVReg {
+			am = m.newAmodeRegRegShift(0, rm.reg(), rn.reg(), 0)
+		}
+		if am != nil {
+			m.insert(m.allocateInstr().asLEA(newOperandMem(am), rd))
+			return
+		}
+	}
+
 	// rn is being overwritten, so we first copy its value to a temp register,
 	// in case it is referenced again later.
 	tmp := m.copyToTmp(rn.reg())
