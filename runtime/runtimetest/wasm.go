@@ -68,6 +68,10 @@ type Module struct {
 	// MemoryMax is the maximum in pages; 0 means no maximum.
 	MemoryMax uint32
 	HasMemory bool
+	// ImportMemory, when not empty, is the module name of an imported
+	// memory ("memory", with MemoryMin and MemoryMax as its limits) that
+	// the module uses instead of a memory of its own.
+	ImportMemory string
 	// Data is written at address 0 of memory by an active data segment.
 	Data []byte
 	// Table, when not empty, gives the module a funcref table holding
@@ -154,7 +158,16 @@ func (m Module) Encode() []byte {
 	if len(types) > 0 {
 		section(1, vec(types))
 	}
-	if len(m.Imports) > 0 {
+	limits := func() (b []byte) {
+		if m.MemoryMax > 0 {
+			b = append(b, 0x01)
+			b = ULEB(b, uint64(m.MemoryMin))
+			return ULEB(b, uint64(m.MemoryMax))
+		}
+		b = append(b, 0x00)
+		return ULEB(b, uint64(m.MemoryMin))
+	}
+	if len(m.Imports) > 0 || m.ImportMemory != "" {
 		var items [][]byte
 		for i, im := range m.Imports {
 			b := name(nil, im.Module)
@@ -162,6 +175,12 @@ func (m Module) Encode() []byte {
 			b = append(b, 0x00)
 			b = ULEB(b, uint64(importTypes[i]))
 			items = append(items, b)
+		}
+		if m.ImportMemory != "" {
+			b := name(nil, m.ImportMemory)
+			b = name(b, "memory")
+			b = append(b, 0x02)
+			items = append(items, append(b, limits()...))
 		}
 		section(2, vec(items))
 	}
@@ -177,18 +196,9 @@ func (m Module) Encode() []byte {
 		b = ULEB(b, uint64(len(m.Table)))
 		section(4, vec([][]byte{b}))
 	}
-	hasMem := m.HasMemory || m.MemoryMin > 0 || len(m.Data) > 0
+	hasMem := m.ImportMemory == "" && (m.HasMemory || m.MemoryMin > 0 || len(m.Data) > 0)
 	if hasMem {
-		var b []byte
-		if m.MemoryMax > 0 {
-			b = append(b, 0x01)
-			b = ULEB(b, uint64(m.MemoryMin))
-			b = ULEB(b, uint64(m.MemoryMax))
-		} else {
-			b = append(b, 0x00)
-			b = ULEB(b, uint64(m.MemoryMin))
-		}
-		section(5, vec([][]byte{b}))
+		section(5, vec([][]byte{limits()}))
 	}
 	var exports [][]byte
 	if hasMem {

@@ -163,13 +163,29 @@ func (m *machine) lowerAddendFromInstr(instr *ssa.Instruction) addend {
 			panic("BUG: invalid input type " + input.Type().String())
 		}
 		constInst := inputDef.IsFromInstr() && inputDef.Instr.Constant()
+		// wasmbox: the extension of a constant is folded as what it is.
+		// Upstream swapped the two: the zero extension of a 32-bit
+		// constant address at 2 GiB or above, in an access whose bounds
+		// an earlier check of it had proven, reached below the linear
+		// memory (0x80000000 as -2 GiB) instead of into it.
 		switch {
 		case constInst && op == ssa.OpcodeSExtend:
-			return addend{regalloc.VRegInvalid, int64(uint32(inputDef.Instr.ConstantVal())), 0}
+			return addend{regalloc.VRegInvalid, int64(int32(inputDef.Instr.ConstantVal())), 0}
 		case constInst && op == ssa.OpcodeUExtend:
-			return addend{regalloc.VRegInvalid, int64(int32(inputDef.Instr.ConstantVal())), 0} // sign-extend!
+			return addend{regalloc.VRegInvalid, int64(uint32(inputDef.Instr.ConstantVal())), 0}
 		default:
+			// A zero extension is the register whole: a 32-bit value's
+			// upper half is zero in this backend (every 32-bit
+			// operation clears it, and the loads, constants, arguments
+			// and results of 32-bit type are zero-extended). A sign
+			// extension (the frontend makes none in an address) takes
+			// a movsxd; upstream used the register whole for it too.
 			r := m.getOperand_Reg(inputDef)
+			if op == ssa.OpcodeSExtend {
+				ext := m.c.AllocateVReg(ssa.TypeI64)
+				m.insert(m.allocateInstr().asMovsxRmR(extModeLQ, r, ext))
+				return addend{ext, 0, 0}
+			}
 			return addend{r.reg(), 0, 0}
 		}
 	case ssa.OpcodeIshl:

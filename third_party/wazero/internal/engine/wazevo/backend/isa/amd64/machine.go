@@ -1059,7 +1059,7 @@ func (m *machine) LowerInstr(instr *ssa.Instruction) {
 	case ssa.OpcodeUload8, ssa.OpcodeUload16, ssa.OpcodeUload32, ssa.OpcodeSload8, ssa.OpcodeSload16, ssa.OpcodeSload32:
 		ptr, offset, _ := instr.LoadData()
 		ret := m.c.VRegOf(instr.Return())
-		m.lowerExtLoad(op, ptr, offset, ret)
+		m.lowerExtLoad(op, ptr, offset, ret, instr.Return().Type() == ssa.TypeI64)
 	case ssa.OpcodeVconst:
 		result := m.c.VRegOf(instr.Return())
 		lo, hi := instr.VconstData()
@@ -1581,7 +1581,17 @@ func (m *machine) lowerLoad(ptr ssa.Value, offset uint32, typ ssa.Type, dst rega
 	m.insert(load)
 }
 
-func (m *machine) lowerExtLoad(op ssa.Opcode, ptr ssa.Value, offset uint32, dst regalloc.VReg) {
+// lowerExtLoad lowers a narrow load extended to a 32-bit (dst64 false) or
+// 64-bit result.
+//
+// wasmbox: a 32-bit result is sign-extended to 32 bits only (movsbl,
+// movswl), which clears the register's upper half, as every 32-bit result
+// of this backend does: lowerAddendFromInstr folds a value's extension to
+// 64 bits into an address by using its register whole. Upstream
+// sign-extended i32.load8_s and i32.load16_s to all 64 bits, and an access
+// through such a value, after an earlier check of it, reached up to 32 KiB
+// below the linear memory.
+func (m *machine) lowerExtLoad(op ssa.Opcode, ptr ssa.Value, offset uint32, dst regalloc.VReg, dst64 bool) {
 	mem := newOperandMem(m.lowerToAddressMode(ptr, offset))
 	load := m.allocateInstr()
 	switch op {
@@ -1592,9 +1602,17 @@ func (m *machine) lowerExtLoad(op ssa.Opcode, ptr ssa.Value, offset uint32, dst 
 	case ssa.OpcodeUload32:
 		load.asMovzxRmR(extModeLQ, mem, dst)
 	case ssa.OpcodeSload8:
-		load.asMovsxRmR(extModeBQ, mem, dst)
+		if dst64 {
+			load.asMovsxRmR(extModeBQ, mem, dst)
+		} else {
+			load.asMovsxRmR(extModeBL, mem, dst)
+		}
 	case ssa.OpcodeSload16:
-		load.asMovsxRmR(extModeWQ, mem, dst)
+		if dst64 {
+			load.asMovsxRmR(extModeWQ, mem, dst)
+		} else {
+			load.asMovsxRmR(extModeWL, mem, dst)
+		}
 	case ssa.OpcodeSload32:
 		load.asMovsxRmR(extModeLQ, mem, dst)
 	default:

@@ -1,0 +1,167 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wasmbox/wasmbox/runtime/runtimetest"
+	"github.com/wasmbox/wasmbox/third_party/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
+)
+
+// fencedMemory backs a linear memory with a mapping of the test's own that
+// has fenceBytes of readable memory before the memory's first byte, filled
+// with fenceByte: an access the compiler computes below the memory reads
+// the fence instead of faulting (or reaching another allocation of the
+// process), so that the test sees the wrong byte and fails.
+type fencedMemory struct {
+	region []byte // fence + reserve
+	size   uint64
+}
+
+const (
+	fenceBytes = 2<<30 + 1<<16 // reaches memBase - 2 GiB
+	fenceByte  = 0xA5
+)
+
+func newFencedMemory(t *testing.T, reserve uint64) *fencedMemory {
+	t.Helper()
+	// MAP_NORESERVE: only the pages the test touches become memory.
+	b, err := unix.Mmap(-1, 0, int(fenceBytes+reserve), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON|unix.MAP_NORESERVE)
+	if err != nil {
+		t.Skipf("cannot map %d bytes of address space: %v", fenceBytes+reserve, err)
+	}
+	t.Cleanup(func() { _ = unix.Munmap(b) })
+	return &fencedMemory{region: b}
+}
+
+// fence fills n bytes of the fence from below bytes below the memory.
+func (m *fencedMemory) fence(below, n int) {
+	for i := fenceBytes - below; i < fenceBytes-below+n; i++ {
+		m.region[i] = fenceByte
+	}
+}
+
+func (m *fencedMemory) Reallocate(size uint64) []byte {
+	if fenceBytes+size > uint64(len(m.region)) {
+		return nil
+	}
+	m.size = size
+	return m.region[fenceBytes : fenceBytes+size : len(m.region)]
+}
+
+func (m *fencedMemory) Free() {}
+
+// The amd64 backend folds the zero extension of a 32-bit address into an
+// x86 address by using the address's register whole, where an earlier
+// check of the same value has proven the access in bounds (after a call,
+// which makes the computed address stale): the register's upper half must
+// be zero. Two lowerings broke that (wazero patch 19):
+//   - i32.load8_s and i32.load16_s sign-extended the loaded byte or half to
+//     all 64 bits: an access through the value reached up to 32 KiB below
+//     the linear memory. It takes a 4 GiB memory (whose last 32 KiB such a
+//     value addresses) that is imported: the code reads a module's own
+//     memory's length as 32 bits, 0 for 4 GiB, and every access to it
+//     traps.
+//   - the zero extension of a constant was folded as a sign extension: an
+//     access at a constant address of 2 GiB or more reached exactly 2 GiB
+//     below the memory, with any memory grown past 2 GiB (exec --memory, a
+//     library MemoryLimit).
+//
+// Each case stores 0x5a at its address, reads it once (checked), calls a
+// function, and reads it again: that read must give 0x5a, not the fence
+// below the memory.
+func TestAddressExtensionInRegisters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("maps 6 GiB of address space")
+	}
+	i32 := runtimetest.I32Const
+	cat := func(bs ...[]byte) (out []byte) {
+		for _, b := range bs {
+			out = append(out, b...)
+		}
+		return out
+	}
+	const (
+		opLocalSet = 0x21
+		opLoad8U   = 0x2d
+		opLoad8S   = 0x2c
+		opLoad16S  = 0x2e
+		opStore8   = 0x3a
+		opStore16  = 0x3b
+	)
+	get := func(i byte) []byte { return []byte{runtimetest.OpLocalGet, i} }
+	set := func(i byte) []byte { return []byte{opLocalSet, i} }
+	mem := func(op byte) []byte { return []byte{op, 0, 0} } // align 0, offset 0
+	// again reads the byte at local 0, calls $nop (function 0), and reads
+	// the byte again.
+	again := cat(get(0), mem(opLoad8U), []byte{runtimetest.OpDrop}, runtimetest.Call(0), get(0), mem(opLoad8U))
+	cases := []struct {
+		name     string
+		imported bool   // the memory is another module's (its length is 64 bits in the code; a module's own is 32)
+		pages    uint32 // the memory's initial size
+		grow     uint32 // pages memory.grow adds first
+		below    int    // where the broken code reads: bytes below the memory
+		body     []byte
+	}{
+		{
+			// v = i32.load8_s of 0xff: -1, the address 0xffffffff.
+			name: "load8_s", imported: true, pages: 65536, below: 1,
+			body: cat(i32(0), i32(-1), mem(opStore8), i32(-1), i32(0x5a), mem(opStore8),
+				i32(0), mem(opLoad8S), set(0), again),
+		},
+		{
+			// v = i32.load16_s of 0x8000: the address 0xffff8000.
+			name: "load16_s", imported: true, pages: 65536, below: 0x8000,
+			body: cat(i32(0), i32(-0x8000), mem(opStore16), i32(-0x8000), i32(0x5a), mem(opStore8),
+				i32(0), mem(opLoad16S), set(0), again),
+		},
+		{
+			// The constant 0x80000000 in a local, past the memory's
+			// initial size and within its grown one.
+			name: "const", pages: 1, grow: 32768, below: 2 << 30,
+			body: cat(i32(-0x8000_0000), set(0), get(0), i32(0x5a), mem(opStore8), again),
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := c.body
+			if c.grow > 0 {
+				body = cat(i32(int32(c.grow)), []byte{runtimetest.OpMemoryGrow, 0, runtimetest.OpDrop}, body)
+			}
+			m := runtimetest.Module{
+				MemoryMin: c.pages, MemoryMax: 65536,
+				Funcs: []runtimetest.Func{
+					{},
+					{Type: runtimetest.FuncType{Results: []byte{runtimetest.I32}}, Locals: []byte{runtimetest.I32}, Body: body, Export: "f"},
+				},
+			}
+			fm := newFencedMemory(t, 4<<30)
+			fm.fence(c.below, 1)
+			ctx := experimental.WithMemoryAllocator(context.Background(),
+				experimental.MemoryAllocatorFunc(func(_, _ uint64) experimental.LinearMemory { return fm }))
+			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
+			defer rt.Close(ctx)
+			if c.imported {
+				owner := runtimetest.Module{MemoryMin: c.pages, MemoryMax: 65536}
+				if _, err := rt.InstantiateWithConfig(ctx, owner.Encode(), wazero.NewModuleConfig().WithName("m")); err != nil {
+					t.Fatal(err)
+				}
+				m.ImportMemory = "m"
+			}
+			mod, err := rt.InstantiateWithConfig(ctx, m.Encode(), wazero.NewModuleConfig().WithName("attack"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := mod.ExportedFunction("f").Call(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := byte(res[0]); got != 0x5a {
+				t.Errorf("read %#x, want 0x5a: the access reached %d bytes below the memory", got, c.below)
+			}
+		})
+	}
+}
