@@ -252,6 +252,34 @@ func (c *compiler) assignVirtualRegisters() {
 		}
 	}
 
+	// wasmbox: on a machine whose 32-bit results have a zero upper half
+	// (amd64), the zero extension of a 32-bit value to 64 bits is the
+	// value's register itself: its result takes the argument's register
+	// and it emits nothing. Every memory access extends its 32-bit
+	// address so, and then both adds the access's end to it for the
+	// bounds check and adds the memory base for the access: with its own
+	// register, the extension was a copy (movl) and a second live
+	// register at every access. A constant is lowered at each use, so its
+	// extension keeps its own instruction.
+	if z, ok := c.mach.(interface{ ZeroExtendsI32() bool }); ok && z.ZeroExtendsI32() {
+		for blk := builder.BlockIteratorReversePostOrderBegin(); blk != nil; blk = builder.BlockIteratorReversePostOrderNext() {
+			for cur := blk.Root(); cur != nil; cur = cur.Next() {
+				if cur.Opcode() != ssa.OpcodeUExtend {
+					continue
+				}
+				if from, to := cur.ExtendFromToBits(); from != 32 || to != 64 {
+					continue
+				}
+				arg := cur.Arg()
+				if def := builder.InstructionOfValue(arg); def != nil && def.Constant() {
+					continue
+				}
+				c.ssaValueToVRegs[cur.Return().ID()] = c.ssaValueToVRegs[arg.ID()]
+				cur.MarkLowered()
+			}
+		}
+	}
+
 	for i, retBlk := 0, builder.ReturnBlock(); i < retBlk.Params(); i++ {
 		typ := retBlk.Param(i).Type()
 		vReg := c.AllocateVReg(typ)

@@ -163,6 +163,11 @@ func ssaBlockLabel(sb ssa.BasicBlock) label {
 }
 
 // getOrAllocateSSABlockLabelPosition returns the labelPosition for the given basic block.
+// ZeroExtendsI32 reports that every 32-bit value of this backend has a zero
+// upper half in its register (wasmbox): the zero extension of an i32 to i64
+// is then no instruction (see backend.compiler.assignVirtualRegisters).
+func (m *machine) ZeroExtendsI32() bool { return true }
+
 func (m *machine) getOrAllocateSSABlockLabelPosition(sb ssa.BasicBlock) *labelPosition {
 	if sb.ReturnBlock() {
 		m.returnLabelPos.sb = sb
