@@ -257,3 +257,99 @@ func TestHostResultUpperHalf(t *testing.T) {
 		})
 	}
 }
+
+// An access at a constant address within the memory's minimum has no
+// bounds check (wazero patch 13); at 2 GiB or more, the address or the
+// offset does not fit an x86 displacement (sign-extended), and an offset
+// of 2 GiB or more takes lowerToAddressMode's own path when the address
+// is shared by two accesses (a checked address, reused). Each case stores
+// a byte through such an access and the test reads it back from Go: it
+// must be in the memory at the address, and the fence below the memory
+// (where a sign-extended displacement reaches) must be untouched. Then
+// the same through a store and a load of an address in a parameter.
+func TestConstantAddressHighOffsets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("maps 6 GiB of address space")
+	}
+	const pages = 65535 // 4 GiB - 64 KiB: no check up to there
+	cases := []struct {
+		name string
+		addr int32
+		off  uint32
+	}{
+		{"addr2G", -0x8000_0000, 0},
+		{"off2G", 0, 0x8000_0000},
+		{"sum2G", 0x7fff_ffff, 1},
+		{"addrAndOff2G", 0x10, 0x8000_0000},
+		{"addr4G", -0x1_0001, 0}, // 0xfffeffff, the last byte below the minimum
+		{"off4G", 0x7fff_0000, 0x7fff_ffff},
+	}
+	i32 := runtimetest.I32Const
+	memarg := func(op byte, off uint32) []byte { return runtimetest.ULEB([]byte{op, 0}, uint64(off)) }
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ea := uint64(uint32(c.addr)) + uint64(c.off)
+			store := append(append(i32(c.addr), i32(0x5a)...), memarg(0x3a, c.off)...) // i32.store8
+			load := append(i32(c.addr), memarg(0x2d, c.off)...)                        // i32.load8_u
+			m := runtimetest.Module{
+				MemoryMin: pages, MemoryMax: 65536,
+				Funcs: []runtimetest.Func{
+					{Body: store, Export: "store"},
+					{Type: runtimetest.FuncType{Results: []byte{runtimetest.I32}}, Body: load, Export: "load"},
+					{
+						Type: runtimetest.FuncType{Params: []byte{runtimetest.I32}, Results: []byte{runtimetest.I32}},
+						Body: append(append(append([]byte{runtimetest.OpLocalGet, 0}, i32(0x5a)...), memarg(0x3a, c.off)...),
+							append([]byte{runtimetest.OpLocalGet, 0}, memarg(0x2d, c.off)...)...),
+						Export: "dyn",
+					},
+				},
+			}
+			fm := newFencedMemory(t, 4<<30)
+			// Where a displacement taken as signed reaches: 4 GiB below
+			// the address, within the fence for these addresses.
+			below := int(uint64(4<<30) - ea)
+			if below <= fenceBytes {
+				fm.fence(below, 1)
+			}
+			ctx := experimental.WithMemoryAllocator(context.Background(),
+				experimental.MemoryAllocatorFunc(func(_, _ uint64) experimental.LinearMemory { return fm }))
+			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
+			defer rt.Close(ctx)
+			mod, err := rt.InstantiateWithConfig(ctx, m.Encode(), wazero.NewModuleConfig().WithName("const"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := mod.ExportedFunction("store").Call(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := mod.Memory().ReadByte(uint32(ea)); !ok || got != 0x5a {
+				t.Errorf("memory[%#x] = %#x (%v), want 0x5a", ea, got, ok)
+			}
+			if below <= fenceBytes {
+				if got := fm.region[fenceBytes-below]; got != fenceByte {
+					t.Errorf("the fence %d bytes below the memory was written: %#x", below, got)
+				}
+			}
+			res, err := mod.ExportedFunction("load").Call(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if byte(res[0]) != 0x5a {
+				t.Errorf("load = %#x, want 0x5a", res[0])
+			}
+			mod.Memory().WriteByte(uint32(ea), 0)
+			res, err = mod.ExportedFunction("dyn").Call(ctx, uint64(uint32(c.addr)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := mod.Memory().ReadByte(uint32(ea)); !ok || got != 0x5a || byte(res[0]) != 0x5a {
+				t.Errorf("dyn: memory[%#x] = %#x (%v), load = %#x, want 0x5a", ea, got, ok, res[0])
+			}
+			if below <= fenceBytes {
+				if got := fm.region[fenceBytes-below]; got != fenceByte {
+					t.Errorf("dyn: the fence %d bytes below the memory was written: %#x", below, got)
+				}
+			}
+		})
+	}
+}
