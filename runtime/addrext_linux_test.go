@@ -2,12 +2,14 @@ package runtime_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/wasmbox/wasmbox/runtime/runtimetest"
 	"github.com/wasmbox/wasmbox/third_party/wazero"
+	"github.com/wasmbox/wasmbox/third_party/wazero/api"
 	"github.com/wasmbox/wasmbox/third_party/wazero/experimental"
 )
 
@@ -161,6 +163,192 @@ func TestAddressExtensionInRegisters(t *testing.T) {
 			}
 			if got := byte(res[0]); got != 0x5a {
 				t.Errorf("read %#x, want 0x5a: the access reached %d bytes below the memory", got, c.below)
+			}
+		})
+	}
+}
+
+// The i32 result of a Go host function is its first integer result, which
+// the amd64 trampoline back to the Wasm code returns in RAX: it loaded the
+// host's uint64 whole (wazero patch 19 (c)), and wazero's reflective host
+// functions store a negative int32 sign-extended (uint64(int64)), as a
+// GoFunction storing uint64(someInt32) does. Such a value, used as an
+// address after a check of it, reached 2 GiB below a memory grown past
+// 2 GiB. What makes the checked address stale and keeps the value in RAX
+// is a fuel check (patch 14), which preserves every register and which
+// any module can write (a mutable i32 global, an imported () -> i32): a
+// call would move the value to a callee-saved register with a 32-bit mov.
+func TestHostResultUpperHalf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("maps 6 GiB of address space")
+	}
+	i32 := runtimetest.I32Const
+	cat := func(bs ...[]byte) (out []byte) {
+		for _, b := range bs {
+			out = append(out, b...)
+		}
+		return out
+	}
+	const (
+		opLocalTee  = 0x22
+		opGlobalGet = 0x23
+		opGlobalSet = 0x24
+		opIf        = 0x04
+		opI32Eqz    = 0x45
+		opI32Sub    = 0x6b
+		opLoad8U    = 0x2d
+		opStore8    = 0x3a
+	)
+	mem := func(op byte) []byte { return []byte{op, 0, 0} }
+	// fuel is wasmbin.InstrumentLoops' meter on global 0, with the host
+	// function (0) as its yield: one fuelCheck instruction.
+	fuel := cat([]byte{opGlobalGet, 0}, i32(1), []byte{opI32Sub, opGlobalSet, 0, opGlobalGet, 0, opI32Eqz,
+		opIf, runtimetest.OpBlockVoid}, runtimetest.Call(0), []byte{runtimetest.OpDrop}, i32(1000),
+		[]byte{opGlobalSet, 0, runtimetest.OpEnd})
+	hosts := []struct {
+		name string
+		add  func(wazero.HostFunctionBuilder) wazero.HostFunctionBuilder
+	}{
+		{"WithFunc", func(b wazero.HostFunctionBuilder) wazero.HostFunctionBuilder {
+			return b.WithFunc(func() int32 { return math.MinInt32 })
+		}},
+		{"GoFunction", func(b wazero.HostFunctionBuilder) wazero.HostFunctionBuilder {
+			return b.WithGoFunction(api.GoFunc(func(_ context.Context, stack []uint64) {
+				v := int32(math.MinInt32)
+				stack[0] = uint64(v) // sign-extended
+			}), nil, []api.ValueType{api.ValueTypeI32})
+		}},
+	}
+	for _, h := range hosts {
+		t.Run(h.name, func(t *testing.T) {
+			// v = the host's -2^31, the address 0x80000000.
+			body := cat(i32(32768), []byte{runtimetest.OpMemoryGrow, 0, runtimetest.OpDrop},
+				i32(-0x8000_0000), i32(0x5a), mem(opStore8),
+				runtimetest.Call(0), []byte{opLocalTee, 0, runtimetest.OpLocalGet, 0},
+				mem(opLoad8U), []byte{runtimetest.OpDrop}, fuel, mem(opLoad8U))
+			m := runtimetest.Module{
+				Imports:   []runtimetest.Import{{Module: "env", Name: "neg", Type: runtimetest.FuncType{Results: []byte{runtimetest.I32}}}},
+				MemoryMin: 1, MemoryMax: 65536,
+				Globals: []int32{1000},
+				Funcs: []runtimetest.Func{
+					{Type: runtimetest.FuncType{Results: []byte{runtimetest.I32}}, Locals: []byte{runtimetest.I32}, Body: body, Export: "f"},
+				},
+			}
+			fm := newFencedMemory(t, 4<<30)
+			fm.fence(2<<30, 1)
+			ctx := experimental.WithMemoryAllocator(context.Background(),
+				experimental.MemoryAllocatorFunc(func(_, _ uint64) experimental.LinearMemory { return fm }))
+			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
+			defer rt.Close(ctx)
+			if _, err := h.add(rt.NewHostModuleBuilder("env").NewFunctionBuilder()).Export("neg").Instantiate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mod, err := rt.InstantiateWithConfig(ctx, m.Encode(), wazero.NewModuleConfig().WithName("attack"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := mod.ExportedFunction("f").Call(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := byte(res[0]); got != 0x5a {
+				t.Errorf("read %#x, want 0x5a: the access reached 2 GiB below the memory", got)
+			}
+		})
+	}
+}
+
+// An access at a constant address within the memory's minimum has no
+// bounds check (wazero patch 13); at 2 GiB or more, the address or the
+// offset does not fit an x86 displacement (sign-extended), and an offset
+// of 2 GiB or more takes lowerToAddressMode's own path when the address
+// is shared by two accesses (a checked address, reused). Each case stores
+// a byte through such an access and the test reads it back from Go: it
+// must be in the memory at the address, and the fence below the memory
+// (where a sign-extended displacement reaches) must be untouched. Then
+// the same through a store and a load of an address in a parameter.
+func TestConstantAddressHighOffsets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("maps 6 GiB of address space")
+	}
+	const pages = 65535 // 4 GiB - 64 KiB: no check up to there
+	cases := []struct {
+		name string
+		addr int32
+		off  uint32
+	}{
+		{"addr2G", -0x8000_0000, 0},
+		{"off2G", 0, 0x8000_0000},
+		{"sum2G", 0x7fff_ffff, 1},
+		{"addrAndOff2G", 0x10, 0x8000_0000},
+		{"addr4G", -0x1_0001, 0}, // 0xfffeffff, the last byte below the minimum
+		{"off4G", 0x7fff_0000, 0x7fff_ffff},
+	}
+	i32 := runtimetest.I32Const
+	memarg := func(op byte, off uint32) []byte { return runtimetest.ULEB([]byte{op, 0}, uint64(off)) }
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ea := uint64(uint32(c.addr)) + uint64(c.off)
+			store := append(append(i32(c.addr), i32(0x5a)...), memarg(0x3a, c.off)...) // i32.store8
+			load := append(i32(c.addr), memarg(0x2d, c.off)...)                        // i32.load8_u
+			m := runtimetest.Module{
+				MemoryMin: pages, MemoryMax: 65536,
+				Funcs: []runtimetest.Func{
+					{Body: store, Export: "store"},
+					{Type: runtimetest.FuncType{Results: []byte{runtimetest.I32}}, Body: load, Export: "load"},
+					{
+						Type: runtimetest.FuncType{Params: []byte{runtimetest.I32}, Results: []byte{runtimetest.I32}},
+						Body: append(append(append([]byte{runtimetest.OpLocalGet, 0}, i32(0x5a)...), memarg(0x3a, c.off)...),
+							append([]byte{runtimetest.OpLocalGet, 0}, memarg(0x2d, c.off)...)...),
+						Export: "dyn",
+					},
+				},
+			}
+			fm := newFencedMemory(t, 4<<30)
+			// Where a displacement taken as signed reaches: 4 GiB below
+			// the address, within the fence for these addresses.
+			below := int(uint64(4<<30) - ea)
+			if below <= fenceBytes {
+				fm.fence(below, 1)
+			}
+			ctx := experimental.WithMemoryAllocator(context.Background(),
+				experimental.MemoryAllocatorFunc(func(_, _ uint64) experimental.LinearMemory { return fm }))
+			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
+			defer rt.Close(ctx)
+			mod, err := rt.InstantiateWithConfig(ctx, m.Encode(), wazero.NewModuleConfig().WithName("const"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := mod.ExportedFunction("store").Call(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := mod.Memory().ReadByte(uint32(ea)); !ok || got != 0x5a {
+				t.Errorf("memory[%#x] = %#x (%v), want 0x5a", ea, got, ok)
+			}
+			if below <= fenceBytes {
+				if got := fm.region[fenceBytes-below]; got != fenceByte {
+					t.Errorf("the fence %d bytes below the memory was written: %#x", below, got)
+				}
+			}
+			res, err := mod.ExportedFunction("load").Call(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if byte(res[0]) != 0x5a {
+				t.Errorf("load = %#x, want 0x5a", res[0])
+			}
+			mod.Memory().WriteByte(uint32(ea), 0)
+			res, err = mod.ExportedFunction("dyn").Call(ctx, uint64(uint32(c.addr)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := mod.Memory().ReadByte(uint32(ea)); !ok || got != 0x5a || byte(res[0]) != 0x5a {
+				t.Errorf("dyn: memory[%#x] = %#x (%v), load = %#x, want 0x5a", ea, got, ok, res[0])
+			}
+			if below <= fenceBytes {
+				if got := fm.region[fenceBytes-below]; got != fenceByte {
+					t.Errorf("dyn: the fence %d bytes below the memory was written: %#x", below, got)
+				}
 			}
 		})
 	}

@@ -77,6 +77,9 @@ type Module struct {
 	// Table, when not empty, gives the module a funcref table holding
 	// these functions from index 0 (for call_indirect).
 	Table []uint32
+	// Globals are mutable i32 globals of the module, with these initial
+	// values (global indices from 0).
+	Globals []int32
 }
 
 // ULEB appends the unsigned LEB128 encoding of v.
@@ -199,6 +202,14 @@ func (m Module) Encode() []byte {
 	hasMem := m.ImportMemory == "" && (m.HasMemory || m.MemoryMin > 0 || len(m.Data) > 0)
 	if hasMem {
 		section(5, vec([][]byte{limits()}))
+	}
+	if len(m.Globals) > 0 {
+		var items [][]byte
+		for _, g := range m.Globals {
+			b := append([]byte{I32, 0x01}, I32Const(g)...)
+			items = append(items, append(b, OpEnd))
+		}
+		section(6, vec(items))
 	}
 	var exports [][]byte
 	if hasMem {

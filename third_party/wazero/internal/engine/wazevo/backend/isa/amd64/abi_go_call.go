@@ -192,6 +192,7 @@ func (m *machine) CompileGoFunctionTrampoline(exitCode wazevoapi.ExitCode, sig *
 	// To avoid overwriting with the execution context pointer by the result, we need to track the offset,
 	// and defer the restoration of the result to the end of this function.
 	var argOverlapWithExecCtxOffset int32 = -1
+	var argOverlapWithExecCtxType ssa.Type
 	for i := range abi.Rets {
 		r := &abi.Rets[i]
 		var v regalloc.VReg
@@ -200,6 +201,7 @@ func (m *machine) CompileGoFunctionTrampoline(exitCode wazevoapi.ExitCode, sig *
 			v = r.Reg
 			if v.RealReg() == execCtrPtr.RealReg() {
 				argOverlapWithExecCtxOffset = offsetInGoSlice
+				argOverlapWithExecCtxType = r.Type
 				offsetInGoSlice += 8 // always uint64 rep.
 				continue
 			}
@@ -263,7 +265,19 @@ func (m *machine) CompileGoFunctionTrampoline(exitCode wazevoapi.ExitCode, sig *
 		// At this point execCtt is not used anymore, so we can finally store the
 		// result to the register which overlaps with the execution context pointer.
 		mem := newOperandMem(m.newAmodeImmReg(uint32(argOverlapWithExecCtxOffset), rspVReg))
-		load := m.allocateInstr().asMov64MR(mem, execCtrPtr)
+		load := m.allocateInstr()
+		if argOverlapWithExecCtxType == ssa.TypeI32 {
+			// wasmbox: an i32 result is loaded as 32 bits, as the other
+			// results are: the Wasm code uses a 32-bit value's register
+			// whole as a zero-extended address (lowerAddendFromInstr) and
+			// table index, and a Go function may store a negative int32
+			// sign-extended (wazero's reflective host functions do).
+			// Upstream loaded the whole uint64: a guest reached 2 GiB
+			// below its memory through such a result.
+			load.asMovzxRmR(extModeLQ, mem, execCtrPtr)
+		} else {
+			load.asMov64MR(mem, execCtrPtr)
+		}
 		cur = linkInstr(cur, load)
 	}
 
