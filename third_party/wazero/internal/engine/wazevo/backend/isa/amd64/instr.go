@@ -300,6 +300,12 @@ func (i *instruction) String() string {
 		return fmt.Sprintf("stack_check %d", i.u1)
 	case fuelCheck:
 		return fmt.Sprintf("fuel_check %#x(%s), yield=%d, refill=%d, %s", uint32(i.u1), i.op1.format(true), uint32(i.u2), uint32(i.u2>>32), i.op2.format(true))
+	case aluRM:
+		suffix := "l"
+		if i.b1 {
+			suffix = "q"
+		}
+		return fmt.Sprintf("%s.%s %s, %s", aluRmiROpcode(i.u1), suffix, i.op2.format(i.b1), i.op1.format(true))
 
 	default:
 		panic(fmt.Sprintf("BUG: %d", int(i.kind)))
@@ -395,6 +401,11 @@ func (i *instruction) Uses(regs *[]regalloc.VReg) []regalloc.VReg {
 	case useKindFcvtToUintSequence:
 		execCtx, src, tmpGp, tmpGp2, tmpXmm, tmpXmm2, _, _, _ := i.fcvtToUintSequenceData()
 		*regs = append(*regs, execCtx, src, tmpGp, tmpGp2, tmpXmm, tmpXmm2)
+	case useKindMemOp1Op2:
+		i.op1.addressMode().uses(regs)
+		if i.op2.kind == operandKindReg {
+			*regs = append(*regs, i.op2.reg())
+		}
 	case useKindDivRem:
 		execCtx, divisor, tmpGp, _, _, _ := i.idivRemSequenceData()
 		// idiv uses rax and rdx as implicit operands.
@@ -488,6 +499,14 @@ func (i *instruction) AssignUse(index int, v regalloc.VReg) {
 			}
 		default:
 			panic(fmt.Sprintf("BUG: invalid operand pair: %s", i))
+		}
+	case useKindMemOp1Op2:
+		if nregs := i.op1.addressMode().nregs(); index < nregs {
+			i.op1.addressMode().assignUses(index, v)
+		} else if index == nregs && i.op2.kind == operandKindReg {
+			i.op2.setReg(v)
+		} else {
+			panic("BUG")
 		}
 	case useKindOp1:
 		op := &i.op1
@@ -878,8 +897,27 @@ const (
 	// after the function (stackcheck.go). The execution context is in RAX.
 	stackCheck
 
+	// aluRM is an ALU operation whose destination is memory (wasmbox patch
+	// 21): op1 the memory operand, op2 the source (a register or an
+	// imm32), u1 the aluRmiROpcode (add, sub, and, or, xor), b1 64 bits.
+	// A store of an add (sub, and, or, xor) of a load of the same address
+	// and a value: `add dword [mem], src` (CPython's reference counts).
+	aluRM
+
 	instrMax
 )
+
+func (i *instruction) asAluRM(op aluRmiROpcode, src operand, mem operand, _64 bool) *instruction {
+	if mem.kind != operandKindMem || (src.kind != operandKindReg && src.kind != operandKindImm32) {
+		panic("BUG")
+	}
+	i.kind = aluRM
+	i.op1 = mem
+	i.op2 = src
+	i.u1 = uint64(op)
+	i.b1 = _64
+	return i
+}
 
 func (i *instruction) asMFence() *instruction {
 	i.kind = mfence
@@ -1125,6 +1163,8 @@ func (k instructionKind) String() string {
 		return "tailCallIndirect"
 	case fuelCheck:
 		return "fuelCheck"
+	case aluRM:
+		return "aluRM"
 	case stackCheck:
 		return "stackCheck"
 	case trapIf:
@@ -2416,6 +2456,7 @@ var defKinds = [instrMax]defKind{
 	tailCall:               defKindCall,
 	tailCallIndirect:       defKindCall,
 	fuelCheck:              defKindNone,
+	aluRM:                  defKindNone,
 	trapIf:                 defKindNone,
 	stackCheck:             defKindNone,
 }
@@ -2454,6 +2495,9 @@ const (
 	useKindTailCallInd
 	useKindFcvtToSintSequence
 	useKindFcvtToUintSequence
+	// useKindMemOp1Op2 (wasmbox) is Op1 a memory operand, Op2 a register
+	// or an imm32.
+	useKindMemOp1Op2
 )
 
 var useKinds = [instrMax]useKind{
@@ -2505,6 +2549,7 @@ var useKinds = [instrMax]useKind{
 	tailCall:               useKindCall,
 	tailCallIndirect:       useKindTailCallInd,
 	fuelCheck:              useKindOp1Op2Reg,
+	aluRM:                  useKindMemOp1Op2,
 	trapIf:                 useKindOp1,
 	stackCheck:             useKindNone,
 }

@@ -124,6 +124,49 @@ func (i *instruction) encode(c backend.Compiler) (needsLabelResolution bool) {
 			}
 		}
 
+	case aluRM:
+		var rex rexInfo
+		if i.b1 {
+			rex = rex.setW()
+		} else {
+			rex = rex.clearW()
+		}
+		var opcR, subOpcImm uint32
+		switch aluRmiROpcode(i.u1) {
+		case aluRmiROpcodeAdd:
+			opcR, subOpcImm = 0x01, 0x0
+		case aluRmiROpcodeSub:
+			opcR, subOpcImm = 0x29, 0x5
+		case aluRmiROpcodeAnd:
+			opcR, subOpcImm = 0x21, 0x4
+		case aluRmiROpcodeOr:
+			opcR, subOpcImm = 0x09, 0x1
+		case aluRmiROpcodeXor:
+			opcR, subOpcImm = 0x31, 0x6
+		default:
+			panic("BUG: invalid aluRmiROpcode for aluRM")
+		}
+		m := i.op1.addressMode()
+		switch i.op2.kind {
+		case operandKindReg:
+			src := regEncodings[i.op2.reg().RealReg()]
+			encodeRegMem(c, legacyPrefixesNone, opcR, 1, src, m, rex)
+		case operandKindImm32:
+			imm8 := lower8willSignExtendTo32(i.op2.imm32())
+			opc := uint32(0x81)
+			if imm8 {
+				opc = 0x83
+			}
+			encodeEncMem(c, legacyPrefixesNone, opc, 1, uint8(subOpcImm), m, rex)
+			if imm8 {
+				c.EmitByte(byte(i.op2.imm32()))
+			} else {
+				c.Emit4Bytes(i.op2.imm32())
+			}
+		default:
+			panic("BUG: invalid operand kind")
+		}
+
 	case movRR:
 		src := regEncodings[i.op1.reg().RealReg()]
 		dst := regEncodings[i.op2.reg().RealReg()]

@@ -1937,8 +1937,71 @@ func (m *machine) lowerFabsFneg(instr *ssa.Instruction) {
 	m.copyTo(tmp, rd)
 }
 
+// rmwOpcodes are the ALU operations that lowerStore does in memory.
+var rmwOpcodes = [...]ssa.Opcode{ssa.OpcodeIadd, ssa.OpcodeIsub, ssa.OpcodeBand, ssa.OpcodeBor, ssa.OpcodeBxor}
+
+// lowerRMW (wasmbox patch 21) lowers the store of an add, sub, and, or or xor
+// of a load of the same address (the same pointer value and offset, the
+// full width of the store) and another value as one ALU instruction with a
+// memory destination: `add dword [mem], 1` for C's `p->n++` (CPython's
+// Py_INCREF), where upstream loaded, added and stored (three instructions
+// and a register, and usually a lea for the address the load and the store
+// share). Only when the load and the operation have no other use and are
+// in the store's instruction group: nothing with a side effect (a store, a
+// call, a bounds check's trap) lies between the load and the store, so the
+// load read what the store's address holds at the store.
+func (m *machine) lowerRMW(value, ptr ssa.Value, offset uint32, storeSizeInBits byte) bool {
+	typ := value.Type()
+	if (typ != ssa.TypeI32 && typ != ssa.TypeI64) || uint32(storeSizeInBits) != uint32(typ.Bits()) {
+		return false
+	}
+	def := m.c.ValueDefinition(value)
+	op := m.c.MatchInstrOneOf(def, rmwOpcodes[:])
+	if op == ssa.OpcodeInvalid {
+		return false
+	}
+	x, y := def.Instr.Arg2()
+	isLoad := func(v ssa.Value) bool {
+		d := m.c.ValueDefinition(v)
+		if !m.c.MatchInstr(d, ssa.OpcodeLoad) {
+			return false
+		}
+		lptr, loff, ltyp := d.Instr.LoadData()
+		return lptr == ptr && loff == offset && ltyp == typ
+	}
+	switch {
+	case isLoad(x):
+	case op != ssa.OpcodeIsub && isLoad(y):
+		x, y = y, x
+	default:
+		return false
+	}
+	var aluOp aluRmiROpcode
+	switch op {
+	case ssa.OpcodeIadd:
+		aluOp = aluRmiROpcodeAdd
+	case ssa.OpcodeIsub:
+		aluOp = aluRmiROpcodeSub
+	case ssa.OpcodeBand:
+		aluOp = aluRmiROpcodeAnd
+	case ssa.OpcodeBor:
+		aluOp = aluRmiROpcodeOr
+	case ssa.OpcodeBxor:
+		aluOp = aluRmiROpcodeXor
+	}
+	src := m.getOperand_Imm32_Reg(m.c.ValueDefinition(y))
+	mem := newOperandMem(m.lowerToAddressMode(ptr, offset))
+	m.c.ValueDefinition(x).Instr.MarkLowered()
+	def.Instr.MarkLowered()
+	m.insert(m.allocateInstr().asAluRM(aluOp, src, mem, typ == ssa.TypeI64))
+	return true
+}
+
 func (m *machine) lowerStore(si *ssa.Instruction) {
 	value, ptr, offset, storeSizeInBits := si.StoreData()
+	if m.lowerRMW(value, ptr, offset, storeSizeInBits) {
+		return
+	}
 	rm := m.getOperand_Reg(m.c.ValueDefinition(value))
 	mem := newOperandMem(m.lowerToAddressMode(ptr, offset))
 
