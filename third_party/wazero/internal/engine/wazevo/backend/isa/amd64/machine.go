@@ -84,6 +84,10 @@ type (
 		maxRequiredStackSizeForCalls int64
 
 		labelResolutionPends []labelResolutionPend
+		// jumpThrough (wasmbox patch 22) maps the label of a block that is
+		// nothing but a jmp to that jmp's target + 1 (see threadJumps); 0
+		// is none.
+		jumpThrough []label
 		// fuelSlowPaths are the fuel checks encoded so far (wasmbox patch).
 		fuelSlowPaths []fuelSlowPath
 		// trapStubs are the trapIf instructions encoded so far (wasmbox patch).
@@ -162,12 +166,12 @@ func ssaBlockLabel(sb ssa.BasicBlock) label {
 	return label(sb.ID())
 }
 
-// getOrAllocateSSABlockLabelPosition returns the labelPosition for the given basic block.
 // ZeroExtendsI32 reports that every 32-bit value of this backend has a zero
 // upper half in its register (wasmbox): the zero extension of an i32 to i64
 // is then no instruction (see backend.compiler.assignVirtualRegisters).
 func (m *machine) ZeroExtendsI32() bool { return true }
 
+// getOrAllocateSSABlockLabelPosition returns the labelPosition for the given basic block.
 func (m *machine) getOrAllocateSSABlockLabelPosition(sb ssa.BasicBlock) *labelPosition {
 	if sb.ReturnBlock() {
 		m.returnLabelPos.sb = sb
@@ -2316,6 +2320,7 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 	m.fuelSlowPaths = m.fuelSlowPaths[:0]
 	m.trapStubs = m.trapStubs[:0]
 	m.stackGrowPaths = m.stackGrowPaths[:0]
+	m.threadJumps()
 	for _, pos := range m.orderedSSABlockLabelPos {
 		offset := int64(len(*bufPtr))
 		pos.binaryOffset = offset
@@ -2388,6 +2393,9 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 		switch p.instr.kind {
 		case jmp, jmpIf, lea, xmmUnaryRmR:
 			target := p.instr.jmpLabel()
+			if p.instr.kind == jmp || p.instr.kind == jmpIf {
+				target = m.jumpTarget(target)
+			}
 			targetOffset := m.labelPositionPool.Get(int(target)).binaryOffset
 			imm32Offset := p.imm32Offset
 			jmpOffset := int32(targetOffset - (p.imm32Offset + 4)) // +4 because RIP points to the next instruction.
@@ -2397,7 +2405,7 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 			// Each entry is the offset from the beginning of the jmpTableIsland instruction in 8 bytes.
 			targets := m.jmpTableTargets[p.instr.u1]
 			for i, l := range targets {
-				targetOffset := m.labelPositionPool.Get(int(l)).binaryOffset
+				targetOffset := m.labelPositionPool.Get(int(m.jumpTarget(label(l)))).binaryOffset
 				jmpOffset := targetOffset - tableBegin
 				binary.LittleEndian.PutUint64(buf[tableBegin+int64(i)*8:], uint64(jmpOffset))
 			}
@@ -2406,6 +2414,43 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 		}
 	}
 	return
+}
+
+// threadJumps (wasmbox patch 22) finds the blocks that are nothing but an
+// unconditional jump to a label (after register allocation: the trampolines
+// of split critical edges whose edge needed no move, and the empty joins of
+// structured control flow), so that the jumps and jump tables aimed at them
+// go to where they jump instead (jumpTarget): one jmp less on the path.
+// The block stays in place for what falls through into it.
+func (m *machine) threadJumps() {
+	m.jumpThrough = m.jumpThrough[:0]
+	for _, pos := range m.orderedSSABlockLabelPos {
+		if pos.sb == nil || pos.sb.ReturnBlock() {
+			continue
+		}
+		cur := pos.begin
+		for cur != pos.end.next && cur.kind == nop0 {
+			cur = cur.next
+		}
+		if cur == pos.end.next || cur.kind != jmp || cur.op1.kind != operandKindLabel {
+			continue
+		}
+		l := ssaBlockLabel(pos.sb)
+		if int(l) >= len(m.jumpThrough) {
+			m.jumpThrough = append(m.jumpThrough, make([]label, int(l)+1-len(m.jumpThrough))...)
+		}
+		m.jumpThrough[l] = cur.op1.label() + 1 // 0 is none
+	}
+}
+
+// jumpTarget (wasmbox patch 22) is where a jump to l ends up after the
+// blocks that are only a jump (threadJumps), in at most 8 steps: a cycle of
+// them (a loop that does nothing) keeps a label of the cycle.
+func (m *machine) jumpTarget(l label) label {
+	for i := 0; i < 8 && int(l) < len(m.jumpThrough) && m.jumpThrough[l] != 0; i++ {
+		l = m.jumpThrough[l] - 1
+	}
+	return l
 }
 
 // ResolveRelocations implements backend.Machine.
