@@ -22,21 +22,6 @@ import (
 // checked against the same computation in Go, three times in one instance.
 func TestValuesAcrossCalls(t *testing.T) {
 	const (
-		opLocalSet  = 0x21
-		opIf        = 0x04
-		opI32Eqz    = 0x45
-		opI32Sub    = 0x6b
-		opI32Mul    = 0x6c
-		opI32Xor    = 0x73
-		opI32Shl    = 0x74
-		opI32Load   = 0x28
-		opI32Store  = 0x36
-		opMemSize   = 0x3f
-		opCallInd   = 0x11
-		opF64Const  = 0x44
-		opF64Mul    = 0xa2
-		opF64FromI  = 0xb7 // f64.convert_i32_s
-		opI32FromF  = 0xaa // i32.trunc_f64_s
 		f64         = 0x7c
 		importH     = 0
 		funcGrow    = 1
@@ -52,34 +37,29 @@ func TestValuesAcrossCalls(t *testing.T) {
 	i32 := runtimetest.I32
 	c := runtimetest.I32Const
 	get := func(i byte) []byte { return []byte{runtimetest.OpLocalGet, i} }
-	set := func(i byte) []byte { return []byte{opLocalSet, i} }
-	cat := func(bs ...[]byte) (out []byte) {
-		for _, b := range bs {
-			out = append(out, b...)
-		}
-		return out
-	}
+	set := func(i byte) []byte { return []byte{runtimetest.OpLocalSet, i} }
+	cat := runtimetest.Cat
 	f64Const := func(v float64) []byte {
-		return binary.LittleEndian.AppendUint64([]byte{opF64Const}, math.Float64bits(v))
+		return binary.LittleEndian.AppendUint64([]byte{runtimetest.OpF64Const}, math.Float64bits(v))
 	}
-	lastWord := cat([]byte{opMemSize, 0}, c(16), []byte{opI32Shl}, c(4), []byte{opI32Sub}) // memory.size*65536 - 4
-	ownWord := cat(get(localN), c(2), []byte{opI32Shl})                                    // n*4
+	lastWord := cat([]byte{runtimetest.OpMemorySize, 0}, c(16), []byte{runtimetest.OpI32Shl}, c(4), []byte{runtimetest.OpI32Sub}) // memory.size*65536 - 4
+	ownWord := cat(get(localN), c(2), []byte{runtimetest.OpI32Shl})                                                               // n*4
 	recBody := cat(
-		get(localN), []byte{opI32Eqz, opIf, runtimetest.OpBlockVoid}, get(localA), []byte{runtimetest.OpReturn, runtimetest.OpEnd},
-		get(localA), c(3), []byte{opI32Mul}, set(localV0),
+		get(localN), []byte{runtimetest.OpI32Eqz, runtimetest.OpIf, runtimetest.OpBlockVoid}, get(localA), []byte{runtimetest.OpReturn, runtimetest.OpEnd},
+		get(localA), c(3), []byte{runtimetest.OpI32Mul}, set(localV0),
 		get(localA), c(5), []byte{runtimetest.OpI32Add}, set(localV1),
-		get(localA), c(0x55), []byte{opI32Xor}, set(localV2),
-		get(localA), []byte{opF64FromI}, f64Const(1.5), []byte{opF64Mul}, set(localV3),
-		ownWord, get(localA), []byte{opI32Store, 2, 0},
-		get(localN), c(1), []byte{opI32Sub}, get(localA), c(1), []byte{runtimetest.OpI32Add}, runtimetest.Call(funcRec),
-		c(0), []byte{opCallInd, 0, 0}, // grow(r), through the table
+		get(localA), c(0x55), []byte{runtimetest.OpI32Xor}, set(localV2),
+		get(localA), []byte{runtimetest.OpF64FromI32S}, f64Const(1.5), []byte{runtimetest.OpF64Mul}, set(localV3),
+		ownWord, get(localA), []byte{runtimetest.OpI32Store, 2, 0},
+		get(localN), c(1), []byte{runtimetest.OpI32Sub}, get(localA), c(1), []byte{runtimetest.OpI32Add}, runtimetest.Call(funcRec),
+		c(0), []byte{runtimetest.OpCallIndirect, 0, 0}, // grow(r), through the table
 		runtimetest.Call(importH),
 		set(localResult),
-		lastWord, get(localV1), []byte{opI32Store, 2, 0},
+		lastWord, get(localV1), []byte{runtimetest.OpI32Store, 2, 0},
 		get(localResult), get(localV0), []byte{runtimetest.OpI32Add}, get(localV1), []byte{runtimetest.OpI32Add},
-		get(localV2), []byte{runtimetest.OpI32Add}, get(localV3), []byte{opI32FromF, runtimetest.OpI32Add},
-		ownWord, []byte{opI32Load, 2, 0, runtimetest.OpI32Add},
-		lastWord, []byte{opI32Load, 2, 0, runtimetest.OpI32Add},
+		get(localV2), []byte{runtimetest.OpI32Add}, get(localV3), []byte{runtimetest.OpI32TruncF64S, runtimetest.OpI32Add},
+		ownWord, []byte{runtimetest.OpI32Load, 2, 0, runtimetest.OpI32Add},
+		lastWord, []byte{runtimetest.OpI32Load, 2, 0, runtimetest.OpI32Add},
 	)
 	i32ToI32 := runtimetest.FuncType{Params: []byte{i32}, Results: []byte{i32}}
 	bin := runtimetest.Module{

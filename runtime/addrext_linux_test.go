@@ -56,6 +56,21 @@ func (m *fencedMemory) Reallocate(size uint64) []byte {
 
 func (m *fencedMemory) Free() {}
 
+// attackByte instantiates m as "attack" in rt and returns the byte that
+// its function f reads.
+func attackByte(ctx context.Context, t *testing.T, rt wazero.Runtime, m runtimetest.Module) byte {
+	t.Helper()
+	mod, err := rt.InstantiateWithConfig(ctx, m.Encode(), wazero.NewModuleConfig().WithName("attack"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := mod.ExportedFunction("f").Call(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return byte(res[0])
+}
+
 // The amd64 backend folds the zero extension of a 32-bit address into an
 // x86 address by using the address's register whole, where an earlier
 // check of the same value has proven the access in bounds (after a call,
@@ -80,26 +95,13 @@ func TestAddressExtensionInRegisters(t *testing.T) {
 		t.Skip("maps 6 GiB of address space")
 	}
 	i32 := runtimetest.I32Const
-	cat := func(bs ...[]byte) (out []byte) {
-		for _, b := range bs {
-			out = append(out, b...)
-		}
-		return out
-	}
-	const (
-		opLocalSet = 0x21
-		opLoad8U   = 0x2d
-		opLoad8S   = 0x2c
-		opLoad16S  = 0x2e
-		opStore8   = 0x3a
-		opStore16  = 0x3b
-	)
+	cat := runtimetest.Cat
 	get := func(i byte) []byte { return []byte{runtimetest.OpLocalGet, i} }
-	set := func(i byte) []byte { return []byte{opLocalSet, i} }
+	set := func(i byte) []byte { return []byte{runtimetest.OpLocalSet, i} }
 	mem := func(op byte) []byte { return []byte{op, 0, 0} } // align 0, offset 0
 	// again reads the byte at local 0, calls $nop (function 0), and reads
 	// the byte again.
-	again := cat(get(0), mem(opLoad8U), []byte{runtimetest.OpDrop}, runtimetest.Call(0), get(0), mem(opLoad8U))
+	again := cat(get(0), mem(runtimetest.OpI32Load8U), []byte{runtimetest.OpDrop}, runtimetest.Call(0), get(0), mem(runtimetest.OpI32Load8U))
 	cases := []struct {
 		name     string
 		imported bool   // the memory is another module's (its length is 64 bits in the code; a module's own is 32)
@@ -111,20 +113,20 @@ func TestAddressExtensionInRegisters(t *testing.T) {
 		{
 			// v = i32.load8_s of 0xff: -1, the address 0xffffffff.
 			name: "load8_s", imported: true, pages: 65536, below: 1,
-			body: cat(i32(0), i32(-1), mem(opStore8), i32(-1), i32(0x5a), mem(opStore8),
-				i32(0), mem(opLoad8S), set(0), again),
+			body: cat(i32(0), i32(-1), mem(runtimetest.OpI32Store8), i32(-1), i32(0x5a), mem(runtimetest.OpI32Store8),
+				i32(0), mem(runtimetest.OpI32Load8S), set(0), again),
 		},
 		{
 			// v = i32.load16_s of 0x8000: the address 0xffff8000.
 			name: "load16_s", imported: true, pages: 65536, below: 0x8000,
-			body: cat(i32(0), i32(-0x8000), mem(opStore16), i32(-0x8000), i32(0x5a), mem(opStore8),
-				i32(0), mem(opLoad16S), set(0), again),
+			body: cat(i32(0), i32(-0x8000), mem(runtimetest.OpI32Store16), i32(-0x8000), i32(0x5a), mem(runtimetest.OpI32Store8),
+				i32(0), mem(runtimetest.OpI32Load16S), set(0), again),
 		},
 		{
 			// The constant 0x80000000 in a local, past the memory's
 			// initial size and within its grown one.
 			name: "const", pages: 1, grow: 32768, below: 2 << 30,
-			body: cat(i32(-0x8000_0000), set(0), get(0), i32(0x5a), mem(opStore8), again),
+			body: cat(i32(-0x8000_0000), set(0), get(0), i32(0x5a), mem(runtimetest.OpI32Store8), again),
 		},
 	}
 	for _, c := range cases {
@@ -153,15 +155,7 @@ func TestAddressExtensionInRegisters(t *testing.T) {
 				}
 				m.ImportMemory = "m"
 			}
-			mod, err := rt.InstantiateWithConfig(ctx, m.Encode(), wazero.NewModuleConfig().WithName("attack"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := mod.ExportedFunction("f").Call(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := byte(res[0]); got != 0x5a {
+			if got := attackByte(ctx, t, rt, m); got != 0x5a {
 				t.Errorf("read %#x, want 0x5a: the access reached %d bytes below the memory", got, c.below)
 			}
 		})
@@ -183,28 +177,13 @@ func TestHostResultUpperHalf(t *testing.T) {
 		t.Skip("maps 6 GiB of address space")
 	}
 	i32 := runtimetest.I32Const
-	cat := func(bs ...[]byte) (out []byte) {
-		for _, b := range bs {
-			out = append(out, b...)
-		}
-		return out
-	}
-	const (
-		opLocalTee  = 0x22
-		opGlobalGet = 0x23
-		opGlobalSet = 0x24
-		opIf        = 0x04
-		opI32Eqz    = 0x45
-		opI32Sub    = 0x6b
-		opLoad8U    = 0x2d
-		opStore8    = 0x3a
-	)
+	cat := runtimetest.Cat
 	mem := func(op byte) []byte { return []byte{op, 0, 0} }
 	// fuel is wasmbin.InstrumentLoops' meter on global 0, with the host
 	// function (0) as its yield: one fuelCheck instruction.
-	fuel := cat([]byte{opGlobalGet, 0}, i32(1), []byte{opI32Sub, opGlobalSet, 0, opGlobalGet, 0, opI32Eqz,
-		opIf, runtimetest.OpBlockVoid}, runtimetest.Call(0), []byte{runtimetest.OpDrop}, i32(1000),
-		[]byte{opGlobalSet, 0, runtimetest.OpEnd})
+	fuel := cat([]byte{runtimetest.OpGlobalGet, 0}, i32(1), []byte{runtimetest.OpI32Sub, runtimetest.OpGlobalSet, 0, runtimetest.OpGlobalGet, 0, runtimetest.OpI32Eqz,
+		runtimetest.OpIf, runtimetest.OpBlockVoid}, runtimetest.Call(0), []byte{runtimetest.OpDrop}, i32(1000),
+		[]byte{runtimetest.OpGlobalSet, 0, runtimetest.OpEnd})
 	hosts := []struct {
 		name string
 		add  func(wazero.HostFunctionBuilder) wazero.HostFunctionBuilder
@@ -223,9 +202,9 @@ func TestHostResultUpperHalf(t *testing.T) {
 		t.Run(h.name, func(t *testing.T) {
 			// v = the host's -2^31, the address 0x80000000.
 			body := cat(i32(32768), []byte{runtimetest.OpMemoryGrow, 0, runtimetest.OpDrop},
-				i32(-0x8000_0000), i32(0x5a), mem(opStore8),
-				runtimetest.Call(0), []byte{opLocalTee, 0, runtimetest.OpLocalGet, 0},
-				mem(opLoad8U), []byte{runtimetest.OpDrop}, fuel, mem(opLoad8U))
+				i32(-0x8000_0000), i32(0x5a), mem(runtimetest.OpI32Store8),
+				runtimetest.Call(0), []byte{runtimetest.OpLocalTee, 0, runtimetest.OpLocalGet, 0},
+				mem(runtimetest.OpI32Load8U), []byte{runtimetest.OpDrop}, fuel, mem(runtimetest.OpI32Load8U))
 			m := runtimetest.Module{
 				Imports:   []runtimetest.Import{{Module: "env", Name: "neg", Type: runtimetest.FuncType{Results: []byte{runtimetest.I32}}}},
 				MemoryMin: 1, MemoryMax: 65536,
@@ -243,15 +222,7 @@ func TestHostResultUpperHalf(t *testing.T) {
 			if _, err := h.add(rt.NewHostModuleBuilder("env").NewFunctionBuilder()).Export("neg").Instantiate(ctx); err != nil {
 				t.Fatal(err)
 			}
-			mod, err := rt.InstantiateWithConfig(ctx, m.Encode(), wazero.NewModuleConfig().WithName("attack"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := mod.ExportedFunction("f").Call(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := byte(res[0]); got != 0x5a {
+			if got := attackByte(ctx, t, rt, m); got != 0x5a {
 				t.Errorf("read %#x, want 0x5a: the access reached 2 GiB below the memory", got)
 			}
 		})

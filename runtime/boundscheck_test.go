@@ -24,12 +24,7 @@ func TestConstantAddressAccesses(t *testing.T) {
 	}
 	grow := append(i32(1), runtimetest.OpMemoryGrow, 0, runtimetest.OpDrop)
 	ret := runtimetest.FuncType{Results: []byte{runtimetest.I32}}
-	cat := func(bs ...[]byte) (out []byte) {
-		for _, b := range bs {
-			out = append(out, b...)
-		}
-		return out
-	}
+	cat := runtimetest.Cat
 	funcs := []struct {
 		name string
 		body []byte

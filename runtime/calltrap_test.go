@@ -46,12 +46,7 @@ func callTableModule() []byte {
 		[]byte{0x60, 0, 0},
 	)
 	get0, get1 := []byte{0x20, 0}, []byte{0x20, 1}
-	cat := func(bs ...[]byte) (out []byte) {
-		for _, b := range bs {
-			out = append(out, b...)
-		}
-		return out
-	}
+	cat := runtimetest.Cat
 	funcs := []struct {
 		typ    byte
 		export string

@@ -16,14 +16,6 @@ import (
 // loaded value, a store to another offset, another store between the load
 // and the store), give what the operations give.
 func TestStoreOfLoadOperation(t *testing.T) {
-	const (
-		opLocalGet = 0x20
-		i32Load    = 0x28
-		i64Load    = 0x29
-		i32Store   = 0x36
-		i64Store   = 0x37
-		i64Const   = 0x42
-	)
 	i32ops := map[string]byte{"add": 0x6a, "sub": 0x6b, "and": 0x71, "or": 0x72, "xor": 0x73}
 	i64ops := map[string]byte{"add": 0x7c, "sub": 0x7d, "and": 0x83, "or": 0x84, "xor": 0x85}
 	eval := func(op string, a, b uint64) uint64 {
@@ -48,18 +40,18 @@ func TestStoreOfLoadOperation(t *testing.T) {
 	var cases []fcase
 	// The address is a parameter: a constant one is a new value at each
 	// access (patch 13), and the load and the store would not share it.
-	at := []byte{opLocalGet, 1}
+	at := []byte{runtimetest.OpLocalGet, 1}
 	for _, wide := range []bool{false, true} {
 		for name := range i32ops {
-			op, load, store, mask, size, al := i32ops[name], byte(i32Load), byte(i32Store), uint64(0xffff_ffff), "32", byte(2)
+			op, load, store, mask, size, al := i32ops[name], byte(runtimetest.OpI32Load), byte(runtimetest.OpI32Store), uint64(0xffff_ffff), "32", byte(2)
 			if wide {
-				op, load, store, mask, size, al = i64ops[name], i64Load, i64Store, ^uint64(0), "64", 3
+				op, load, store, mask, size, al = i64ops[name], runtimetest.OpI64Load, runtimetest.OpI64Store, ^uint64(0), "64", 3
 			}
 			konst := []byte{0x41, 0x7b} // i32.const -5
 			if wide {
-				konst = []byte{i64Const, 0x7b}
+				konst = []byte{runtimetest.OpI64Const, 0x7b}
 			}
-			param := []byte{opLocalGet, 0}
+			param := []byte{runtimetest.OpLocalGet, 0}
 			if !wide {
 				param = append(param, 0xa7) // i32.wrap_i64
 			}
@@ -87,8 +79,8 @@ func TestStoreOfLoadOperation(t *testing.T) {
 	}
 	// v = *addr; *addr = 7; *addr = v + 1: the store between makes the
 	// load's value stale at the last store.
-	cases = append(cases, fcase{"between", append(append(append(append(at, append(at, i64Load, 3, 0)...),
-		append(at, i64Const, 7, i64Store, 3, 0)...), i64Const, 1), 0x7c, i64Store, 3, 0),
+	cases = append(cases, fcase{"between", append(append(append(append(at, append(at, runtimetest.OpI64Load, 3, 0)...),
+		append(at, runtimetest.OpI64Const, 7, runtimetest.OpI64Store, 3, 0)...), runtimetest.OpI64Const, 1), 0x7c, runtimetest.OpI64Store, 3, 0),
 		func() (uint64, uint64) { return mem0 + 1, mem1 }})
 
 	var m runtimetest.Module

@@ -23,22 +23,11 @@ import (
 // results are checked against Go. n = -1 recurses until the stack's
 // ceiling.
 func TestStackGrowthAndOverflow(t *testing.T) {
-	const (
-		opLocalSet = 0x21
-		opIf       = 0x04
-		opI32Eqz   = 0x45
-		opI32Sub   = 0x6b
-	)
 	i32 := runtimetest.I32
 	get := func(i uint32) []byte { return runtimetest.ULEB([]byte{runtimetest.OpLocalGet}, uint64(i)) }
-	set := func(i uint32) []byte { return runtimetest.ULEB([]byte{opLocalSet}, uint64(i)) }
+	set := func(i uint32) []byte { return runtimetest.ULEB([]byte{runtimetest.OpLocalSet}, uint64(i)) }
 	c := runtimetest.I32Const
-	cat := func(bs ...[]byte) (out []byte) {
-		for _, b := range bs {
-			out = append(out, b...)
-		}
-		return out
-	}
+	cat := runtimetest.Cat
 	sizes := []struct {
 		locals uint32
 		depth  uint32
@@ -47,11 +36,11 @@ func TestStackGrowthAndOverflow(t *testing.T) {
 	var funcs []runtimetest.Func
 	for fi, s := range sizes {
 		self := uint32(fi)
-		body := cat(get(0), []byte{opI32Eqz, opIf, runtimetest.OpBlockVoid}, get(1), []byte{runtimetest.OpReturn, runtimetest.OpEnd})
+		body := cat(get(0), []byte{runtimetest.OpI32Eqz, runtimetest.OpIf, runtimetest.OpBlockVoid}, get(1), []byte{runtimetest.OpReturn, runtimetest.OpEnd})
 		for k := uint32(1); k <= s.locals; k++ {
 			body = cat(body, get(1), c(int32(k)), []byte{runtimetest.OpI32Add}, set(1+k))
 		}
-		body = cat(body, get(0), c(1), []byte{opI32Sub}, get(1), c(1), []byte{runtimetest.OpI32Add}, runtimetest.Call(self))
+		body = cat(body, get(0), c(1), []byte{runtimetest.OpI32Sub}, get(1), c(1), []byte{runtimetest.OpI32Add}, runtimetest.Call(self))
 		for k := uint32(1); k <= s.locals; k++ {
 			body = cat(body, get(1+k), []byte{runtimetest.OpI32Add})
 		}

@@ -33,6 +33,35 @@ const (
 	OpMemoryGrow  byte = 0x40
 	OpBlockVoid   byte = 0x40 // block type "empty" after OpLoop/OpBlock
 	OpReturn      byte = 0x0f
+
+	OpNop          byte = 0x01
+	OpIf           byte = 0x04
+	OpElse         byte = 0x05
+	OpCallIndirect byte = 0x11
+	OpLocalSet     byte = 0x21
+	OpLocalTee     byte = 0x22
+	OpGlobalGet    byte = 0x23
+	OpGlobalSet    byte = 0x24
+	OpI32Load      byte = 0x28
+	OpI64Load      byte = 0x29
+	OpI32Load8S    byte = 0x2c
+	OpI32Load8U    byte = 0x2d
+	OpI32Load16S   byte = 0x2e
+	OpI32Store     byte = 0x36
+	OpI64Store     byte = 0x37
+	OpI32Store8    byte = 0x3a
+	OpI32Store16   byte = 0x3b
+	OpMemorySize   byte = 0x3f
+	OpI64Const     byte = 0x42
+	OpF64Const     byte = 0x44
+	OpI32Eqz       byte = 0x45
+	OpI32Sub       byte = 0x6b
+	OpI32Mul       byte = 0x6c
+	OpI32Xor       byte = 0x73
+	OpI32Shl       byte = 0x74
+	OpF64Mul       byte = 0xa2
+	OpI32TruncF64S byte = 0xaa // i32.trunc_f64_s
+	OpF64FromI32S  byte = 0xb7 // f64.convert_i32_s
 )
 
 // FuncType is a function signature.
@@ -80,6 +109,14 @@ type Module struct {
 	// Globals are mutable i32 globals of the module, with these initial
 	// values (global indices from 0).
 	Globals []int32
+}
+
+// Cat joins pieces of code.
+func Cat(bs ...[]byte) (out []byte) {
+	for _, b := range bs {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // ULEB appends the unsigned LEB128 encoding of v.
