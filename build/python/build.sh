@@ -162,13 +162,24 @@ BUILDPY=$WORK/native/python
 # with the profile of a native x86_64 build of the same source
 # (build/python/python.profdata, from build/python/pgo.sh: wasm32-wasi has
 # no profile runtime in Debian's toolchain). The flags go to make's
-# CFLAGS_NODIST, not to configure: configure's checks stay the same, and
-# sysconfig (in the stdlib zip) does not record them. clang reports per
+# CFLAGS_NODIST, not to configure: configure's checks stay the same
+# (sysconfig, in the stdlib zip, records them in its *_NODIST values). clang reports per
 # file in wasi-make.log the functions whose profile does not match this
 # target's body (-Wprofile-instr-out-of-date) and those with none
 # (-Wprofile-instr-missing).
 cp "$HERE/python.profdata" "$WORK/python.profdata"
 PGOFLAGS="-fprofile-instr-use=$WORK/python.profdata -Wprofile-instr-missing"
+# ThinLTO (-flto=thin): CPython's objects are bitcode, and the link
+# optimizes across them (cross-module inlining of the small hot functions
+# that live in other files than their callers: the dict and object
+# helpers, the reference-count slots), as Debian's native python3 is built
+# with LTO. JIT code's instructions: csv.DictReader -10%, csv.reader
+# -6.6%, the loop -4.2% (tools/SPEED.md, pylto and stop 35). The cost is a
+# larger code section (+21%), and so a slower first compile of
+# python.wasm (only python3's). deepfreeze.c stays out (lto.mk). The
+# link runs ThinLTO's backends in 2 threads; its output does not depend
+# on their number.
+PGOFLAGS="$PGOFLAGS -flto=thin"
 # The C tools' string functions (build/ctools/wasi_string.c: memchr,
 # memrchr, strlen, memcpy, memmove, memset with simd128 and bulk memory),
 # linked as an object before wasi-libc, whose 4-bytes-a-step loops then
@@ -178,7 +189,7 @@ PGOFLAGS="-fprofile-instr-use=$WORK/python.profdata -Wprofile-instr-missing"
 # stay the same. They are leaves, and wazero runs simd128 and bulk memory
 # as it does for bash and the C tools.
 $CC -O2 -g0 -fno-builtin -msimd128 -mbulk-memory -c "$ROOT/build/ctools/wasi_string.c" -o "$WORK/wasi_string.o"
-STRFLAGS="$WORK/wasi_string.o"
+STRFLAGS="$WORK/wasi_string.o -flto=thin -Wl,--thinlto-jobs=2"
 log "wasm32-wasi python"
 mkdir -p "$WORK/wasi"
 cd "$WORK/wasi"
@@ -199,12 +210,12 @@ LIBSQLITE3_CFLAGS="-I$DEPS/include" LIBSQLITE3_LIBS="-L$DEPS/lib -lsqlite3" \
 	--host=wasm32-unknown-wasi --build="$("$PYSRC/config.guess")" \
 	--with-build-python="$BUILDPY" --prefix=/usr \
 	--disable-test-modules --without-ensurepip --with-pymalloc >/dev/null
-"$PYSRC/Tools/wasm/wasi-env" make -s -j"$JOBS" CFLAGS_NODIST="$PGOFLAGS" LDFLAGS_NODIST="$STRFLAGS" python.wasm >/dev/null 2>"$WORK/wasi-make.log" || {
+"$PYSRC/Tools/wasm/wasi-env" make -s -j"$JOBS" -f Makefile -f "$HERE/lto.mk" CFLAGS_NODIST="$PGOFLAGS" LDFLAGS_NODIST="$STRFLAGS" python.wasm >/dev/null 2>"$WORK/wasi-make.log" || {
 	tail -40 "$WORK/wasi-make.log"; log "wasi build failed"; exit 1; }
-"$PYSRC/Tools/wasm/wasi-env" make -s CFLAGS_NODIST="$PGOFLAGS" LDFLAGS_NODIST="$STRFLAGS" pybuilddir.txt >/dev/null 2>>"$WORK/wasi-make.log"
+"$PYSRC/Tools/wasm/wasi-env" make -s -f Makefile -f "$HERE/lto.mk" CFLAGS_NODIST="$PGOFLAGS" LDFLAGS_NODIST="$STRFLAGS" pybuilddir.txt >/dev/null 2>>"$WORK/wasi-make.log"
 # The wasmbox reactor (wasmbox_main.c: _initialize and wasmbox_run) from the
 # same objects as the command python.wasm.
-"$PYSRC/Tools/wasm/wasi-env" make -s -f Makefile -f "$HERE/reactor.mk" CFLAGS_NODIST="$PGOFLAGS" LDFLAGS_NODIST="$STRFLAGS" WASMBOX_MAIN="$PYSRC/Modules/wasmbox_main.c" \
+"$PYSRC/Tools/wasm/wasi-env" make -s -f Makefile -f "$HERE/lto.mk" -f "$HERE/reactor.mk" CFLAGS_NODIST="$PGOFLAGS" LDFLAGS_NODIST="$STRFLAGS" WASMBOX_MAIN="$PYSRC/Modules/wasmbox_main.c" \
 	python-reactor.wasm >/dev/null 2>>"$WORK/wasi-make.log" || { tail -40 "$WORK/wasi-make.log"; log "reactor link failed"; exit 1; }
 /usr/bin/llvm-strip-19 --strip-debug -o python-reactor.stripped.wasm python-reactor.wasm
 # binaryen's wasm-opt over the linked module: cross-function inlining and
@@ -236,6 +247,6 @@ SYSCONFIG=$(ls "$WORK/wasi/$(cat pybuilddir.txt)"/_sysconfigdata_*.py)
 	(cd "$WORK/src" && sha256sum *.dsc)
 	for p in $TOOLCHAIN_PKGS; do dpkg-query -W -f '${Package} ${Version}\n' "$p"; done
 	"$WASMOPT" --version
-	(cd "$ROOT" && sha256sum build/python/build.sh build/ctools/wasi_string.c build/posix/build.sh build/python/nodatacount.py build/python/pack.py build/python/reactor.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/pgo.sh build/python/pgo_train.py build/python/python.profdata build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
+	(cd "$ROOT" && sha256sum build/python/build.sh build/ctools/wasi_string.c build/posix/build.sh build/python/nodatacount.py build/python/pack.py build/python/reactor.mk build/python/lto.mk build/python/wasmbox_main.c build/python/_wasmbox.py build/python/pgo.sh build/python/pgo_train.py build/python/python.profdata build/python/lib/* build/python/sqlite/* $(ls build/python/patches/*.patch 2>/dev/null))
 } > "$OUT/python.inputs"
 log "built $OUT/python.wasm ($(wc -c < "$OUT/python.wasm") bytes), $OUT/python-stdlib.zip ($(wc -c < "$OUT/python-stdlib.zip") bytes), $OUT/sqlite3.wasm ($(wc -c < "$OUT/sqlite3.wasm") bytes) in $(( $(date +%s) - start ))s"
