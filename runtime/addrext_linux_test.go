@@ -181,9 +181,7 @@ func TestHostResultUpperHalf(t *testing.T) {
 	mem := func(op byte) []byte { return []byte{op, 0, 0} }
 	// fuel is wasmbin.InstrumentLoops' meter on global 0, with the host
 	// function (0) as its yield: one fuelCheck instruction.
-	fuel := cat([]byte{runtimetest.OpGlobalGet, 0}, i32(1), []byte{runtimetest.OpI32Sub, runtimetest.OpGlobalSet, 0, runtimetest.OpGlobalGet, 0, runtimetest.OpI32Eqz,
-		runtimetest.OpIf, runtimetest.OpBlockVoid}, runtimetest.Call(0), []byte{runtimetest.OpDrop}, i32(1000),
-		[]byte{runtimetest.OpGlobalSet, 0, runtimetest.OpEnd})
+	fuel := runtimetest.FuelCheck(1000)
 	hosts := []struct {
 		name string
 		add  func(wazero.HostFunctionBuilder) wazero.HostFunctionBuilder

@@ -35,6 +35,8 @@ const (
 	OpReturn      byte = 0x0f
 
 	OpNop          byte = 0x01
+	OpBlock        byte = 0x02
+	OpBrTable      byte = 0x0e
 	OpIf           byte = 0x04
 	OpElse         byte = 0x05
 	OpCallIndirect byte = 0x11
@@ -57,6 +59,7 @@ const (
 	OpI32Eqz       byte = 0x45
 	OpI32Sub       byte = 0x6b
 	OpI32Mul       byte = 0x6c
+	OpI32And       byte = 0x71
 	OpI32Xor       byte = 0x73
 	OpI32Shl       byte = 0x74
 	OpF64Mul       byte = 0xa2

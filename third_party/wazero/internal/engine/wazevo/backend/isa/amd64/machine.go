@@ -20,6 +20,7 @@ func NewBackend() backend.Machine {
 		cpuFeatures:                         platform.CpuFeatures,
 		regAlloc:                            regalloc.NewAllocator[*instruction, *labelPosition, *regAllocFn](regInfo),
 		spillSlots:                          map[regalloc.VRegID]int64{},
+		dispatchCopies:                      map[label]dispatchCopy{},
 		amodePool:                           wazevoapi.NewPool[amode](nil),
 		labelPositionPool:                   wazevoapi.NewIDedPool[labelPosition](resetLabelPosition),
 		instrPool:                           wazevoapi.NewPool[instruction](resetInstruction),
@@ -88,6 +89,9 @@ type (
 		// nothing but a jmp to that jmp's target + 1 (see threadJumps); 0
 		// is none.
 		jumpThrough []label
+		// dispatchCopies are the jump targets that duplicateDispatch has
+		// looked at in this function (wasmbox patch 23).
+		dispatchCopies map[label]dispatchCopy
 		// fuelSlowPaths are the fuel checks encoded so far (wasmbox patch).
 		fuelSlowPaths []fuelSlowPath
 		// trapStubs are the trapIf instructions encoded so far (wasmbox patch).
@@ -2320,6 +2324,7 @@ func (m *machine) Encode(ctx context.Context) (err error) {
 	m.fuelSlowPaths = m.fuelSlowPaths[:0]
 	m.trapStubs = m.trapStubs[:0]
 	m.stackGrowPaths = m.stackGrowPaths[:0]
+	m.duplicateDispatch()
 	m.threadJumps()
 	for _, pos := range m.orderedSSABlockLabelPos {
 		offset := int64(len(*bufPtr))
