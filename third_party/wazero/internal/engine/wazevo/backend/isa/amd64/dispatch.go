@@ -38,6 +38,7 @@ const (
 // and last instruction to copy (nil when the target is not a dispatch),
 // their number, and the copies made so far.
 type dispatchCopy struct {
+	seen        bool
 	first, last *instruction
 	n, copies   int
 	// tail is the first instruction of the br_table's sequence (the
@@ -183,6 +184,12 @@ func (m *machine) duplicateDispatch() {
 		return // no br_table: most functions
 	}
 	budget := -1 // counted at the first copy
+	// Indexed by the SSA block's label (the targets that can be one).
+	n := int(m.maxSSABlockID) + 1
+	if cap(m.dispatchCopies) < n {
+		m.dispatchCopies = make([]dispatchCopy, n)
+	}
+	m.dispatchCopies = m.dispatchCopies[:n]
 	clear(m.dispatchCopies)
 	for _, pos := range m.orderedSSABlockLabelPos {
 		jmpInstr := lastInstr(pos)
@@ -190,25 +197,24 @@ func (m *machine) duplicateDispatch() {
 			continue
 		}
 		target := jmpInstr.op1.label()
-		if target == labelReturn {
-			continue
+		if int(target) >= n {
+			continue // not an SSA block (labelReturn among them)
 		}
-		d, seen := m.dispatchCopies[target]
-		if !seen {
+		d := &m.dispatchCopies[target]
+		if !d.seen {
+			d.seen = true
 			d.first, d.last, d.n = m.dispatchBody(m.labelPositionPool.Get(int(target)))
 			if d.first != nil {
 				d.tail, d.index = brTableTail(d.first, d.last)
 			}
 		}
 		if d.first == nil || d.copies >= dispatchMaxCopies {
-			m.dispatchCopies[target] = d
 			continue
 		}
 		// A jump that sets the index to a constant (Go's `PC_B = k; br
 		// loop`) keeps its jmp: see the comment at the top.
 		if d.tail != nil {
 			if _, ok := constantIndex(pos.begin, jmpInstr, d.index); ok {
-				m.dispatchCopies[target] = d
 				continue
 			}
 		}
@@ -220,12 +226,10 @@ func (m *machine) duplicateDispatch() {
 			budget = budget>>dispatchBudgetShift + dispatchBudgetFloor
 		}
 		if d.n > budget {
-			m.dispatchCopies[target] = d
 			continue
 		}
 		d.copies++
 		budget -= d.n
-		m.dispatchCopies[target] = d
 		// The copies, linked in the jmp's place.
 		var head, tail *instruction
 		link := func(c *instruction) {

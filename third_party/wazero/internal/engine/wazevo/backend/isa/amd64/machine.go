@@ -20,7 +20,6 @@ func NewBackend() backend.Machine {
 		cpuFeatures:                         platform.CpuFeatures,
 		regAlloc:                            regalloc.NewAllocator[*instruction, *labelPosition, *regAllocFn](regInfo),
 		spillSlots:                          map[regalloc.VRegID]int64{},
-		dispatchCopies:                      map[label]dispatchCopy{},
 		amodePool:                           wazevoapi.NewPool[amode](nil),
 		labelPositionPool:                   wazevoapi.NewIDedPool[labelPosition](resetLabelPosition),
 		instrPool:                           wazevoapi.NewPool[instruction](resetInstruction),
@@ -91,7 +90,7 @@ type (
 		jumpThrough []label
 		// dispatchCopies are the jump targets that duplicateDispatch has
 		// looked at in this function (wasmbox patch 23).
-		dispatchCopies map[label]dispatchCopy
+		dispatchCopies []dispatchCopy
 		// fuelSlowPaths are the fuel checks encoded so far (wasmbox patch).
 		fuelSlowPaths []fuelSlowPath
 		// trapStubs are the trapIf instructions encoded so far (wasmbox patch).
