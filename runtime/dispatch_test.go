@@ -80,9 +80,9 @@ func TestDispatchCopies(t *testing.T) {
 	}
 }
 
-// Where the branch back sets the br_table's index to a constant (a Go
-// function's jumps), the jump stays a jump to the header (wazero patch 23
-// copies only the others): runtimetest.StateMachine, whose states go to
+// A dispatch on the index its branches back set (a Go function's, on
+// PC_B) keeps its jumps (wazero patch 23 copies only a dispatch that
+// computes its index): runtimetest.StateMachine, whose states go to
 // constant states (0 among them, and one past the table: its default),
 // gives what its Go twin gives for counts from 1 to 300, and spends fuel
 // at every dispatch.

@@ -14,13 +14,15 @@ import "github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/bac
 // has them (the register allocator reconciled each edge), so a copy of the
 // block's instructions is the block. The copies share the jump table.
 //
-// Where the predecessor sets the br_table's index to a constant (every
-// jump of a Go function: `PC_B = k; br loop`), the jump stays: a copy
-// there made Go's machine code 16% larger (coreutils.wasm 33.5 -> 38.8 MB)
-// and its compile 1.6% longer, for a gain only in instructions (Go's gzip
-// -7.5% by cachegrind with a direct jmp to the entry, see tools/SPEED.md).
-// A jump whose index comes from elsewhere (an interpreter's opcode, loaded
-// by the handler or the block) is copied.
+// Only a dispatch that computes its index itself is copied (CPython's
+// masks the opcode word its handlers load: `and $255; sub $2`; the
+// bytecode machine of the tests loads the opcode). A dispatch on an index
+// its predecessors set as it is (every Go function's, where each jump is
+// `PC_B = k; br loop`) keeps its jumps: copies there made Go's machine code
+// 12-16% larger (coreutils.wasm 33.5 -> 37.5 and 38.8 MB) and its compile
+// 1.2-1.6% longer, for a gain only in instructions (Go's gzip -7.5% by
+// cachegrind with a direct jmp to the entry; tools/SPEED.md, stop 36), and
+// finding which of them set a constant cost a scan at each.
 
 // dispatchMaxInstructions bounds the size of a block that is copied,
 // dispatchMaxCopies the copies of one block, and dispatchBudgetShift and
@@ -43,9 +45,8 @@ type dispatchCopy struct {
 	n, copies   int
 	// tail is the first instruction of the br_table's sequence (the
 	// clamp's bound), nil when the block's instructions before it define
-	// the index; index is the index's register.
-	tail  *instruction
-	index regalloc.RealReg
+	// the index.
+	tail *instruction
 }
 
 // dispatchBody returns the first and last instruction of pos's block, and
@@ -97,43 +98,43 @@ func (m *machine) dispatchBody(pos *labelPosition) (first, last *instruction, n 
 
 // brTableTail returns the first instruction of the sequence of lowerBrTable
 // that ends with last (`imm max, M; cmp M, v; cmovnb M, v; lea table, A;
-// add (A,v,8), A; jmp A`) and v's register, when no instruction of the
-// block before it (from first) defines v: the index v has at the sequence
-// the value it had at the block's start.
-func brTableTail(first, last *instruction) (tail *instruction, index regalloc.RealReg) {
+// add (A,v,8), A; jmp A`) when no instruction of the block before it (from
+// first) may write v: the index v has at the sequence the value it had at
+// the block's start, set by the predecessors. Otherwise nil.
+func brTableTail(first, last *instruction) *instruction {
 	add := last.prev
 	if add == nil || add.kind != aluRmiR || aluRmiROpcode(add.u1) != aluRmiROpcodeAdd || add.op1.kind != operandKindMem {
-		return nil, 0
+		return nil
 	}
 	addr := add.prev
 	if addr == nil || addr.kind != lea || addr.op1.kind != operandKindLabel {
-		return nil, 0
+		return nil
 	}
 	cmov := addr.prev
 	if cmov == nil || cmov.kind != cmove || cmov.op1.kind != operandKindReg {
-		return nil, 0
+		return nil
 	}
 	cmp := cmov.prev
 	if cmp == nil || cmp.kind != cmpRmiR || cmp.op1.kind != operandKindReg || cmp.op2.reg().RealReg() != cmov.op2.reg().RealReg() {
-		return nil, 0
+		return nil
 	}
 	bound := cmp.prev
 	if bound == nil || bound.kind != imm || bound.op2.reg().RealReg() != cmp.op1.reg().RealReg() {
-		return nil, 0
+		return nil
 	}
-	index = cmp.op2.reg().RealReg()
+	index := cmp.op2.reg().RealReg()
 	for cur := first; cur != bound; cur = cur.next {
 		if cur == nil || writesReg(cur, index) {
-			return nil, 0
+			return nil
 		}
 	}
-	return bound, index
+	return bound
 }
 
 // writesReg reports whether i, after register allocation, may write
 // register r: the destination of the kinds that dispatchBody copies (the
-// two-address ones, whose Defs is empty, included), and any register for
-// every other kind.
+// two-address ones, whose Defs is empty, included; `sub $4, %ebx` writes
+// ebx), and any register for every other kind.
 func writesReg(i *instruction, r regalloc.RealReg) bool {
 	switch i.kind {
 	case nop0, sourceOffsetInfo, cmpRmiR, aluRM, movRM, fuelCheck, trapIf, jmpIf:
@@ -144,37 +145,6 @@ func writesReg(i *instruction, r regalloc.RealReg) bool {
 		return i.op1.kind == operandKindReg && i.op1.reg().RealReg() == r
 	}
 	return true
-}
-
-// dispatchScanLimit bounds how far back constantIndex looks.
-const dispatchScanLimit = 32
-
-// constantIndex reports the constant that the instructions of a block
-// (from begin) before `before` last put in register r: an `imm`, a `zeros`
-// or a `xor r, r`, with nothing after it that may write r (writesReg: a
-// call, or any kind it does not know, may).
-func constantIndex(begin, before *instruction, r regalloc.RealReg) (uint32, bool) {
-	if before == begin {
-		return 0, false // before is the block's first: the value comes from elsewhere
-	}
-	for cur, n := before.prev, 0; cur != nil && n < dispatchScanLimit; cur, n = cur.prev, n+1 {
-		if writesReg(cur, r) {
-			switch {
-			case cur.kind == imm:
-				return uint32(cur.u1), true
-			case cur.kind == zeros:
-				return 0, true
-			case cur.kind == aluRmiR && aluRmiROpcode(cur.u1) == aluRmiROpcodeXor &&
-				cur.op1.kind == operandKindReg && cur.op1.reg().RealReg() == r:
-				return 0, true
-			}
-			return 0, false
-		}
-		if cur == begin {
-			break
-		}
-	}
-	return 0, false
 }
 
 // duplicateDispatch replaces each `jmp L` to a dispatch block L (see
@@ -205,18 +175,16 @@ func (m *machine) duplicateDispatch() {
 			d.seen = true
 			d.first, d.last, d.n = m.dispatchBody(m.labelPositionPool.Get(int(target)))
 			if d.first != nil {
-				d.tail, d.index = brTableTail(d.first, d.last)
+				d.tail = brTableTail(d.first, d.last)
 			}
 		}
 		if d.first == nil || d.copies >= dispatchMaxCopies {
 			continue
 		}
-		// A jump that sets the index to a constant (Go's `PC_B = k; br
-		// loop`) keeps its jmp: see the comment at the top.
+		// A dispatch on an index its predecessors set (Go's `PC_B = k;
+		// br loop`) keeps its jumps: see the comment at the top.
 		if d.tail != nil {
-			if _, ok := constantIndex(pos.begin, jmpInstr, d.index); ok {
-				continue
-			}
+			continue
 		}
 		if budget < 0 {
 			budget = 0

@@ -129,13 +129,13 @@ func TestDispatchCopiesBounded(t *testing.T) {
 	}
 }
 
-// wasmbox patch 23, a constant index: in runtimetest's state machine every
-// branch back sets the next state to a constant, as a Go function's jumps
-// do, and those jumps stay jumps to the header (copies there would grow
-// Go's code by a tenth): six jmps to the header, its fuel check and its
-// indirect jump the only ones. The bytecode machine's handlers, which load
-// the next opcode, are copied (TestHandlersDispatchThemselves).
-func TestConstantIndexKeepsItsJump(t *testing.T) {
+// wasmbox patch 23, Go's shape: runtimetest's state machine dispatches on
+// the state its branches back set, as a Go function does on PC_B, and
+// those jumps stay jumps to the header (copies there grow Go's code by a
+// tenth): six jmps to the header, its fuel check and its indirect jump the
+// only ones. The bytecode machine's header loads the opcode itself, and
+// is copied (TestHandlersDispatchThemselves).
+func TestDispatchOnSetIndexKeepsItsJumps(t *testing.T) {
 	mod := runtimetest.StateMachine()
 	m, err := binary.DecodeModule(mod.Encode(), api.CoreFeaturesV2, 65536, false, false, false)
 	if err != nil {
