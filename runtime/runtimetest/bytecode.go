@@ -13,18 +13,16 @@ func BytecodeMachine() Module {
 	i32 := I32Const
 	cat := Cat
 	const pc, acc, cnt = 0, 1, 2
-	get := func(l byte) []byte { return []byte{OpLocalGet, l} }
-	set := func(l byte) []byte { return []byte{OpLocalSet, l} }
+	get, set := localGet, localSet
 	br := func(d byte) []byte { return []byte{OpBr, d} }
 	operand := cat(get(pc), []byte{OpI32Load8U, 0, 1})
 	next := cat(get(pc), i32(2), []byte{OpI32Add}, set(pc))
-	fuel := FuelCheck(1000)
 	blocks := []byte{}
 	for range 6 {
 		blocks = append(blocks, OpBlock, OpBlockVoid)
 	}
 	body := cat(
-		[]byte{OpLoop, OpBlockVoid}, fuel, blocks,
+		[]byte{OpLoop, OpBlockVoid}, FuelCheck(1000), blocks,
 		get(pc), []byte{OpI32Load8U, 0, 0},
 		// br_table: opcodes 0..5 to the blocks halt (depth 5) .. jacc (0), default halt
 		[]byte{OpBrTable, 6, 5, 4, 3, 2, 1, 0, 5},
@@ -91,6 +89,10 @@ func RunBytecode(mem []byte, pc uint32) (acc uint32, dispatches int, oob bool) {
 	}
 }
 
+func localGet(l byte) []byte { return []byte{OpLocalGet, l} }
+func localSet(l byte) []byte { return []byte{OpLocalSet, l} }
+func localTee(l byte) []byte { return []byte{OpLocalTee, l} }
+
 // FuelCheck is wasmbin.InstrumentLoops' meter, which the compiler lowers to
 // one fuel check: global 0 is the fuel, function 0 (an imported () -> i32)
 // the yield, and refill what the fuel is set to after it.
@@ -111,9 +113,7 @@ func StateMachine() Module {
 	i32 := I32Const
 	cat := Cat
 	const n, state, acc = 0, 1, 2
-	get := func(l byte) []byte { return []byte{OpLocalGet, l} }
-	tee := func(l byte) []byte { return []byte{OpLocalTee, l} }
-	set := func(l byte) []byte { return []byte{OpLocalSet, l} }
+	get, tee, set := localGet, localTee, localSet
 	next := func(s int32, depth byte) []byte { return cat(i32(s), set(state), []byte{OpBr, depth}) }
 	body := cat(
 		[]byte{OpLoop, OpBlockVoid}, FuelCheck(1000),

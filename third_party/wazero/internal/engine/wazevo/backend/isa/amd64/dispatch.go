@@ -3,9 +3,8 @@ package amd64
 import "github.com/wasmbox/wasmbox/third_party/wazero/internal/engine/wazevo/backend/regalloc"
 
 // Dispatch duplication (wasmbox patch 23). An interpreter's loop compiled to
-// wasm (CPython's eval loop, jq's and awk's, a Go function's resumable
-// br_table prologue) is a loop header that ends in a br_table, and every
-// handler ends with a jump back to it. duplicateDispatch copies such a
+// wasm (CPython's eval loop, a C interpreter's switch) is a loop header that
+// ends in a br_table, and every handler ends with a jump back to it. duplicateDispatch copies such a
 // header, after register allocation, in place of each unconditional jump to
 // it: the handler dispatches the next opcode itself, one jmp less per
 // opcode, and each copy's indirect jump has a branch-predictor entry of its
@@ -37,16 +36,12 @@ const (
 )
 
 // dispatchCopy is what duplicateDispatch knows of a jump target: the first
-// and last instruction to copy (nil when the target is not a dispatch),
-// their number, and the copies made so far.
+// and last instruction to copy (nil when the target is not a dispatch that
+// is copied), their number, and the copies made so far.
 type dispatchCopy struct {
 	seen        bool
 	first, last *instruction
 	n, copies   int
-	// tail is the first instruction of the br_table's sequence (the
-	// clamp's bound), nil when the block's instructions before it define
-	// the index.
-	tail *instruction
 }
 
 // dispatchBody returns the first and last instruction of pos's block, and
@@ -96,39 +91,39 @@ func (m *machine) dispatchBody(pos *labelPosition) (first, last *instruction, n 
 	return nil, nil, 0
 }
 
-// brTableTail returns the first instruction of the sequence of lowerBrTable
-// that ends with last (`imm max, M; cmp M, v; cmovnb M, v; lea table, A;
-// add (A,v,8), A; jmp A`) when no instruction of the block before it (from
-// first) may write v: the index v has at the sequence the value it had at
-// the block's start, set by the predecessors. Otherwise nil.
-func brTableTail(first, last *instruction) *instruction {
+// indexFromPredecessors reports whether the dispatch from first to last
+// (lowerBrTable's sequence at its end: `imm max, M; cmp M, v; cmovnb M, v;
+// lea table, A; add (A,v,8), A; jmp A`) dispatches on the index v as its
+// predecessors set it: no instruction of the block before the sequence may
+// write v.
+func indexFromPredecessors(first, last *instruction) bool {
 	add := last.prev
 	if add == nil || add.kind != aluRmiR || aluRmiROpcode(add.u1) != aluRmiROpcodeAdd || add.op1.kind != operandKindMem {
-		return nil
+		return false
 	}
 	addr := add.prev
 	if addr == nil || addr.kind != lea || addr.op1.kind != operandKindLabel {
-		return nil
+		return false
 	}
 	cmov := addr.prev
 	if cmov == nil || cmov.kind != cmove || cmov.op1.kind != operandKindReg {
-		return nil
+		return false
 	}
 	cmp := cmov.prev
 	if cmp == nil || cmp.kind != cmpRmiR || cmp.op1.kind != operandKindReg || cmp.op2.reg().RealReg() != cmov.op2.reg().RealReg() {
-		return nil
+		return false
 	}
 	bound := cmp.prev
 	if bound == nil || bound.kind != imm || bound.op2.reg().RealReg() != cmp.op1.reg().RealReg() {
-		return nil
+		return false
 	}
 	index := cmp.op2.reg().RealReg()
 	for cur := first; cur != bound; cur = cur.next {
 		if cur == nil || writesReg(cur, index) {
-			return nil
+			return false
 		}
 	}
-	return bound
+	return true
 }
 
 // writesReg reports whether i, after register allocation, may write
@@ -174,16 +169,13 @@ func (m *machine) duplicateDispatch() {
 		if !d.seen {
 			d.seen = true
 			d.first, d.last, d.n = m.dispatchBody(m.labelPositionPool.Get(int(target)))
-			if d.first != nil {
-				d.tail = brTableTail(d.first, d.last)
+			// A dispatch on an index its predecessors set (Go's `PC_B =
+			// k; br loop`) keeps its jumps: see the comment at the top.
+			if d.first != nil && indexFromPredecessors(d.first, d.last) {
+				d.first = nil
 			}
 		}
 		if d.first == nil || d.copies >= dispatchMaxCopies {
-			continue
-		}
-		// A dispatch on an index its predecessors set (Go's `PC_B = k;
-		// br loop`) keeps its jumps: see the comment at the top.
-		if d.tail != nil {
 			continue
 		}
 		if budget < 0 {

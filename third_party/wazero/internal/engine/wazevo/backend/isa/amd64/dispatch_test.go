@@ -11,6 +11,24 @@ import (
 	"github.com/wasmbox/wasmbox/third_party/wazero/internal/wasm/binary"
 )
 
+// compileDispatch compiles mod's function 0, a loop whose header has a fuel
+// check, and returns the machine, its listing and the header's label.
+func compileDispatch(t *testing.T, mod runtimetest.Module) (mach *machine, listing string, header int) {
+	t.Helper()
+	m, err := binary.DecodeModule(mod.Encode(), api.CoreFeaturesV2, 65536, false, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mach = compileOne(t, m, 0)
+	listing = mach.Format()
+	h := regexp.MustCompile(`(?m)^L(\d+) \(SSA Block: blk\d+\):\n\tfuel_check`).FindStringSubmatch(listing)
+	if h == nil {
+		t.Fatalf("no loop header with a fuel check:\n%s", listing)
+	}
+	header, _ = strconv.Atoi(h[1])
+	return mach, listing, header
+}
+
 // wasmbox patch 23: the handlers of an interpreter's loop (runtimetest's
 // bytecode machine: a loop header with a fuel check, an opcode load and a
 // br_table, six handlers that branch back) end with a copy of the header,
@@ -18,19 +36,9 @@ import (
 // handler has an indirect jump of its own. Upstream had one indirect jump
 // and a jmp back to it from every handler.
 func TestHandlersDispatchThemselves(t *testing.T) {
-	mod := runtimetest.BytecodeMachine()
-	m, err := binary.DecodeModule(mod.Encode(), api.CoreFeaturesV2, 65536, false, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mach := compileOne(t, m, 0)
-	listing := mach.Format()
-	header := regexp.MustCompile(`(?m)^(L\d+) \(SSA Block: blk\d+\):\n\tfuel_check`).FindStringSubmatch(listing)
-	if header == nil {
-		t.Fatalf("no loop header with a fuel check:\n%s", listing)
-	}
-	if jumps := regexp.MustCompile(`(?m)^\tjmp `+header[1]+`$`).FindAllString(listing, -1); len(jumps) > 0 {
-		t.Errorf("%d jumps to the dispatch %s, want none:\n%s", len(jumps), header[1], listing)
+	_, listing, header := compileDispatch(t, runtimetest.BytecodeMachine())
+	if jumps := regexp.MustCompile(`(?m)^\tjmp L`+strconv.Itoa(header)+`$`).FindAllString(listing, -1); len(jumps) > 0 {
+		t.Errorf("%d jumps to the dispatch L%d, want none:\n%s", len(jumps), header, listing)
 	}
 	// The header's own, the five handlers that loop (halt returns), and
 	// the taken side of jnz.
@@ -88,11 +96,7 @@ func TestDispatchCopiesBounded(t *testing.T) {
 					Body:   body,
 				}},
 			}
-			m, err := binary.DecodeModule(mod.Encode(), api.CoreFeaturesV2, 65536, false, false, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mach := compileOne(t, m, 0)
+			mach, _, header := compileDispatch(t, mod)
 			after, copies := 0, -1 // the header's own fuel check is not a copy
 			for cur := mach.rootInstr; cur != nil; cur = cur.next {
 				after++
@@ -100,12 +104,7 @@ func TestDispatchCopiesBounded(t *testing.T) {
 					copies++
 				}
 			}
-			header := regexp.MustCompile(`(?m)^L(\d+) \(SSA Block: blk\d+\):\n\tfuel_check`).FindStringSubmatch(mach.Format())
-			if header == nil {
-				t.Fatal("no loop header with a fuel check")
-			}
-			l, _ := strconv.Atoi(header[1])
-			_, _, n := mach.dispatchBody(mach.labelPositionPool.Get(l))
+			_, _, n := mach.dispatchBody(mach.labelPositionPool.Get(header))
 			if n == 0 {
 				t.Fatal("the header is not a dispatch")
 			}
@@ -136,19 +135,9 @@ func TestDispatchCopiesBounded(t *testing.T) {
 // only ones. The bytecode machine's header loads the opcode itself, and
 // is copied (TestHandlersDispatchThemselves).
 func TestDispatchOnSetIndexKeepsItsJumps(t *testing.T) {
-	mod := runtimetest.StateMachine()
-	m, err := binary.DecodeModule(mod.Encode(), api.CoreFeaturesV2, 65536, false, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mach := compileOne(t, m, 0)
-	listing := mach.Format()
-	header := regexp.MustCompile(`(?m)^(L\d+) \(SSA Block: blk\d+\):\n\tfuel_check`).FindStringSubmatch(listing)
-	if header == nil {
-		t.Fatalf("no loop header with a fuel check:\n%s", listing)
-	}
-	if jumps := regexp.MustCompile(`(?m)^\tjmp `+header[1]+`$`).FindAllString(listing, -1); len(jumps) != 6 {
-		t.Errorf("%d jumps to the dispatch %s, want 6:\n%s", len(jumps), header[1], listing)
+	_, listing, header := compileDispatch(t, runtimetest.StateMachine())
+	if jumps := regexp.MustCompile(`(?m)^\tjmp L`+strconv.Itoa(header)+`$`).FindAllString(listing, -1); len(jumps) != 6 {
+		t.Errorf("%d jumps to the dispatch L%d, want 6:\n%s", len(jumps), header, listing)
 	}
 	if n := strings.Count(listing, "\tfuel_check"); n != 1 {
 		t.Errorf("%d fuel checks, want 1:\n%s", n, listing)
