@@ -68,3 +68,66 @@ func TestConstantAddressBoundsCheck(t *testing.T) {
 		})
 	}
 }
+
+// checksAfterPasses lowers body, a function (i32 p, i32 n) -> i32 with one
+// more i32 local, in a module with one page of memory, runs the SSA passes
+// and counts the bounds checks left.
+func checksAfterPasses(t *testing.T, body []byte) int {
+	t.Helper()
+	body = append(body, wasm.OpcodeEnd)
+	i32 := wasm.ValueTypeI32
+	m := &wasm.Module{
+		TypeSection:     []wasm.FunctionType{{Params: []wasm.ValueType{i32, i32}, Results: []wasm.ValueType{i32}}},
+		FunctionSection: []wasm.Index{0},
+		CodeSection:     []wasm.Code{{Body: body, LocalTypes: []wasm.ValueType{i32}}},
+		MemorySection:   &wasm.Memory{Min: 1, Max: 10},
+	}
+	b := ssa.NewBuilder()
+	offset := wazevoapi.NewModuleContextOffsetData(m, false)
+	c := NewFrontendCompiler(m, b, &offset, false, false, false)
+	c.Init(0, 0, &m.TypeSection[0], m.CodeSection[0].LocalTypes, body, false, 0)
+	c.LowerToSSA()
+	b.RunPasses()
+	return strings.Count(b.Format(), "ExitIfTrue ")
+}
+
+// A bounds check that a check of the same address value with at least its
+// end dominates is dropped, also inside a loop whose header reads the
+// value as a parameter that turns out to be the value from before the loop
+// (wasmbox patch 24). runtime.TestDominatedBoundsChecks runs the same
+// shapes.
+func TestDominatedBoundsChecks(t *testing.T) {
+	get := func(l byte) []byte { return []byte{wasm.OpcodeLocalGet, l} }
+	set := func(l byte) []byte { return []byte{wasm.OpcodeLocalSet, l} }
+	load := func(off uint32) []byte { return append([]byte{wasm.OpcodeI32Load, 2}, leb128.EncodeUint32(off)...) }
+	cat := func(bs ...[]byte) (out []byte) {
+		for _, b := range bs {
+			out = append(out, b...)
+		}
+		return out
+	}
+	i32 := func(v int32) []byte { return append([]byte{wasm.OpcodeI32Const}, leb128.EncodeInt32(v)...) }
+	loop := func(body ...[]byte) []byte {
+		return cat([]byte{wasm.OpcodeLoop, 0x40}, cat(body...), []byte{wasm.OpcodeEnd})
+	}
+	next := cat(get(1), i32(1), []byte{wasm.OpcodeI32Sub, wasm.OpcodeLocalTee, 1, wasm.OpcodeBrIf, 0})
+	accumulate := func(off uint32) []byte { return cat(get(2), get(0), load(off), []byte{wasm.OpcodeI32Add}, set(2)) }
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want int
+	}{
+		{"covered in the loop", cat(get(0), load(8), set(2), loop(accumulate(0), next), get(2)), 1},
+		{"covered across memory.grow", cat(get(0), load(8), set(2), i32(1), []byte{wasm.OpcodeMemoryGrow, 0, wasm.OpcodeDrop}, loop(accumulate(4), next), get(2)), 1},
+		{"wider in the loop", cat(get(0), load(0), set(2), loop(accumulate(8), next), get(2)), 2},
+		{"moving base", cat(get(0), load(0), set(2), loop(get(0), i32(4), []byte{wasm.OpcodeI32Add}, set(0), accumulate(0), next), get(2)), 2},
+		{"in one arm of an if", cat(get(1), []byte{wasm.OpcodeIf, 0x40}, get(0), load(8), set(2), []byte{wasm.OpcodeEnd}, get(2), get(0), load(4), []byte{wasm.OpcodeI32Add}), 2},
+		{"nested loops", cat(get(0), load(12), set(2), loop(loop(accumulate(0), next), accumulate(8), next), get(2)), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := checksAfterPasses(t, tc.body); got != tc.want {
+				t.Errorf("%d bounds checks, want %d", got, tc.want)
+			}
+		})
+	}
+}

@@ -190,6 +190,12 @@ type builder struct {
 	blkStack2       []*basicBlock
 	redundantParams []redundantParam
 
+	// wasmbox patch 24: passRedundantBoundsChecks' buffers.
+	bceHead, bceNext []int32
+	bceKnown         []uint64
+	bceUndo          []bceUndo
+	bceStack         []bceFrame
+
 	// blockIterCur is used to implement blockIteratorBegin and blockIteratorNext.
 	blockIterCur int
 

@@ -26,6 +26,9 @@ func (b *builder) runPreBlockLayoutPasses() {
 	passCalculateImmediateDominators(b)
 	passRedundantPhiEliminationOpt(b)
 	passNopInstElimination(b)
+	// wasmbox patch 24: after the phis are resolved, before the dead code
+	// of the removed checks is.
+	passRedundantBoundsChecks(b)
 
 	// TODO: implement either conversion of irreducible CFG into reducible one, or irreducible CFG detection where we panic.
 	// 	WebAssembly program shouldn't result in irreducible CFG, but we should handle it properly in just in case.
