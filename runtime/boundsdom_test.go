@@ -45,7 +45,7 @@ func TestDominatedBoundsChecks(t *testing.T) {
 		grown bool // memory.grow first
 	}
 	ret := runtimetest.FuncType{Params: []byte{runtimetest.I32, runtimetest.I32}, Results: []byte{runtimetest.I32}}
-	locals := []byte{runtimetest.I32}
+	locals := []byte{runtimetest.I32, runtimetest.I32}
 	funcs := []struct {
 		name  string
 		body  []byte
@@ -85,6 +85,21 @@ func TestDominatedBoundsChecks(t *testing.T) {
 			get(0), i32(page), add, get(2), store(0), get(0), i32(page), add, load(0)), []call{
 			{p: page - 12, n: 2, want: 3},
 			{p: 2*page - 12, n: 1, trap: true},
+		}},
+		// p and q = p+n swap every iteration: two values, each
+		// checked in the loop (the one before the loop covers only p).
+		{"swap", cat(get(0), load(8), set(2), get(0), get(1), add, set(3),
+			loop(cat(get(2), get(0), load(0), add, set(2), get(0), get(3), set(0), set(3)),
+				cat(get(1), i32(0x10000), sub, []byte{runtimetest.OpLocalTee, 1, runtimetest.OpI32Eqz, runtimetest.OpI32Eqz, runtimetest.OpBrIf, 0})), get(2)), []call{
+			{p: 16, n: 0x10000, want: 0x100e0c0a},
+			{p: 16, n: 0x20000, trap: true},
+		}},
+		// A loop that exits before its check covers nothing after it.
+		{"exitBeforeCheck", cat(get(1), i32(0), []byte{runtimetest.OpI32Eq, runtimetest.OpIf, runtimetest.OpBlockVoid}, get(0), load(0), set(2), []byte{runtimetest.OpEnd},
+			[]byte{runtimetest.OpBlock, runtimetest.OpBlockVoid}, loop(cat(get(1), []byte{runtimetest.OpI32Eqz, runtimetest.OpBrIf, 1}), accumulate(8), next),
+			[]byte{runtimetest.OpEnd}, get(2), get(0), load(8), add), []call{
+			{p: page - 4, n: 0, trap: true},
+			{p: page - 12, n: 2, want: 0},
 		}},
 	}
 	m := runtimetest.Module{MemoryMin: 1, MemoryMax: 4, Data: []byte{16: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}}

@@ -123,6 +123,14 @@ func TestDominatedBoundsChecks(t *testing.T) {
 		{"moving base", cat(get(0), load(0), set(2), loop(get(0), i32(4), []byte{wasm.OpcodeI32Add}, set(0), accumulate(0), next), get(2)), 2},
 		{"in one arm of an if", cat(get(1), []byte{wasm.OpcodeIf, 0x40}, get(0), load(8), set(2), []byte{wasm.OpcodeEnd}, get(2), get(0), load(4), []byte{wasm.OpcodeI32Add}), 2},
 		{"nested loops", cat(get(0), load(12), set(2), loop(loop(accumulate(0), next), accumulate(8), next), get(2)), 1},
+		// Two loop parameters that swap each iteration stay two values.
+		{"swapped bases", cat(get(0), load(8), set(2), loop(get(2), get(0), load(0), []byte{wasm.OpcodeI32Add}, set(2), get(0), get(1), set(0), set(1), get(2), []byte{wasm.OpcodeBrIf, 0}), get(2)), 2},
+		// A loop exit before the loop's check: the check after the loop stays.
+		{"exit before the check", cat([]byte{wasm.OpcodeBlock, 0x40}, loop(get(1), []byte{wasm.OpcodeI32Eqz, wasm.OpcodeBrIf, 1}, accumulate(8), next), []byte{wasm.OpcodeEnd}, get(2), get(0), load(8), []byte{wasm.OpcodeI32Add}), 2},
+		// The only exit is after the check: it covers what follows the loop.
+		{"exit after the check", cat(loop(accumulate(8), get(1), []byte{wasm.OpcodeI32Eqz, wasm.OpcodeBrIf, 0}), get(2), get(0), load(8), []byte{wasm.OpcodeI32Add}), 1},
+		// A check in one arm of a br_table covers nothing after the join.
+		{"br_table arm", cat([]byte{wasm.OpcodeBlock, 0x40, wasm.OpcodeBlock, 0x40}, get(1), []byte{wasm.OpcodeBrTable, 1, 0, 1, wasm.OpcodeEnd}, get(0), load(8), set(2), []byte{wasm.OpcodeEnd}, get(2), get(0), load(8), []byte{wasm.OpcodeI32Add}), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := checksAfterPasses(t, tc.body); got != tc.want {
