@@ -45,30 +45,46 @@ func TestConstantAddressAccesses(t *testing.T) {
 	for _, f := range funcs {
 		m.Funcs = append(m.Funcs, runtimetest.Func{Type: ret, Export: f.name, Body: f.body})
 	}
-	bin := m.Encode()
+	run := freshCaller(t, m.Encode())
+	for _, f := range funcs {
+		// A fresh instance each: "grown" grows the memory.
+		res, err := run(f.name)
+		checkAccess(t, f.name, res, err, f.want, f.trap)
+	}
+}
 
+// freshCaller compiles bin with the compiler and returns a function that
+// calls one of its exports in a fresh instance: an access test may grow the
+// memory or trap.
+func freshCaller(t *testing.T, bin []byte) func(name string, args ...uint64) ([]uint64, error) {
+	t.Helper()
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
-	defer rt.Close(ctx)
+	t.Cleanup(func() { rt.Close(ctx) })
 	cm, err := rt.CompileModule(ctx, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range funcs {
-		// A fresh instance each: "grown" grows the memory.
+	return func(name string, args ...uint64) ([]uint64, error) {
 		mod, err := rt.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithName(""))
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := mod.ExportedFunction(f.name).Call(ctx)
-		switch {
-		case f.trap && (err == nil || !strings.Contains(err.Error(), "out of bounds memory access")):
-			t.Errorf("%s: result %v, err %v, want an out of bounds trap", f.name, res, err)
-		case !f.trap && err != nil:
-			t.Errorf("%s: %v", f.name, err)
-		case !f.trap && uint32(res[0]) != f.want:
-			t.Errorf("%s = %#x, want %#x", f.name, res[0], f.want)
-		}
-		mod.Close(ctx)
+		defer mod.Close(ctx)
+		return mod.ExportedFunction(name).Call(ctx, args...)
+	}
+}
+
+// checkAccess reports a call whose result is not want, or, when trap is
+// set, that did not end in an out of bounds trap.
+func checkAccess(t *testing.T, call string, res []uint64, err error, want uint32, trap bool) {
+	t.Helper()
+	switch {
+	case trap && (err == nil || !strings.Contains(err.Error(), "out of bounds memory access")):
+		t.Errorf("%s: result %v, err %v, want an out of bounds trap", call, res, err)
+	case !trap && err != nil:
+		t.Errorf("%s: %v", call, err)
+	case !trap && uint32(res[0]) != want:
+		t.Errorf("%s = %#x, want %#x", call, res[0], want)
 	}
 }

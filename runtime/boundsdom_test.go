@@ -1,12 +1,10 @@
 package runtime_test
 
 import (
-	"context"
-	"strings"
+	"fmt"
 	"testing"
 
 	"github.com/wasmbox/wasmbox/runtime/runtimetest"
-	"github.com/wasmbox/wasmbox/third_party/wazero"
 )
 
 // A bounds check that a check of the same address value with at least its
@@ -106,31 +104,11 @@ func TestDominatedBoundsChecks(t *testing.T) {
 	for _, f := range funcs {
 		m.Funcs = append(m.Funcs, runtimetest.Func{Type: ret, Locals: locals, Export: f.name, Body: f.body})
 	}
-	bin := m.Encode()
-
-	ctx := context.Background()
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())
-	defer r.Close(ctx)
-	cm, err := r.CompileModule(ctx, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := freshCaller(t, m.Encode())
 	for _, f := range funcs {
 		for _, c := range f.calls {
-			mod, err := r.InstantiateModule(ctx, cm, wazero.NewModuleConfig().WithName(""))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := mod.ExportedFunction(f.name).Call(ctx, uint64(uint32(c.p)), uint64(uint32(c.n)))
-			switch {
-			case c.trap && (err == nil || !strings.Contains(err.Error(), "out of bounds memory access")):
-				t.Errorf("%s(%d, %d): result %v, err %v, want an out of bounds trap", f.name, c.p, c.n, res, err)
-			case !c.trap && err != nil:
-				t.Errorf("%s(%d, %d): %v", f.name, c.p, c.n, err)
-			case !c.trap && int32(uint32(res[0])) != c.want:
-				t.Errorf("%s(%d, %d) = %#x, want %#x", f.name, c.p, c.n, uint32(res[0]), uint32(c.want))
-			}
-			mod.Close(ctx)
+			res, err := run(f.name, uint64(uint32(c.p)), uint64(uint32(c.n)))
+			checkAccess(t, fmt.Sprintf("%s(%d, %d)", f.name, c.p, c.n), res, err, uint32(c.want), c.trap)
 		}
 	}
 }
