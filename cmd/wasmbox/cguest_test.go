@@ -9,10 +9,12 @@ import (
 	"testing"
 )
 
-// clangWasm compiles a C program for wasm32-wasi with Debian's clang-19 and
-// wasi-libc (installed by the Python build, make python, and by .ci/run),
-// or skips.
-func clangWasm(t *testing.T, src string) string {
+// wasmClang is Debian's clang-19 with what a link for wasm32-wasi needs:
+// wasi-libc and the compiler's wasm32 runtime library
+// (libclang-rt-19-dev-wasm32). The Python build, make python and .ci/run
+// install them; without them the test skips, and once they are there a
+// build that fails fails the test.
+func wasmClang(t *testing.T) string {
 	t.Helper()
 	clang, err := exec.LookPath("clang-19")
 	if err != nil {
@@ -21,12 +23,30 @@ func clangWasm(t *testing.T, src string) string {
 	if _, err := os.Stat("/usr/lib/wasm32-wasi/crt1.o"); err != nil {
 		t.Skip("wasi-libc not installed")
 	}
+	// The runtime library clang-19 itself would link (its path moved
+	// between LLVM releases).
+	rt, err := exec.Command(clang, "--target=wasm32-wasi", "--sysroot=/usr", "-print-libgcc-file-name").Output()
+	if err != nil {
+		t.Fatalf("clang-19 -print-libgcc-file-name: %v", err)
+	}
+	if _, err := os.Stat(strings.TrimSpace(string(rt))); err != nil {
+		t.Skipf("clang-19's wasm32 runtime library is not installed (apt-get install libclang-rt-19-dev-wasm32): %v", err)
+	}
+	return clang
+}
+
+// clangWasm compiles a C program for wasm32-wasi with wasmClang's clang-19.
+func clangWasm(t *testing.T, src string) string {
+	t.Helper()
+	clang := wasmClang(t)
 	dir := t.TempDir()
 	c := filepath.Join(dir, "m.c")
 	out := filepath.Join(dir, "m.wasm")
-	os.WriteFile(c, []byte(src), 0o644)
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if b, err := exec.Command(clang, "--target=wasm32-wasi", "--sysroot=/usr", "-O2", "-o", out, c).CombinedOutput(); err != nil {
-		t.Skipf("clang-19 cannot build for wasm32-wasi here: %v %s", err, b)
+		t.Fatalf("clang-19: %v\n%s", err, b)
 	}
 	return out
 }
@@ -65,13 +85,7 @@ int main(void) {
 // end of memory, random decimals), run the way the tools run: through
 // exec, with fuel metering and wazero's simd128.
 func TestCToolsStringFunctions(t *testing.T) {
-	clang, err := exec.LookPath("clang-19")
-	if err != nil {
-		t.Skip("clang-19 not installed")
-	}
-	if _, err := os.Stat("/usr/lib/wasm32-wasi/crt1.o"); err != nil {
-		t.Skip("wasi-libc not installed")
-	}
+	clang := wasmClang(t)
 	dir := filepath.Join("..", "..", "build", "ctools")
 	out := filepath.Join(t.TempDir(), "m.wasm")
 	// The flags of build.sh for wasi_string.c; -fno-builtin keeps the
