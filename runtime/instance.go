@@ -239,6 +239,9 @@ func (in *Instance) Call(ctx context.Context, name string, params ...uint64) ([]
 	}
 	// The guest ended: whatever it was doing is lost.
 	in.dead = err
+	if in.closed.Load() || in.r.isClosed() {
+		return nil, fmt.Errorf("%s: %s: %w: closed during the call (%w)", in.m.name, name, ErrInstanceDead, err)
+	}
 	if in.mod.IsClosed() && ctx.Err() != nil && in.m.rt == in.r.rt {
 		releaseClosed(cctx, in.mod)
 	}
@@ -337,8 +340,11 @@ func (in *Instance) Dead() bool {
 	return in.dead != nil || in.closed.Load()
 }
 
-// Close ends the instance and releases its memory. It is idempotent, and
-// waits for a call in progress only if that call's context is done.
+// Close ends the instance and releases its memory. It is idempotent and
+// does not wait: a call in progress (on another goroutine) ends at its
+// next termination check with an error wrapping ErrInstanceDead, and the
+// memory is released when it has returned, never under it (wazero patch
+// 25).
 func (in *Instance) Close(ctx context.Context) error {
 	if !in.closed.CompareAndSwap(false, true) {
 		return nil

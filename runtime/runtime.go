@@ -473,6 +473,13 @@ func (r *Runtime) Close(ctx context.Context) error {
 	return r.closeErr
 }
 
+// isClosed reports whether Close has begun.
+func (r *Runtime) isClosed() bool {
+	r.compiling.RLock()
+	defer r.compiling.RUnlock()
+	return r.closed
+}
+
 // LiveInstances is the number of module instances created by Run that
 // wazero has not closed yet. It drops back to zero once every command has
 // returned, however it ended: tests use it to prove a kill leaves nothing

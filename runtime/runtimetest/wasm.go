@@ -112,6 +112,9 @@ type Module struct {
 	// Globals are mutable i32 globals of the module, with these initial
 	// values (global indices from 0).
 	Globals []int32
+	// GlobalExports, where not empty, exports global i under
+	// GlobalExports[i].
+	GlobalExports []string
 }
 
 // Cat joins pieces of code.
@@ -256,6 +259,11 @@ func (m Module) Encode() []byte {
 		b := name(nil, "memory")
 		b = append(b, 0x02, 0x00)
 		exports = append(exports, b)
+	}
+	for i, n := range m.GlobalExports {
+		if n != "" {
+			exports = append(exports, ULEB(append(name(nil, n), 0x03), uint64(i)))
+		}
 	}
 	for i, f := range m.Funcs {
 		if f.Export == "" {
@@ -562,5 +570,28 @@ func ForkCall(name string, args ...int32) []byte {
 		Imports:   []Import{procExit, imp},
 		MemoryMin: 1,
 		Funcs:     []Func{{Type: start, Export: "_start", Body: body}},
+	}.Encode()
+}
+
+// Scribbler returns a module with an exported __stack_pointer and a memory
+// of two pages whose export scribble writes every word of its memory over
+// and over, forever, without a host call: a call of it is always touching
+// memory when it is stopped.
+func Scribbler() []byte {
+	var body []byte
+	body = append(body, OpLoop, OpBlockVoid)
+	body = append(body, OpLocalGet, 0x00, OpLocalGet, 0x00)
+	body = append(body, 0x36, 0x02, 0x00) // i32.store align=4 offset=0
+	body = append(body, OpLocalGet, 0x00)
+	body = append(body, I32Const(4)...)
+	body = append(body, OpI32Add)
+	body = append(body, I32Const(2*65536-1)...)
+	body = append(body, OpI32And, OpLocalSet, 0x00)
+	body = append(body, OpBr, 0x00, OpEnd)
+	return Module{
+		MemoryMin:     2,
+		Globals:       []int32{65536},
+		GlobalExports: []string{"__stack_pointer"},
+		Funcs:         []Func{{Type: FuncType{}, Locals: []byte{I32}, Export: "scribble", Body: body}},
 	}.Encode()
 }

@@ -49,6 +49,7 @@ func export(b wazero.HostModuleBuilder, name string, fn wasiFunc, params ...api.
 			return
 		}
 		s.ExitIfHalted()
+		exitIfClosed(mod)
 		s.tap.last.Store(nil)
 		stack[0] = uint64(fn(ctx, s, mod.Memory(), stack))
 	}), params, []api.ValueType{i32}).Export(name)
@@ -251,6 +252,23 @@ func procExit(ctx context.Context, mod api.Module, stack []uint64) {
 	code := uint32(stack[0])
 	_ = mod.CloseWithExitCode(ctx, code)
 	panic(sys.NewExitError(code))
+}
+
+// exitIfClosed ends the guest when its module was closed during the call
+// (Instance.Close or the runtime's Close from another goroutine), with the
+// exit code it was closed with: a module closed under a metered guest
+// stops at its next sched_yield, as one with wazero's termination check
+// stops at its next loop. Its memory is released once the call returns
+// (third_party/wazero patch 25).
+func exitIfClosed(mod api.Module) {
+	if mod.IsClosed() {
+		if f, ok := mod.(interface{ FailIfClosed() error }); ok {
+			if err := f.FailIfClosed(); err != nil {
+				panic(err)
+			}
+		}
+		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+	}
 }
 
 // exitIfDone ends the guest when ctx is done (from inside a host call):

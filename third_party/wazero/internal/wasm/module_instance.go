@@ -17,7 +17,7 @@ func (m *ModuleInstance) FailIfClosed() (err error) {
 		case exitCodeFlagResourceNotClosed:
 			// This happens when this module is closed asynchronously in CloseModuleOnCanceledOrTimeout,
 			// and the closure of resources have been deferred here.
-			_ = m.ensureResourcesClosed(context.Background())
+			_ = m.releaseResources(context.Background())
 		}
 		return sys.NewExitError(uint32(closed >> 32)) // Unpack the high order bits as the exit code.
 	}
@@ -102,7 +102,7 @@ func (m *ModuleInstance) CloseWithExitCode(ctx context.Context, exitCode uint32)
 		return nil // not an error to have already closed
 	}
 	_ = m.s.deleteModule(m)
-	return m.ensureResourcesClosed(ctx)
+	return m.releaseResources(ctx)
 }
 
 // IsClosed implements the same method as documented on api.Module.
@@ -123,7 +123,7 @@ func (m *ModuleInstance) closeWithExitCode(ctx context.Context, exitCode uint32)
 	if !m.setExitCode(exitCode, exitCodeFlagResourceClosed) {
 		return nil // not an error to have already closed
 	}
-	return m.ensureResourcesClosed(ctx)
+	return m.releaseResources(ctx)
 }
 
 type exitCodeFlag = uint64

@@ -126,6 +126,10 @@ type (
 
 		// CloseNotifier is an experimental hook called once on close.
 		CloseNotifier experimental.CloseNotifier
+
+		// calls keeps the module's resources (its memory above all) until
+		// no call of it runs (wasmbox patch 25, module_calls.go).
+		calls callGuard
 	}
 
 	// DataInstance holds bytes corresponding to the data segment in a module.

@@ -258,6 +258,9 @@ func (c *callEngine) callWithStack(ctx context.Context, paramResultStack []uint6
 	p := c.parent
 	ensureTermination := p.parent.ensureTermination
 	m := p.module
+	// The module's memory stays while its code runs (patch 25).
+	m.EnterCall()
+	defer m.ExitCall()
 	if ensureTermination {
 		select {
 		case <-ctx.Done():
