@@ -73,6 +73,9 @@ func TestCloseDuringCall(t *testing.T) {
 			if n := rt.LiveInstances(); n != 0 {
 				t.Fatalf("%d live instances", n)
 			}
+			if n := rt.LiveMemories(); n != 0 {
+				t.Fatalf("%d live memories", n)
+			}
 		})
 	}
 }

@@ -77,10 +77,12 @@ type Instance struct {
 	mod   api.Module
 	alloc *limitAllocator
 
-	mu      sync.Mutex // serializes calls
-	closed  atomic.Bool
-	dead    error // why the guest ended, once it has
-	counted atomic.Bool
+	mu     sync.Mutex // serializes calls
+	closed atomic.Bool
+	// cancelCall ends the call in progress (Close sets off its end).
+	cancelCall atomic.Pointer[context.CancelCauseFunc]
+	dead       error // why the guest ended, once it has
+	counted    atomic.Bool
 }
 
 // ErrInstanceDead is wrapped by the error of a call on an instance whose
@@ -228,7 +230,15 @@ func (in *Instance) Call(ctx context.Context, name string, params ...uint64) ([]
 	if f == nil {
 		return nil, fmt.Errorf("%s: no exported function %s", in.m.name, name)
 	}
-	cctx, stopProcs := withProcs(in.callCtx(ctx), in.opts.MaxProcesses, in.opts.OnForkLimit)
+	callCtx, cancelCall := context.WithCancelCause(in.callCtx(ctx))
+	defer cancelCall(nil)
+	in.cancelCall.Store(&cancelCall)
+	defer in.cancelCall.Store(nil)
+	if in.closed.Load() {
+		// Close ran before the call's cancel was in place.
+		return nil, fmt.Errorf("%s: %w", in.m.name, ErrInstanceDead)
+	}
+	cctx, stopProcs := withProcs(callCtx, in.opts.MaxProcesses, in.opts.OnForkLimit)
 	if in.r.ownWASI && in.opts.WASI != nil {
 		in.opts.WASI.SetHalt(tableOf(cctx).halted)
 	}
@@ -239,11 +249,11 @@ func (in *Instance) Call(ctx context.Context, name string, params ...uint64) ([]
 	}
 	// The guest ended: whatever it was doing is lost.
 	in.dead = err
+	if in.mod.IsClosed() && callCtx.Err() != nil && in.m.rt == in.r.rt {
+		releaseClosed(cctx, in.mod)
+	}
 	if in.closed.Load() || in.r.isClosed() {
 		return nil, fmt.Errorf("%s: %s: %w: closed during the call (%w)", in.m.name, name, ErrInstanceDead, err)
-	}
-	if in.mod.IsClosed() && ctx.Err() != nil && in.m.rt == in.r.rt {
-		releaseClosed(cctx, in.mod)
 	}
 	var ee *sys.ExitError
 	if errors.As(err, &ee) {
@@ -315,8 +325,11 @@ func (in *Instance) SetFS(fsys vfs.FS) {
 // Memory returns the guest's linear memory (nil once closed). The host
 // reads and writes the guest's buffers through it between and during
 // calls.
+//
+// Memory is not safe against a concurrent Close (or the runtime's): the
+// caller keeps the two apart, as sessions do under their lock.
 func (in *Instance) Memory() api.Memory {
-	if in.closed.Load() || in.mod == nil {
+	if in.closed.Load() || in.mod == nil || in.mod.IsClosed() {
 		return nil
 	}
 	return in.mod.Memory()
@@ -348,6 +361,11 @@ func (in *Instance) Dead() bool {
 func (in *Instance) Close(ctx context.Context) error {
 	if !in.closed.CompareAndSwap(false, true) {
 		return nil
+	}
+	// A call in progress ends: one blocked in a host function (a read
+	// of a pipe, a sleep) too, not only at its next termination check.
+	if c := in.cancelCall.Load(); c != nil {
+		(*c)(ErrInstanceDead)
 	}
 	var err error
 	if in.mod != nil {

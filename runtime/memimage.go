@@ -339,6 +339,13 @@ func (img *MemoryImage) Check(limit uint64) error {
 	return nil
 }
 
+// pinner is wazero's module instance (patch 25): its resources stay while
+// it is pinned.
+type pinner interface {
+	EnterCall() error
+	ExitCall()
+}
+
 // MemoryImage copies the state of the instance, which must be idle (no
 // call in progress; the guest's stack unwound). stackLow, when not 0, is
 // the lowest address of the guest's shadow stack: the stack between it
@@ -356,6 +363,16 @@ func (in *Instance) MemoryImageSince(stackLow uint64, prev *MemoryImage) (*Memor
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.closed.Load() || in.dead != nil || in.mod == nil {
+		return nil, fmt.Errorf("%s: %w", in.m.name, ErrInstanceDead)
+	}
+	// Pinned: a concurrent Close (the instance's or the runtime's)
+	// releases the memory only after the copy (wazero patch 25).
+	if p, ok := in.mod.(pinner); ok {
+		if err := p.EnterCall(); err != nil {
+			return nil, fmt.Errorf("%s: %w", in.m.name, ErrInstanceDead)
+		}
+		defer p.ExitCall()
+	} else if in.mod.IsClosed() {
 		return nil, fmt.Errorf("%s: %w", in.m.name, ErrInstanceDead)
 	}
 	mem := in.mod.Memory()

@@ -3,6 +3,8 @@ package wasm
 import (
 	"context"
 	"sync"
+
+	"github.com/wasmbox/wasmbox/third_party/wazero/sys"
 )
 
 // callGuard defers the release of a module's resources while a call of
@@ -23,11 +25,24 @@ type callGuard struct {
 
 // EnterCall records that a call of the module's code begins: every entry
 // into the module's code from the host (calls, start functions) is
-// bracketed by EnterCall and ExitCall.
-func (m *ModuleInstance) EnterCall() {
-	m.calls.mu.Lock()
-	m.calls.running++
-	m.calls.mu.Unlock()
+// bracketed by EnterCall and ExitCall, and so is host code that reads or
+// writes the memory of a module that is not running (a pin). It refuses a
+// module already closed, with the error FailIfClosed gives (which also
+// releases the resources of a module closed without them), and then
+// ExitCall must not follow.
+func (m *ModuleInstance) EnterCall() error {
+	g := &m.calls
+	g.mu.Lock()
+	if m.Closed.Load() != 0 || g.released || g.pending {
+		g.mu.Unlock()
+		if err := m.FailIfClosed(); err != nil {
+			return err
+		}
+		return sys.NewExitError(0)
+	}
+	g.running++
+	g.mu.Unlock()
+	return nil
 }
 
 // ExitCall records that a call ended, and releases the module's resources

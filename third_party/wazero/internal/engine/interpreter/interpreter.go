@@ -744,7 +744,9 @@ func (ce *callEngine) CallWithStack(ctx context.Context, stack []uint64) error {
 func (ce *callEngine) call(ctx context.Context, params, results []uint64) (_ []uint64, err error) {
 	m := ce.f.moduleInstance
 	// The module's memory stays while its code runs (patch 25).
-	m.EnterCall()
+	if err := m.EnterCall(); err != nil {
+		return nil, err
+	}
 	defer m.ExitCall()
 	if ce.f.parent.ensureTermination {
 		select {

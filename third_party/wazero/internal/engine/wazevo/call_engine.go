@@ -259,7 +259,9 @@ func (c *callEngine) callWithStack(ctx context.Context, paramResultStack []uint6
 	ensureTermination := p.parent.ensureTermination
 	m := p.module
 	// The module's memory stays while its code runs (patch 25).
-	m.EnterCall()
+	if err := m.EnterCall(); err != nil {
+		return err
+	}
 	defer m.ExitCall()
 	if ensureTermination {
 		select {
