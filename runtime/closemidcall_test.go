@@ -3,13 +3,68 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/wasmbox/wasmbox/runtime"
 	"github.com/wasmbox/wasmbox/runtime/runtimetest"
+	"github.com/wasmbox/wasmbox/wasi"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
 )
+
+// poker's export poke stores once, with no loop (and so no termination
+// check) before the store.
+func poker() []byte {
+	body := runtimetest.Cat(runtimetest.I32Const(0), runtimetest.I32Const(1), []byte{0x36, 0x02, 0x00})
+	return runtimetest.Module{
+		MemoryMin: 2, Globals: []int32{65536}, GlobalExports: []string{"__stack_pointer"},
+		Funcs: []runtimetest.Func{{Type: runtimetest.FuncType{}, Export: "poke", Body: body}},
+	}.Encode()
+}
+
+func imageInstance(t *testing.T, rt *runtime.Runtime, m *runtime.Module, img *runtime.MemoryImage, cfg preview1.Config) *runtime.Instance {
+	t.Helper()
+	st, err := preview1.NewState(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	in, err := rt.InstantiateImage(context.Background(), m, img, runtime.InstanceOptions{WASI: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// imageOf compiles bin in a runtime of its own and makes its fresh image,
+// and an instance of it once, so that the image's mapped form (kept with
+// the runtime) exists before a test counts descriptors and mappings.
+func imageOf(t *testing.T, name string, bin []byte) (*runtime.Runtime, *runtime.Module, *runtime.MemoryImage) {
+	t.Helper()
+	rt := newRuntime(t, runtime.Config{DisableCache: true})
+	m := compile(t, rt, name, bin)
+	img, err := rt.FreshImage(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imageInstance(t, rt, m, img, preview1.Config{}).Close(context.Background())
+	return rt, m, img
+}
+
+// waitClosedCall waits for the result of a call whose instance was
+// closed under it: an error wrapping ErrInstanceDead.
+func waitClosedCall(t *testing.T, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if !errors.Is(err, runtime.ErrInstanceDead) {
+			t.Fatalf("the call ended with %v after its instance was closed, want ErrInstanceDead", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the call did not end after its instance was closed")
+	}
+}
 
 // TestCloseDuringCall: closing an instance, or the whole runtime, while a
 // call of it is writing its memory stops the call and only then releases
@@ -25,44 +80,29 @@ func TestCloseDuringCall(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			rt := newRuntime(t, runtime.Config{DisableCache: true})
-			m := compile(t, rt, "scribbler", runtimetest.Scribbler())
-			img, err := rt.FreshImage(ctx, m)
-			if err != nil {
-				t.Fatal(err)
+			fds, _ := openFDs(t)
+			maps := snapshotMappings(t)
+			rt, m, img := imageOf(t, "scribbler", runtimetest.Scribbler())
+			if !whole {
+				fds, _ = openFDs(t)
+				maps = snapshotMappings(t)
 			}
 			for i := 0; i < 20; i++ {
-				st, err := preview1.NewState(preview1.Config{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer st.Close()
-				in, err := rt.InstantiateImage(ctx, m, img, runtime.InstanceOptions{WASI: st})
-				if err != nil {
-					t.Fatal(err)
-				}
+				in := imageInstance(t, rt, m, img, preview1.Config{})
 				done := make(chan error, 1)
 				go func() {
 					_, err := in.Call(ctx, "scribble")
 					done <- err
 				}()
 				time.Sleep(time.Duration(1+i%5) * time.Millisecond)
+				closeIt := in.Close
 				if whole {
-					err = rt.Close(ctx)
-				} else {
-					err = in.Close(ctx)
+					closeIt = rt.Close
 				}
-				if err != nil {
+				if err := closeIt(ctx); err != nil {
 					t.Fatalf("close: %v", err)
 				}
-				select {
-				case err := <-done:
-					if !errors.Is(err, runtime.ErrInstanceDead) {
-						t.Fatalf("the call ended with %v after its instance was closed, want ErrInstanceDead", err)
-					}
-				case <-time.After(time.Minute):
-					t.Fatal("the call did not end after its instance was closed")
-				}
+				waitClosedCall(t, done)
 				if _, err := in.Call(ctx, "scribble"); !errors.Is(err, runtime.ErrInstanceDead) {
 					t.Fatalf("a call after Close: %v, want ErrInstanceDead", err)
 				}
@@ -70,12 +110,101 @@ func TestCloseDuringCall(t *testing.T) {
 					break
 				}
 			}
-			if n := rt.LiveInstances(); n != 0 {
-				t.Fatalf("%d live instances", n)
-			}
-			if n := rt.LiveMemories(); n != 0 {
-				t.Fatalf("%d live memories", n)
-			}
+			checkReleased(t, rt, fds, maps)
 		})
 	}
+}
+
+// The review of patch 25 (a helper session) found the doors below; each
+// test crashed the host with SIGSEGV, or hung, before the fix.
+
+// An instance idle when its runtime is closed is dead: its memory, its
+// image and its calls are refused, never run on the released memory.
+func TestIdleInstanceAfterRuntimeClose(t *testing.T) {
+	ctx := context.Background()
+	fds, _ := openFDs(t)
+	maps := snapshotMappings(t)
+	rt, m, img := imageOf(t, "poker", poker())
+	in := imageInstance(t, rt, m, img, preview1.Config{})
+	if _, err := in.Call(ctx, "poke"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.MemoryImageSince(0, nil); !errors.Is(err, runtime.ErrInstanceDead) {
+		t.Errorf("MemoryImageSince: %v, want ErrInstanceDead", err)
+	}
+	if mem := in.Memory(); mem != nil {
+		t.Errorf("Memory is not nil")
+	}
+	if _, err := in.Call(ctx, "poke"); !errors.Is(err, runtime.ErrInstanceDead) {
+		t.Errorf("Call: %v, want ErrInstanceDead", err)
+	}
+	checkReleased(t, rt, fds, maps)
+}
+
+// Close racing the entry of a call, and an image being taken.
+func TestCloseRacesCallAndImage(t *testing.T) {
+	ctx := context.Background()
+	rt, m, img := imageOf(t, "poker", poker())
+	fds, _ := openFDs(t)
+	maps := snapshotMappings(t)
+	for i := 0; i < 500; i++ {
+		in := imageInstance(t, rt, m, img, preview1.Config{})
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for {
+				if _, err := in.Call(ctx, "poke"); err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for {
+				if _, err := in.MemoryImageSince(0, nil); err != nil {
+					return
+				}
+			}
+		}()
+		if i%2 == 1 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		in.Close(ctx)
+		wg.Wait()
+	}
+	checkReleased(t, rt, fds, maps)
+}
+
+// A call blocked in a host function (a read of a pipe nobody writes)
+// ends when its instance is closed, and its memory is released.
+func TestCloseEndsBlockedCall(t *testing.T) {
+	i32 := byte(0x7f)
+	body := runtimetest.Cat(
+		runtimetest.I32Const(0), runtimetest.I32Const(16), []byte{0x36, 0x02, 0x00}, // iov.buf = 16
+		runtimetest.I32Const(4), runtimetest.I32Const(1), []byte{0x36, 0x02, 0x00}, // iov.len = 1
+		runtimetest.I32Const(0), runtimetest.I32Const(0), runtimetest.I32Const(1), runtimetest.I32Const(32),
+		runtimetest.Call(0), []byte{runtimetest.OpDrop})
+	mod := runtimetest.Module{
+		Imports: []runtimetest.Import{{Module: "wasi_snapshot_preview1", Name: "fd_read",
+			Type: runtimetest.FuncType{Params: []byte{i32, i32, i32, i32}, Results: []byte{i32}}}},
+		MemoryMin: 2, Globals: []int32{65536}, GlobalExports: []string{"__stack_pointer"},
+		Funcs: []runtimetest.Func{{Type: runtimetest.FuncType{}, Export: "read", Body: body}},
+	}.Encode()
+	ctx := context.Background()
+	rt, m, img := imageOf(t, "reader", mod)
+	fds, _ := openFDs(t)
+	maps := snapshotMappings(t)
+	pr, pw := wasi.NewPipe(ctx)
+	defer pw.Close()
+	in := imageInstance(t, rt, m, img, preview1.Config{Stdin: pr})
+	done := make(chan error, 1)
+	go func() { _, err := in.Call(ctx, "read"); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	in.Close(ctx)
+	waitClosedCall(t, done)
+	checkReleased(t, rt, fds, maps)
 }

@@ -367,14 +367,11 @@ func (in *Instance) MemoryImageSince(stackLow uint64, prev *MemoryImage) (*Memor
 	}
 	// Pinned: a concurrent Close (the instance's or the runtime's)
 	// releases the memory only after the copy (wazero patch 25).
-	if p, ok := in.mod.(pinner); ok {
-		if err := p.EnterCall(); err != nil {
-			return nil, fmt.Errorf("%s: %w", in.m.name, ErrInstanceDead)
-		}
-		defer p.ExitCall()
-	} else if in.mod.IsClosed() {
+	p, ok := in.mod.(pinner)
+	if !ok || p.EnterCall() != nil {
 		return nil, fmt.Errorf("%s: %w", in.m.name, ErrInstanceDead)
 	}
+	defer p.ExitCall()
 	mem := in.mod.Memory()
 	sp, ok := in.mod.ExportedGlobal(StackPointerExport).(api.MutableGlobal)
 	if mem == nil || !ok {
