@@ -3,8 +3,11 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero"
 
@@ -96,5 +99,55 @@ func TestForkInInstance(t *testing.T) {
 	in.Close(ctx)
 	if n := rt.LiveInstances(); n != 0 {
 		t.Errorf("%d live instances after Close", n)
+	}
+}
+
+// A fork tree's limit ends the run for every process it refuses, not only
+// the first: while the first refusal is still being handled (here its
+// OnMemoryLimit takes a while, as a slow caller's would), a second process
+// refused a fork must not see ENOMEM and go on. forktest's bomb has every
+// process fork until fork fails; a root that saw ENOMEM printed "fork
+// failed" and exited 0, and the run with it (TestForkBomb/budget, about
+// one run in a hundred, before onTree made its later callers wait).
+func TestForkTreeLimitEndsEveryRefused(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	if !rt.OwnWASI() {
+		t.Skip("the fork calls need wasmbox's WASI")
+	}
+	wasmBytes, err := os.ReadFile("../testdata/posix/forktest.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := compile(t, rt, "forktest", wasmBytes)
+	for i := range 8 {
+		limit := uint64(12<<20 + i*(1<<20) + i*4096)
+		var out bytes.Buffer
+		st, err := preview1.NewState(preview1.Config{Args: []string{"forktest", "bomb"}, Stdout: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var calls atomic.Int32
+		err = rt.Run(context.Background(), m, wazero.NewModuleConfig(), runtime.RunOptions{
+			WASI:   st,
+			Budget: runtime.NewBudget(limit),
+			OnMemoryLimit: func() {
+				if calls.Add(1) == 1 {
+					// Long enough for other processes to be refused
+					// in the meantime; what is tested does not depend
+					// on it.
+					time.Sleep(20 * time.Millisecond)
+				}
+			},
+		})
+		st.Close()
+		if !errors.Is(err, runtime.ErrMemoryLimit) || out.Len() != 0 {
+			t.Errorf("budget %d: err %v, stdout %q; want ErrMemoryLimit and no output", limit, err, out.String())
+		}
+		if n := calls.Load(); n != 1 {
+			t.Errorf("budget %d: OnMemoryLimit called %d times, want once", limit, n)
+		}
+	}
+	if n := rt.LiveInstances(); n != 0 {
+		t.Errorf("%d live instances after the bombs", n)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/wasmbox/wasmbox/vfs"
 	"github.com/wasmbox/wasmbox/wasi/preview1"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/wasmbox/wasmbox/third_party/wazero"
@@ -159,16 +160,22 @@ func (r *Runtime) RunStats(ctx context.Context, m *Module, mc wazero.ModuleConfi
 	// memory; MaxProcesses, when this run is the root of its tree) ends
 	// the run with that limit's error, as the guest's own memory limit
 	// does, rather than the guest seeing ENOMEM or EAGAIN and going on.
+	// Every caller of onTree returns only once the tree is ended: a
+	// process refused while another one's refusal is still being handled
+	// must not go on (a root that saw ENOMEM there exited 0, and the run
+	// with it). sync.Once makes the later callers wait for the first.
 	cctx, cancelTree := context.WithCancelCause(cctx)
 	defer cancelTree(nil)
 	var treeErr atomic.Pointer[error]
+	var treeOnce sync.Once
 	onTree := func(err error) {
-		if treeErr.CompareAndSwap(nil, &err) {
+		treeOnce.Do(func() {
+			treeErr.Store(&err)
 			if errors.Is(err, ErrMemoryLimit) && opts.OnMemoryLimit != nil {
 				opts.OnMemoryLimit()
 			}
 			cancelTree(err)
-		}
+		})
 	}
 	// Children of the process ABI never outlive the run.
 	cctx, stopProcs := withProcs(cctx, 0, onTree)
