@@ -208,3 +208,63 @@ func TestCloseEndsBlockedCall(t *testing.T) {
 	waitClosedCall(t, done)
 	checkReleased(t, rt, fds, maps)
 }
+
+// bulkLoop's export run loops forever over one bulk instruction on all of
+// its memory of pages pages: memory.fill, or memory.copy of its lower half
+// to its upper half.
+func bulkLoop(pages int32, copying bool) []byte {
+	op := runtimetest.Cat(runtimetest.I32Const(0), runtimetest.I32Const(7), runtimetest.I32Const(pages*65536),
+		[]byte{0xfc, 0x0b, 0x00}) // memory.fill
+	if copying {
+		op = runtimetest.Cat(runtimetest.I32Const(pages*32768), runtimetest.I32Const(0), runtimetest.I32Const(pages*32768),
+			[]byte{0xfc, 0x0a, 0x00, 0x00}) // memory.copy
+	}
+	body := runtimetest.Cat([]byte{runtimetest.OpLoop, runtimetest.OpBlockVoid}, op,
+		[]byte{runtimetest.OpBr, 0x00, runtimetest.OpEnd})
+	return runtimetest.Module{
+		MemoryMin: uint32(pages), Globals: []int32{65536}, GlobalExports: []string{"__stack_pointer"},
+		Funcs: []runtimetest.Func{{Type: runtimetest.FuncType{}, Export: "run", Body: body}},
+	}.Encode()
+}
+
+// A loop whose every iteration is one bulk instruction of 32 MiB (a few
+// milliseconds) ends at its deadline, as any loop does: the fuel counted
+// loop iterations alone, so Fuel of them (65536, minutes) ran before the
+// host could end the guest, and a garbage collection of the host waited
+// as long (wasmbin.InstrumentLoops now charges a bulk instruction for its
+// size). The minute's watchdog is not a measure: the guest ends within
+// milliseconds of its deadline.
+func TestBulkLoopEndsAtDeadline(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{DisableCache: true})
+	for _, copying := range []bool{false, true} {
+		name := "memory.fill"
+		if copying {
+			name = "memory.copy"
+		}
+		t.Run(name, func(t *testing.T) {
+			m := compile(t, rt, name, bulkLoop(512, copying))
+			st, err := preview1.NewState(preview1.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			in, err := rt.Instantiate(context.Background(), m, runtime.InstanceOptions{WASI: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close(context.Background())
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { _, err := in.Call(ctx, "run"); done <- err }()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("the call ended with %v, want its deadline", err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the call did not end a minute after its deadline")
+			}
+		})
+	}
+}

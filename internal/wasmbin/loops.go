@@ -46,6 +46,36 @@ const kindTag = 4
 // is not preemptible, and a garbage collection of the host waits for every
 // goroutine to reach a preemption point.
 //
+// A loop iteration that runs one bulk instruction (memory.fill,
+// memory.copy, memory.init, table.fill, table.copy, table.init) can take
+// milliseconds: 4 GiB filled at once. Counted as one iteration, a loop of
+// them would run Fuel of them, minutes, before the host could end it, and
+// the host's garbage collection would wait for it as long. So each such
+// instruction first spends fuel for its size, one unit per 64 bytes (per
+// 8 elements of a table), from a second new global that holds the size:
+//
+//	global.set $n        ;; the size, from the top of the stack
+//	global.get $fuel
+//	global.get $n
+//	i32.const 6          ;; 3 for a table instruction
+//	i32.shr_u
+//	i32.sub
+//	global.set $fuel
+//	global.get $fuel
+//	i32.const 0
+//	i32.le_s
+//	if
+//	  call $sched_yield
+//	  drop
+//	  i32.const Fuel
+//	  global.set $fuel
+//	end
+//	global.get $n        ;; the size back
+//
+// (the fuel stays within [1, Fuel] after either sequence, so the loops'
+// check, which yields when the fuel reaches 0, still does). The size
+// global is added only to a module that has such an instruction.
+//
 // wazero's own way (RuntimeConfig.WithCloseOnContextDone) leaves the
 // compiled code at every loop header for Go, to check whether the module
 // was closed; loop-heavy code (a Go program branches to its function's loop
@@ -75,18 +105,28 @@ func InstrumentLoops(b []byte) (out []byte, ok bool, err error) {
 		return nil, false, err
 	}
 	fuel := imported + uint32(len(globals))
+	size := fuel + 1
 	ci := Find(secs, SecCode)
 	var code []byte
+	var bulk bool
 	if ci >= 0 {
 		var known bool
-		code, known, err = instrumentCode(secs[ci].Body, meter(fuel, yield))
+		code, known, bulk, err = instrumentCode(secs[ci].Body, meters{
+			loop:   meter(fuel, yield),
+			memory: charge(fuel, size, yield, memoryShift),
+			table:  charge(fuel, size, yield, tableShift),
+		})
 		if err != nil || !known {
 			return nil, false, err
 		}
 	}
 
-	// The fuel global, after the module's own.
-	gbody := AppendUleb(nil, uint32(len(globals)+1))
+	// The fuel global, after the module's own, and the size global.
+	added := uint32(1)
+	if bulk {
+		added = 2
+	}
+	gbody := AppendUleb(nil, uint32(len(globals))+added)
 	if gi := Find(secs, SecGlobal); gi >= 0 {
 		r := &reader{b: secs[gi].Body}
 		r.count()
@@ -95,6 +135,9 @@ func InstrumentLoops(b []byte) (out []byte, ok bool, err error) {
 	gbody = append(gbody, 0x7f, 1, opI32Const)
 	gbody = AppendSleb(gbody, Fuel)
 	gbody = append(gbody, opEnd)
+	if bulk {
+		gbody = append(gbody, 0x7f, 1, opI32Const, 0, opEnd)
+	}
 	secs = replaceSection(secs, SecGlobal, gbody)
 	if ci >= 0 {
 		secs = replaceSection(secs, SecCode, code)
@@ -117,6 +160,57 @@ func meter(fuel, yield uint32) []byte {
 	m = append(m, 0x24 /* global.set */)
 	m = AppendUleb(m, fuel)
 	return append(m, opEnd)
+}
+
+// The fuel a bulk instruction spends: its size shifted right by these
+// (one unit per 64 bytes of memory, per 8 elements of a table).
+const (
+	memoryShift = 6
+	tableShift  = 3
+)
+
+// charge is the code InstrumentLoops puts before every bulk instruction:
+// fuel spent for the size on the top of the stack, which it leaves there.
+func charge(fuel, size, yield uint32, shift byte) []byte {
+	m := []byte{0x24 /* global.set */}
+	m = AppendUleb(m, size)
+	m = append(m, opGlobal)
+	m = AppendUleb(m, fuel)
+	m = append(m, opGlobal)
+	m = AppendUleb(m, size)
+	m = append(m, opI32Const, shift, 0x76 /* i32.shr_u */, 0x6b /* i32.sub */, 0x24 /* global.set */)
+	m = AppendUleb(m, fuel)
+	m = append(m, opGlobal)
+	m = AppendUleb(m, fuel)
+	m = append(m, opI32Const, 0, 0x4c /* i32.le_s */, 0x04, 0x40 /* if */, 0x10 /* call */)
+	m = AppendUleb(m, yield)
+	m = append(m, 0x1a /* drop */, opI32Const)
+	m = AppendSleb(m, Fuel)
+	m = append(m, 0x24 /* global.set */)
+	m = AppendUleb(m, fuel)
+	m = append(m, opEnd, opGlobal)
+	return AppendUleb(m, size)
+}
+
+// meters are the sequences instrumentFunc inserts: after every loop, and
+// before every bulk instruction of memory and of tables.
+type meters struct{ loop, memory, table []byte }
+
+// bulkOf says whether the instruction at code (after its 0xFC prefix) is
+// a bulk instruction whose cost grows with its size, and of what.
+func bulkOf(code []byte) (memory, table bool) {
+	r := &reader{b: code}
+	sub := r.u32() // LEB128, which need not be the shortest encoding
+	if r.err != nil {
+		return false, false
+	}
+	switch sub {
+	case 8, 10, 11: // memory.init, memory.copy, memory.fill
+		return true, false
+	case 12, 14, 17: // table.init, table.copy, table.fill
+		return false, true
+	}
+	return false, false
 }
 
 // yieldImport finds the function index of the sched_yield import, with
@@ -190,12 +284,16 @@ func replaceSection(secs []Section, id byte, body []byte) []Section {
 	return append(out[:at], append([]Section{{ID: id, Body: body}}, out[at:]...)...)
 }
 
-// instrumentCode rewrites a code section body, inserting check after every
-// loop's block type.
-func instrumentCode(body []byte, check []byte) (out []byte, known bool, err error) {
-	return rewriteCode(body, len(body)/8, func(out, fbody []byte) ([]byte, bool, error) {
-		return instrumentFunc(out, fbody, check)
+// instrumentCode rewrites a code section body, inserting ms.loop after
+// every loop's block type and the charges before bulk instructions; bulk
+// says whether it met any.
+func instrumentCode(body []byte, ms meters) (out []byte, known, bulk bool, err error) {
+	out, known, err = rewriteCode(body, len(body)/8, func(out, fbody []byte) ([]byte, bool, error) {
+		out, b, known, err := instrumentFunc(out, fbody, ms)
+		bulk = bulk || b
+		return out, known, err
 	})
+	return out, known, bulk, err
 }
 
 // rewriteCode rewrites each function body of a code section body with fn,
@@ -231,23 +329,24 @@ func rewriteCode(body []byte, grow int, fn func(out, fbody []byte) ([]byte, bool
 }
 
 // instrumentFunc copies one function body (locals, then code) to out with
-// the check after every loop.
-func instrumentFunc(out, body, check []byte) ([]byte, bool, error) {
+// the meter after every loop and the charge before every bulk
+// instruction (bulk: there was one).
+func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, err error) {
 	r := &reader{b: body}
 	for n, i := r.count(), uint32(0); i < n && r.err == nil; i++ {
 		r.u32()   // count
 		r.byte1() // type
 	}
 	if r.err != nil {
-		return nil, false, r.err
+		return nil, false, false, r.err
 	}
 	out = append(out, body[:len(body)-len(r.b)]...)
 	calls, loopFirst, known := scanCalls(r.b)
 	if !known {
-		return nil, false, nil
+		return nil, false, false, nil
 	}
 	if calls && !loopFirst {
-		out = append(out, check...)
+		out = append(out, ms.loop...)
 	}
 	for len(r.b) > 0 && r.err == nil {
 		start := r.b
@@ -257,14 +356,22 @@ func instrumentFunc(out, body, check []byte) ([]byte, bool, error) {
 			break
 		}
 		if !known {
-			return nil, false, nil
+			return nil, false, false, nil
+		}
+		if op == 0xfc {
+			switch mem, tab := bulkOf(start[1:]); {
+			case mem:
+				out, bulk = append(out, ms.memory...), true
+			case tab:
+				out, bulk = append(out, ms.table...), true
+			}
 		}
 		out = append(out, start[:len(start)-len(r.b)]...)
 		if op == 0x03 { // loop
-			out = append(out, check...)
+			out = append(out, ms.loop...)
 		}
 	}
-	return out, true, r.err
+	return out, bulk, true, r.err
 }
 
 // scanCalls reports whether code (a function's instructions) makes calls,

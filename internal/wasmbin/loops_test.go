@@ -31,6 +31,45 @@ var meterDoc = []byte{
 	0x0b, // end
 }
 
+// chargeDoc is the sequence the doc comment of InstrumentLoops documents
+// before a bulk instruction of memory, for the fuel global 1, the size
+// global 2 and sched_yield at function index 0; chargeTableDoc the same
+// before one of a table.
+var chargeDoc = []byte{
+	0x24, 0x02, // global.set $n
+	0x23, 0x01, // global.get $fuel
+	0x23, 0x02, // global.get $n
+	0x41, 0x06, // i32.const 6
+	0x76,       // i32.shr_u
+	0x6b,       // i32.sub
+	0x24, 0x01, // global.set $fuel
+	0x23, 0x01, // global.get $fuel
+	0x41, 0x00, // i32.const 0
+	0x4c,       // i32.le_s
+	0x04, 0x40, // if
+	0x10, 0x00, // call $sched_yield
+	0x1a,                   // drop
+	0x41, 0x80, 0x80, 0x04, // i32.const 65536 (Fuel)
+	0x24, 0x01, // global.set $fuel
+	0x0b,       // end
+	0x23, 0x02, // global.get $n
+}
+
+var chargeTableDoc = func() []byte {
+	b := bytes.Clone(chargeDoc)
+	b[7] = 3 // i32.const 3
+	return b
+}()
+
+// isBulk says whether the instruction in is one InstrumentLoops charges
+// for, and of what.
+func isBulk(in []byte) (memory, table bool) {
+	if len(in) < 2 || in[0] != 0xfc {
+		return false, false
+	}
+	return bulkOf(in[1:])
+}
+
 // lfunc is a function of loopModule: (i32) -> result, with extra locals
 // (one value type each) and a body as a list of instructions. An
 // instruction starting with 0x03 is a loop: the test expects the meter
@@ -65,6 +104,7 @@ func loopModule(funcs []lfunc, meter []byte) []byte {
 	}
 	types = append(types, []byte{0x60, 1, tI32, 1, tI32}, typeIL)
 	var fsec, exps, bodies [][]byte
+	bulk := false
 	for i, f := range funcs {
 		t := byte(typeIV)
 		if f.result == tI64 {
@@ -78,6 +118,14 @@ func loopModule(funcs []lfunc, meter []byte) []byte {
 		}
 		code := vec(locals...)
 		for _, in := range f.body {
+			if meter != nil {
+				switch mem, tab := isBulk(in); {
+				case mem:
+					code, bulk = append(code, chargeDoc...), true
+				case tab:
+					code, bulk = append(code, chargeTableDoc...), true
+				}
+			}
 			code = append(code, in...)
 			if meter != nil && in[0] == 0x03 {
 				code = append(code, meter...)
@@ -89,6 +137,9 @@ func loopModule(funcs []lfunc, meter []byte) []byte {
 	globals := [][]byte{global(tI32, true, i32(7))}
 	if meter != nil {
 		globals = append(globals, global(tI32, true, i32(Fuel)))
+	}
+	if bulk {
+		globals = append(globals, global(tI32, true, i32(0)))
 	}
 	return Encode([]Section{
 		sec(SecType, vec(types...)),
@@ -236,6 +287,17 @@ var loopFuncs = []struct {
 		loopOf(), end,
 		ci32(0), op(0x28, 2, 0xcc, 0x01), // i32.load offset=204
 	}}, func(uint64) uint64 { return 1 }},
+	// table.fill and table.copy of no elements (the table's one element
+	// is the function "indirect" calls), and a memory.fill whose
+	// sub-opcode is a two-byte LEB128 (valid: it need not be the
+	// shortest): each is charged.
+	{lfunc{name: "tablebulk", result: tI32, body: [][]byte{
+		ci32(0), op(0xd0, 0x70), ci32(0), op(0xfc, 17, 0), // table.fill 0: ref.null func, n = 0
+		ci32(0), ci32(0), ci32(0), op(0xfc, 14, 0, 0), // table.copy 0 0, n = 0
+		ci32(300), ci32(9), ci32(4), op(0xfc, 0x8b, 0x00, 0), // memory.fill
+		loopOf(), end,
+		ci32(0), op(0x28, 2, 0xac, 0x02), // i32.load offset=300
+	}}, func(uint64) uint64 { return 1 }},
 	// SIMD: v128.const, i8x16.shuffle, v128.load, i32x4.splat, i32x4.add
 	// (a two-byte sub-opcode) and i32x4.extract_lane.
 	{lfunc{name: "simd", result: tI32, body: [][]byte{
@@ -268,6 +330,37 @@ func TestMeterSequence(t *testing.T) {
 	}
 }
 
+func TestChargeSequence(t *testing.T) {
+	if got := charge(1, 2, 0, memoryShift); !bytes.Equal(got, chargeDoc) {
+		t.Fatalf("charge(1, 2, 0, memoryShift) = % x, want % x", got, chargeDoc)
+	}
+	if got := charge(1, 2, 0, tableShift); !bytes.Equal(got, chargeTableDoc) {
+		t.Fatalf("charge(1, 2, 0, tableShift) = % x, want % x", got, chargeTableDoc)
+	}
+	for _, tc := range []struct {
+		code       []byte
+		mem, table bool
+	}{
+		{[]byte{8, 0, 0}, true, false},             // memory.init
+		{[]byte{10, 0, 0}, true, false},            // memory.copy
+		{[]byte{11, 0}, true, false},               // memory.fill
+		{[]byte{0x8b, 0x80, 0x00, 0}, true, false}, // memory.fill, three bytes of LEB128
+		{[]byte{12, 0, 0}, false, true},            // table.init
+		{[]byte{14, 0, 0}, false, true},            // table.copy
+		{[]byte{17, 0}, false, true},               // table.fill
+		{[]byte{9, 0}, false, false},               // data.drop
+		{[]byte{15, 0}, false, false},              // table.grow
+		{[]byte{16, 0}, false, false},              // table.size
+		{[]byte{0}, false, false},                  // i32.trunc_sat_f32_s
+		{[]byte{0x8b}, false, false},               // truncated
+		{nil, false, false},
+	} {
+		if mem, table := bulkOf(tc.code); mem != tc.mem || table != tc.table {
+			t.Errorf("bulkOf(% x) = %v, %v; want %v, %v", tc.code, mem, table, tc.mem, tc.table)
+		}
+	}
+}
+
 // TestInstrumentLoopsBytes: the output is the module with the fuel global
 // and the documented sequence after every loop, byte for byte.
 func TestInstrumentLoopsBytes(t *testing.T) {
@@ -284,8 +377,9 @@ func TestInstrumentLoopsBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, err := Globals(secs)
-	if err != nil || len(g) != 2 || g[1] != (Global{Index: 1, Type: tI32, Mutable: true}) {
-		t.Errorf("Globals = %+v, %v; want the fuel global at index 1", g, err)
+	// lfuncs' "bulk" has memory.fill and memory.copy: the size global too.
+	if err != nil || len(g) != 3 || g[1] != (Global{Index: 1, Type: tI32, Mutable: true}) || g[2] != (Global{Index: 2, Type: tI32, Mutable: true}) {
+		t.Errorf("Globals = %+v, %v; want the fuel global at index 1 and the size global at 2", g, err)
 	}
 }
 
@@ -652,11 +746,21 @@ func TestInstrumentLoopsToolModules(t *testing.T) {
 			}
 			gi, _ := Globals(inSecs)
 			go_, err := Globals(outSecs)
-			if err != nil || len(go_) != len(gi)+1 {
+			if err != nil || len(go_) < len(gi)+1 || len(go_) > len(gi)+2 {
 				t.Fatalf("%d globals after, %d before (%v)", len(go_), len(gi), err)
 			}
+			fuel := go_[len(gi)].Index
 			// Go code has loops, and every one is metered.
-			loops := bytes.Count(out, meter(go_[len(go_)-1].Index, yieldIndex(t, inSecs)))
+			loops := bytes.Count(out, meter(fuel, yieldIndex(t, inSecs)))
+			if len(go_) == len(gi)+2 {
+				// Go's runtime clears and copies with memory.fill and
+				// memory.copy: each is charged.
+				if n := bytes.Count(out, charge(fuel, fuel+1, yieldIndex(t, inSecs), memoryShift)); n == 0 {
+					t.Fatal("a size global, but no bulk instruction charged")
+				} else {
+					t.Logf("%d bulk instructions charged", n)
+				}
+			}
 			if loops == 0 {
 				t.Fatal("no loop metered")
 			}
@@ -678,7 +782,8 @@ func yieldIndex(t *testing.T, secs []Section) uint32 {
 }
 
 // FuzzInstrumentLoops: no panic, every error wraps ErrMalformed, and an
-// instrumented module parses and has one more global.
+// instrumented module parses and has one more global (two with the size
+// global of bulk instructions).
 func FuzzInstrumentLoops(f *testing.F) {
 	for _, s := range seeds() {
 		f.Add(s)
@@ -720,11 +825,13 @@ func FuzzInstrumentLoops(f *testing.F) {
 		if err != nil {
 			t.Fatalf("output's globals do not parse: %v", err)
 		}
-		if len(g) != len(gi)+1 {
+		if len(g) < len(gi)+1 || len(g) > len(gi)+2 {
 			t.Fatalf("%d globals after, %d before", len(g), len(gi))
 		}
-		if last := g[len(g)-1]; last.Type != tI32 || !last.Mutable {
-			t.Fatalf("the fuel global is %+v", last)
+		for _, added := range g[len(gi):] {
+			if added.Type != tI32 || !added.Mutable {
+				t.Fatalf("an added global (fuel or size) is %+v", added)
+			}
 		}
 	})
 }
