@@ -209,6 +209,52 @@ func TestCloseEndsBlockedCall(t *testing.T) {
 	checkReleased(t, rt, fds, maps)
 }
 
+// An instance closed during a call holds its memory until the call
+// returns (patch 25), and holds its budget as long: the budget is given
+// back with the memory, not at Close, or other instances would be
+// admitted against memory still in use. The guest fills 32 MiB at a
+// time (one memory.fill, which no termination check interrupts), so the
+// call outlives the Close for a while.
+func TestClosedInstanceHoldsBudgetWithMemory(t *testing.T) {
+	const pages = 512 // 32 MiB
+	ctx := context.Background()
+	rt := newRuntime(t, runtime.Config{DisableCache: true})
+	m := compile(t, rt, "filler", bulkLoop(pages, false))
+	b := runtime.NewBudget(64 << 20)
+	held := 0
+	for i := 0; i < 10; i++ {
+		st, err := preview1.NewState(preview1.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := rt.Instantiate(ctx, m, runtime.InstanceOptions{WASI: st, Budget: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := in.Call(ctx, "run"); done <- err }()
+		time.Sleep(5 * time.Millisecond)
+		in.Close(ctx)
+		// Read the budget first: a memory seen live after it was read
+		// was live when it was read.
+		used := b.Used()
+		if rt.LiveMemories() > 0 {
+			held++
+			if used < pages*65536 {
+				t.Errorf("round %d: the closed instance's memory is still live, but the budget holds %d bytes, want %d", i, used, pages*65536)
+			}
+		}
+		waitClosedCall(t, done)
+		st.Close()
+		if n := b.Used(); n != 0 {
+			t.Errorf("round %d: the budget holds %d bytes after the call ended", i, n)
+		}
+	}
+	if held == 0 {
+		t.Log("no Close came during a fill; nothing was checked")
+	}
+}
+
 // bulkLoop's export run loops forever over one bulk instruction on all of
 // its memory of pages pages: memory.fill, or memory.copy of its lower half
 // to its upper half.

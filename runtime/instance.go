@@ -374,8 +374,13 @@ func (in *Instance) Close(ctx context.Context) error {
 	if in.counted.CompareAndSwap(true, false) {
 		in.r.live.Add(-1)
 	}
-	if in.alloc != nil {
-		in.alloc.release() // when wazero made no memory (Free releases it otherwise)
+	if in.alloc != nil && (in.mod == nil || !in.alloc.created.Load()) {
+		// wazero made no memory. Otherwise the memory's Free gives the
+		// budget back when the memory is released, which for a module
+		// closed during a call is when the call returns (patch 25):
+		// given back here, other instances would be admitted against
+		// memory still in use.
+		in.alloc.release()
 	}
 	in.m.release(ctx)
 	return err
