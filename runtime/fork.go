@@ -329,6 +329,13 @@ func forkCall(ctx context.Context, mod api.Module, retPtr uint32) uint32 {
 	if err != nil || !ok || alloc.imageErr != nil {
 		return abort(ErrnoNomem)
 	}
+	// The child's memory is written here, before any call of it runs:
+	// pinned, so that a Close of the runtime meanwhile releases it after.
+	unpin, perr := pin(child)
+	if perr != nil {
+		return abort(ErrnoAgain)
+	}
+	defer unpin()
 	if im != nil {
 		if errno := growTo(child.Memory(), size); errno != ErrnoSuccess {
 			return abort(errno)

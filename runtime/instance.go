@@ -176,6 +176,9 @@ func (r *Runtime) instantiate(ctx context.Context, m *Module, opts InstanceOptio
 	}
 	mod, err := m.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	in.mod = mod
+	if err == nil && testHookInstantiated != nil {
+		testHookInstantiated(mod)
+	}
 	if err == nil && mapped != nil && in.alloc.imageErr != nil {
 		err = in.alloc.imageErr
 	}
@@ -192,6 +195,11 @@ func (r *Runtime) instantiate(ctx context.Context, m *Module, opts InstanceOptio
 	}
 	return in, nil
 }
+
+// testHookInstantiated, set by tests only, runs between the making of an
+// instance's module and its setup (image, snapshot): where a Close of the
+// runtime must not release the memory under the setup's writes.
+var testHookInstantiated func(api.Module)
 
 // callCtx is ctx with what the host functions of a call look up.
 func (in *Instance) callCtx(ctx context.Context) context.Context {

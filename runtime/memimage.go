@@ -346,6 +346,25 @@ type pinner interface {
 	ExitCall()
 }
 
+// pin keeps mod's resources, its memory above all, from being released
+// until unpin is called: for host code that touches them outside any
+// call (an instance's setup before it is handed out, a fork's child
+// before it runs). A Close of the runtime meanwhile marks mod closed at
+// once and releases them at unpin (wazero patch 25), instead of under
+// the host's writes, where the memory of an image is a mapping. ok is
+// false, and nothing pinned, when mod is closed already; the error then
+// wraps ErrClosed.
+func pin(mod api.Module) (unpin func(), err error) {
+	p, ok := mod.(pinner)
+	if !ok {
+		return func() {}, nil // not wazero's module instance: nothing is deferred
+	}
+	if p.EnterCall() != nil {
+		return nil, fmt.Errorf("%w: the instance was closed while it was made", ErrClosed)
+	}
+	return p.ExitCall, nil
+}
+
 // MemoryImage copies the state of the instance, which must be idle (no
 // call in progress; the guest's stack unwound). stackLow, when not 0, is
 // the lowest address of the guest's shadow stack: the stack between it
@@ -419,6 +438,12 @@ func (r *Runtime) InstantiateImage(ctx context.Context, m *Module, img *MemoryIm
 		if err != nil {
 			return nil, err
 		}
+		unpin, err := pin(in.mod)
+		if err != nil {
+			in.Close(ctx)
+			return nil, fmt.Errorf("%s: %w", m.name, err)
+		}
+		defer unpin()
 		if errno := growTo(in.mod.Memory(), uint32(img.size)); errno != ErrnoSuccess {
 			in.Close(ctx)
 			err = fmt.Errorf("%s: %w: the image needs %s of memory", m.name, ErrMemoryLimit, FormatBytes(img.size))
@@ -439,6 +464,12 @@ func (r *Runtime) InstantiateImage(ctx context.Context, m *Module, img *MemoryIm
 	if err != nil {
 		return nil, err
 	}
+	unpin, err := pin(in.mod)
+	if err != nil {
+		in.Close(ctx)
+		return nil, fmt.Errorf("%s: %w", m.name, err)
+	}
+	defer unpin()
 	if errno := loadImage(in.mod, img); errno != ErrnoSuccess {
 		err := fmt.Errorf("%s: loading the memory image: %w", m.name, ErrBadImage)
 		if errno == ErrnoNomem {
@@ -563,14 +594,20 @@ func (r *Runtime) FreshImage(ctx context.Context, m *Module) (*MemoryImage, erro
 		return nil, err // a budget or a context: tried again next time
 	}
 	defer in.Close(ctx)
+	unpin, err := pin(in.mod)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.name, err)
+	}
 	mem := in.mod.Memory()
 	sp, ok := in.mod.ExportedGlobal(StackPointerExport).(api.MutableGlobal)
 	if mem == nil || !ok {
+		unpin()
 		m.freshErr = fmt.Errorf("%s: %w: no memory or no exported %s", m.name, ErrNoFreshImage, StackPointerExport)
 		return nil, m.freshErr
 	}
 	b, _ := mem.Read(0, mem.Size())
 	img := NewMemoryImage(b, sp.Get())
+	unpin()
 	if in.mod.ExportedFunction(StackLowExport) != nil {
 		// A constant of the module (wasm-ld's __stack_low): forks of
 		// its instances need not copy the stack below their

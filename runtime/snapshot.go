@@ -259,6 +259,11 @@ func restore(mod api.Module, rc *reactor, snap *snapshot, alloc *limitAllocator)
 	if alloc.imageErr != nil {
 		return alloc.imageErr
 	}
+	unpin, err := pin(mod)
+	if err != nil {
+		return err
+	}
+	defer unpin()
 	mem := mod.Memory()
 	if cur := mem.Size() / 65536; snap.pages > cur {
 		if _, ok := mem.Grow(snap.pages - cur); !ok {
