@@ -150,9 +150,8 @@ func TestKillRecursion(t *testing.T) {
 }
 
 // TestKillCallShapes: guests that run for 2^62 calls without a loop, each
-// in a shape that the entry checks of InstrumentLoops must see (its
-// exemption of functions that only call leaves, wasmbin's needsEntryCheck,
-// must not reach them): a non-recursive call tree (f(i) calls f(i+1) twice;
+// in a shape that the entry checks of InstrumentLoops must see: a
+// non-recursive call tree (f(i) calls f(i+1) twice;
 // the level above the leaves has no check, every other level has one),
 // mutual recursion, and recursion through call_indirect. Each is ended by
 // its deadline within the watchdog, with and without the sched_yield
@@ -300,5 +299,61 @@ func gcWhileRunning(t *testing.T, run func(context.Context) error, progress func
 		t.Logf("slowest GC %v; the guest ended %v after the cancel", worst, time.Since(start))
 	case <-time.After(time.Second):
 		t.Fatal("the guest still runs a second after the cancel")
+	}
+}
+
+// TestKillStraightLine: guests whose every loop iteration is a great deal
+// of code without a loop of its own, each ended by its deadline within the
+// watchdog. The fuel counted loop iterations and calls of functions that
+// make calls: a loop of 1,000 calls of a leaf of 9,000 instructions, or a
+// loop around 15,000 memory.grow (each a call into the host, which does
+// not look at the context), ran Fuel (65536) iterations, minutes, before a
+// yield (found by a review of the bulk-instruction charge). Now every
+// function entry spends fuel, and so does every StraightLine instructions
+// of code without a loop (wasmbin.InstrumentLoops).
+func TestKillStraightLine(t *testing.T) {
+	i32 := runtimetest.I32
+	// leaf: x = x*x + 1, 1,500 times (9,000 instructions).
+	var leaf []byte
+	for range 1500 {
+		leaf = append(leaf, runtimetest.OpLocalGet, 0, runtimetest.OpLocalGet, 0, 0x6c /* i32.mul */)
+		leaf = append(leaf, runtimetest.I32Const(1)...)
+		leaf = append(leaf, runtimetest.OpI32Add, runtimetest.OpLocalSet, 0)
+	}
+	calls := []byte{runtimetest.OpLoop, runtimetest.OpBlockVoid}
+	for range 1000 {
+		calls = append(calls, runtimetest.Call(0)...)
+	}
+	calls = append(calls, runtimetest.OpBr, 0, runtimetest.OpEnd)
+	leafCalls := runtimetest.Module{Funcs: []runtimetest.Func{
+		{Type: runtimetest.FuncType{}, Locals: []byte{i32}, Body: leaf},
+		{Type: runtimetest.FuncType{}, Export: "_start", Body: calls},
+	}}.Encode()
+	grows := []byte{runtimetest.OpLoop, runtimetest.OpBlockVoid}
+	for range 15_000 {
+		grows = append(grows, runtimetest.OpI32Const, 0, runtimetest.OpMemoryGrow, 0, runtimetest.OpDrop)
+	}
+	grows = append(grows, runtimetest.OpBr, 0, runtimetest.OpEnd)
+	growLoop := runtimetest.Module{MemoryMin: 1, Funcs: []runtimetest.Func{
+		{Type: runtimetest.FuncType{}, Export: "_start", Body: grows},
+	}}.Encode()
+	requireMeterable(t)
+	endsByDeadline(t, map[string][]byte{"leaf-calls": leafCalls, "memory-grows": growLoop})
+}
+
+// TestFuelGlobalOutOfReach: a module that names a global it does not have,
+// at the index the fuel global takes after the rewrite, is refused. It was
+// invalid as given, but the rewrite made it valid: it compiled, set its
+// own fuel at every iteration and never yielded (found by a review of the
+// bulk-instruction charge).
+func TestFuelGlobalOutOfReach(t *testing.T) {
+	body := runtimetest.Cat([]byte{runtimetest.OpLoop, runtimetest.OpBlockVoid}, runtimetest.I32Const(1000),
+		[]byte{runtimetest.OpGlobalSet, 0, runtimetest.OpBr, 0, runtimetest.OpEnd})
+	bin := runtimetest.Module{Funcs: []runtimetest.Func{{Type: runtimetest.FuncType{}, Export: "_start", Body: body}}}.Encode()
+	rt := newRuntime(t, runtime.Config{DisableCache: true})
+	if _, err := rt.Compile(context.Background(), "fuel-setter", bin); err == nil {
+		t.Fatal("compiled a module that sets global 0, which it does not have")
+	} else {
+		t.Log(err)
 	}
 }

@@ -6,6 +6,10 @@ import "fmt"
 // calls to the host (see InstrumentLoops).
 const Fuel = 1 << 16
 
+// StraightLine is how many instructions InstrumentLoops lets run between
+// two checks of the fuel in code without loops (see InstrumentLoops).
+const StraightLine = 1000
+
 // The import InstrumentLoops calls. WASI's sched_yield takes nothing and
 // returns an errno; every Go wasip1 program imports it.
 const (
@@ -34,13 +38,17 @@ const kindTag = 4
 //	end
 //
 // so that a guest calls the host at least every Fuel loop iterations. The
-// same check goes at the entry of every function that makes calls, unless
-// its body enters a loop unconditionally first (only blocks and straight-line
-// code before it, as in most of Go's functions, which so pay nothing more):
-// recursion needs no loop, and
-// a call chain bounded by the stack can still take exponential time (f
-// calling itself twice). Code without loops or calls ends by itself, so a
-// guest can run only so long without a host call. There the host can end
+// same check goes at the entry of every function, unless its body enters a
+// loop unconditionally first (only blocks and straight-line code before
+// it, as in most of Go's functions, which so pay nothing more): recursion
+// needs no loop, a call chain bounded by the stack can still take
+// exponential time (f calling itself twice), and a function may call a
+// leaf thousands of times in straight-line code, from a loop. And it goes
+// after every StraightLine instructions of code without one (counted in
+// the order of the code, whatever its branches): one loop iteration, or one
+// call, then spends at most about StraightLine instructions per unit of
+// fuel, whatever its body. So a guest runs at most about Fuel *
+// StraightLine instructions without a host call. There the host can end
 // it (wasmbox's sched_yield does when the call's context is done), and the
 // Go scheduler can preempt the goroutine that runs it: compiled guest code
 // is not preemptible, and a garbage collection of the host waits for every
@@ -51,14 +59,18 @@ const kindTag = 4
 // milliseconds: 4 GiB filled at once. Counted as one iteration, a loop of
 // them would run Fuel of them, minutes, before the host could end it, and
 // the host's garbage collection would wait for it as long. So each such
-// instruction first spends fuel for its size, one unit per 64 bytes (per
-// 8 elements of a table), from a second new global that holds the size:
+// instruction first spends fuel for its size, one unit and one more per 64
+// bytes (per 8 elements of a table: a small one costs ~150 ns, more than a
+// loop iteration, so none is free), from a second new global that holds
+// the size:
 //
 //	global.set $n        ;; the size, from the top of the stack
 //	global.get $fuel
 //	global.get $n
 //	i32.const 6          ;; 3 for a table instruction
 //	i32.shr_u
+//	i32.sub
+//	i32.const 1
 //	i32.sub
 //	global.set $fuel
 //	global.get $fuel
@@ -106,15 +118,30 @@ func InstrumentLoops(b []byte) (out []byte, ok bool, err error) {
 	}
 	fuel := imported + uint32(len(globals))
 	size := fuel + 1
+	// The fuel and size globals take the first indices past the module's
+	// own: a module that names them (invalid as given) would be valid
+	// after the rewrite, and could set its own fuel and never yield.
+	if xi := Find(secs, SecExport); xi >= 0 {
+		exps, err := Exports(secs[xi].Body)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, e := range exps {
+			if e.Kind == KindGlobal && e.Index >= fuel {
+				return nil, false, fmt.Errorf("%w: export %q of global %d, past the module's %d", ErrMalformed, e.Name, e.Index, fuel)
+			}
+		}
+	}
 	ci := Find(secs, SecCode)
 	var code []byte
 	var bulk bool
 	if ci >= 0 {
 		var known bool
 		code, known, bulk, err = instrumentCode(secs[ci].Body, meters{
-			loop:   meter(fuel, yield),
-			memory: charge(fuel, size, yield, memoryShift),
-			table:  charge(fuel, size, yield, tableShift),
+			globals: fuel,
+			loop:    meter(fuel, yield),
+			memory:  charge(fuel, size, yield, memoryShift),
+			table:   charge(fuel, size, yield, tableShift),
 		})
 		if err != nil || !known {
 			return nil, false, err
@@ -178,7 +205,7 @@ func charge(fuel, size, yield uint32, shift byte) []byte {
 	m = AppendUleb(m, fuel)
 	m = append(m, opGlobal)
 	m = AppendUleb(m, size)
-	m = append(m, opI32Const, shift, 0x76 /* i32.shr_u */, 0x6b /* i32.sub */, 0x24 /* global.set */)
+	m = append(m, opI32Const, shift, 0x76 /* i32.shr_u */, 0x6b /* i32.sub */, opI32Const, 1, 0x6b /* i32.sub */, 0x24 /* global.set */)
 	m = AppendUleb(m, fuel)
 	m = append(m, opGlobal)
 	m = AppendUleb(m, fuel)
@@ -194,7 +221,10 @@ func charge(fuel, size, yield uint32, shift byte) []byte {
 
 // meters are the sequences instrumentFunc inserts: after every loop, and
 // before every bulk instruction of memory and of tables.
-type meters struct{ loop, memory, table []byte }
+type meters struct {
+	globals             uint32 // the module's own globals: the indices code may name
+	loop, memory, table []byte
+}
 
 // bulkOf says whether the instruction at code (after its 0xFC prefix) is
 // a bulk instruction whose cost grows with its size, and of what.
@@ -341,13 +371,14 @@ func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, er
 		return nil, false, false, r.err
 	}
 	out = append(out, body[:len(body)-len(r.b)]...)
-	calls, loopFirst, known := scanCalls(r.b)
+	_, loopFirst, known := scanCalls(r.b)
 	if !known {
 		return nil, false, false, nil
 	}
-	if calls && !loopFirst {
+	if !loopFirst {
 		out = append(out, ms.loop...)
 	}
+	since := 0 // instructions since the last check
 	for len(r.b) > 0 && r.err == nil {
 		start := r.b
 		op := r.byte1()
@@ -358,6 +389,16 @@ func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, er
 		if !known {
 			return nil, false, false, nil
 		}
+		if op == 0x23 || op == 0x24 { // global.get, global.set
+			g := &reader{b: start[1:]}
+			if idx := g.u32(); idx >= ms.globals {
+				return nil, false, false, fmt.Errorf("%w: global %d, past the module's %d", ErrMalformed, idx, ms.globals)
+			}
+		}
+		if since >= StraightLine {
+			out, since = append(out, ms.loop...), 0
+		}
+		since++
 		if op == 0xfc {
 			switch mem, tab := bulkOf(start[1:]); {
 			case mem:
@@ -368,7 +409,7 @@ func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, er
 		}
 		out = append(out, start[:len(start)-len(r.b)]...)
 		if op == 0x03 { // loop
-			out = append(out, ms.loop...)
+			out, since = append(out, ms.loop...), 0
 		}
 	}
 	return out, bulk, true, r.err

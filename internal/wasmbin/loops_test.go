@@ -42,6 +42,8 @@ var chargeDoc = []byte{
 	0x41, 0x06, // i32.const 6
 	0x76,       // i32.shr_u
 	0x6b,       // i32.sub
+	0x41, 0x01, // i32.const 1
+	0x6b,       // i32.sub
 	0x24, 0x01, // global.set $fuel
 	0x23, 0x01, // global.get $fuel
 	0x41, 0x00, // i32.const 0
@@ -117,6 +119,9 @@ func loopModule(funcs []lfunc, meter []byte) []byte {
 			locals = append(locals, []byte{1, l})
 		}
 		code := vec(locals...)
+		if meter != nil && !fixtureLoopFirst(f.body) {
+			code = append(code, meter...) // the entry's check
+		}
 		for _, in := range f.body {
 			if meter != nil {
 				switch mem, tab := isBulk(in); {
@@ -152,6 +157,20 @@ func loopModule(funcs []lfunc, meter []byte) []byte {
 		sec(SecElement, vec(cat([]byte{0}, i32(0), vec([]byte{1})))),
 		sec(SecCode, vec(bodies...)),
 	})
+}
+
+// fixtureLoopFirst is scanCalls' loopFirst for a body of loopModule: a
+// loop comes before any other control instruction but block.
+func fixtureLoopFirst(body [][]byte) bool {
+	for _, in := range body {
+		switch op := in[0]; {
+		case op == 0x03:
+			return true
+		case op == 0x00 || (op >= 0x04 && op <= 0x13):
+			return false
+		}
+	}
+	return false
 }
 
 // Instructions.
@@ -253,7 +272,7 @@ var loopFuncs = []struct {
 	{lfunc{name: "indirect", result: tI32, locals: []byte{tI32}, body: flat([][]byte{
 		loopOf(),
 		lget(1), ci32(0), op(0x11, typeIV, 0), ci32(1), i32Add, lset(1),
-	}, decrTee0, [][]byte{end, lget(1)})}, func(n uint64) uint64 { return n }},
+	}, decrTee0, [][]byte{end, lget(1)})}, func(n uint64) uint64 { return 2 * n }}, // and double's entry
 	// Loads and stores with offsets of two and three bytes of LEB128.
 	{lfunc{name: "memory", result: tI32, body: [][]byte{
 		ci32(0), lget(0), op(0x36, 2, 0xe8, 0x07), // i32.store offset=1000
@@ -564,7 +583,8 @@ func TestInstrumentLoopsRun(t *testing.T) {
 		{"count", Fuel/2 - 1, 0, 2},
 		{"multi", 3*Fuel + 5, 3, 1},
 		{"brtable", 2*Fuel + 1, 2, 1},
-		{"indirect", Fuel, 1, 1},
+		{"indirect", Fuel / 2, 1, 1}, // the loop's check and double's entry: two per iteration
+		{"indirect", Fuel/2 - 1, 0, 1},
 		{"nested", 512, (512 + 512*512) / Fuel, 1},
 		{"nested", 256, 1, 1}, // 256 + 65536 iterations
 		{"nested", 255, 0, 1}, // 255 + 65025 iterations
@@ -837,17 +857,15 @@ func FuzzInstrumentLoops(f *testing.F) {
 }
 
 // TestInstrumentLoopsEntryChecks: which functions get the check at their
-// entry. A function that makes calls gets it, of whatever kind, unless it
-// enters a loop first; a leaf does not. (Exempting a function whose calls
-// all go to leaves is sound, two levels of a call tree without a check,
-// but measured no faster: tools/SPEED.md.)
+// entry: every one, leaves too (a caller may call a leaf thousands of
+// times in straight-line code), unless it enters a loop first.
 func TestInstrumentLoopsEntryChecks(t *testing.T) {
 	call := func(f byte) []byte { return op(0x10, f) }
 	funcs := []struct {
 		lfunc
 		entry bool
 	}{
-		{lfunc{name: "leaf", result: tI32, body: [][]byte{lget(0)}}, false},                                    // 1
+		{lfunc{name: "leaf", result: tI32, body: [][]byte{lget(0)}}, true},                                     // 1
 		{lfunc{name: "callsLeaf", result: tI32, body: [][]byte{lget(0), call(1), call(1)}}, true},              // 2
 		{lfunc{name: "callsCaller", result: tI32, body: [][]byte{lget(0), call(2)}}, true},                     // 3
 		{lfunc{name: "self", result: tI32, body: [][]byte{lget(0), call(4)}}, true},                            // 4
@@ -892,4 +910,92 @@ func testFuncCode(body []byte) ([]byte, error) {
 		r.byte1() // type
 	}
 	return r.b, r.err
+}
+
+// TestInstrumentLoopsStraightLine: code without loops gets a check after
+// every StraightLine instructions, besides the entry's; a loop's check
+// starts the count again.
+func TestInstrumentLoopsStraightLine(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		body   [][]byte
+		checks int
+	}{
+		// With the local.get and the end that close each body: N
+		// instructions run before a check, the entry's or another.
+		{"short", repeat(StraightLine-2, lget(0), op(0x1a)), 1},
+		{"one more", repeat(StraightLine-1, lget(0), op(0x1a)), 2},
+		{"three", repeat(3*StraightLine-2, lget(0), op(0x1a)), 3},
+		// The loop comes first (straight-line code before it): its check
+		// is the entry's, and starts the count again.
+		{"a loop between", flat(repeat(StraightLine/2, lget(0), op(0x1a)), [][]byte{loopOf(), end},
+			repeat(StraightLine-3, lget(0), op(0x1a))), 1},
+		{"a loop, then more", flat(repeat(StraightLine/2, lget(0), op(0x1a)), [][]byte{loopOf(), end},
+			repeat(StraightLine-2, lget(0), op(0x1a))), 2},
+		// Before the first loop, too.
+		{"a long prefix", flat(repeat(StraightLine+1, lget(0), op(0x1a)), [][]byte{loopOf(), end}), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := []lfunc{{name: "f", result: tI32, body: append(tc.body, lget(0))}}
+			out, ok, err := InstrumentLoops(loopModule(f, nil))
+			if err != nil || !ok {
+				t.Fatalf("InstrumentLoops = %v, %v", ok, err)
+			}
+			if n := bytes.Count(out, meterDoc); n != tc.checks {
+				t.Errorf("%d checks, want %d", n, tc.checks)
+			}
+		})
+	}
+}
+
+// repeat is n copies of the instruction pair a, b (a value pushed and
+// dropped: 2n instructions).
+func repeat(n int, a, b []byte) [][]byte {
+	out := make([][]byte, 0, n)
+	for range n / 2 {
+		out = append(out, a, b)
+	}
+	if n%2 == 1 {
+		out = append(out, op(0x01)) // nop
+	}
+	return out
+}
+
+// TestInstrumentLoopsRefusesAddedGlobals: the fuel and size globals take
+// the first indices past the module's own. A module whose code or exports
+// name them is invalid as given; the rewrite would make it valid, and the
+// guest could keep its own fuel from ever reaching 0. It is malformed.
+func TestInstrumentLoopsRefusesAddedGlobals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body [][]byte
+	}{
+		{"global.set of the fuel", [][]byte{ci32(1000), op(0x24, 1)}},
+		{"global.get of the fuel", [][]byte{op(0x23, 1), op(0x1a)}},
+		{"global.set of the size", [][]byte{ci32(0), op(0x24, 2)}},
+		{"a longer LEB128", [][]byte{ci32(1000), op(0x24, 0x81, 0x00)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := []lfunc{{name: "f", result: tI32, body: append(tc.body, lget(0))}}
+			out, ok, err := InstrumentLoops(loopModule(f, nil))
+			if !errors.Is(err, ErrMalformed) || ok || out != nil {
+				t.Fatalf("InstrumentLoops = %v, %v; want ErrMalformed", ok, err)
+			}
+		})
+	}
+	// The module's own global (0) is fine.
+	f := []lfunc{{name: "f", result: tI32, body: [][]byte{ci32(5), op(0x24, 0), op(0x23, 0)}}}
+	if _, ok, err := InstrumentLoops(loopModule(f, nil)); err != nil || !ok {
+		t.Fatalf("InstrumentLoops of a module setting its own global = %v, %v", ok, err)
+	}
+	// An export of the fuel's index.
+	types := sec(SecType, vec([]byte{0x60, 0, 1, tI32}, []byte{0x60, 0, 0}))
+	imports := sec(SecImport, vec(cat(str(yieldModule), str(yieldName), []byte{KindFunc, 0})))
+	body := cat([]byte{0}, loopOf(), end, end)
+	bin := Encode([]Section{types, imports, sec(SecFunction, vec([]byte{1})),
+		sec(SecExport, vec(export("fuel", KindGlobal, 0))),
+		sec(SecCode, vec(cat(AppendUleb(nil, uint32(len(body))), body)))})
+	if out, ok, err := InstrumentLoops(bin); !errors.Is(err, ErrMalformed) || ok || out != nil {
+		t.Fatalf("InstrumentLoops of a module exporting global 0 (it has none) = %v, %v; want ErrMalformed", ok, err)
+	}
 }
