@@ -357,3 +357,20 @@ func TestFuelGlobalOutOfReach(t *testing.T) {
 		t.Log(err)
 	}
 }
+
+// TestMeteringPastTheCaps: a module within the caps that the metering
+// takes past them (each charge of a bulk instruction adds a call, and a
+// function may make 16,384) is not refused: it runs under wazero's check,
+// and a deadline still ends it.
+func TestMeteringPastTheCaps(t *testing.T) {
+	body := []byte{runtimetest.OpLoop, runtimetest.OpBlockVoid}
+	for i := range 9000 {
+		body = append(body, runtimetest.I32Const(int32(i%16)*64)...)
+		body = append(body, runtimetest.I32Const(7)...)
+		body = append(body, runtimetest.I32Const(64)...)
+		body = append(body, 0xfc, 0x0b, 0x00) // memory.fill
+	}
+	body = append(body, runtimetest.OpBr, 0, runtimetest.OpEnd)
+	bin := runtimetest.Module{MemoryMin: 1, Funcs: []runtimetest.Func{{Type: runtimetest.FuncType{}, Export: "_start", Body: body}}}.Encode()
+	endsByDeadline(t, map[string][]byte{"fills": bin})
+}
