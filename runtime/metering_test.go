@@ -151,9 +151,7 @@ func TestKillRecursion(t *testing.T) {
 
 // TestKillCallShapes: guests that run for 2^62 calls without a loop, each
 // in a shape that the entry checks of InstrumentLoops must see: a
-// non-recursive call tree (f(i) calls f(i+1) twice;
-// the level above the leaves has no check, every other level has one),
-// mutual recursion, and recursion through call_indirect. Each is ended by
+// non-recursive call tree (f(i) calls f(i+1) twice), mutual recursion, and recursion through call_indirect. Each is ended by
 // its deadline within the watchdog, with and without the sched_yield
 // import, under fuel and under wazero's check. A too broad exemption (no
 // entry check where a callee makes calls, or behind a table) leaves them
