@@ -378,7 +378,20 @@ func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, er
 	if !loopFirst {
 		out = append(out, ms.loop...)
 	}
-	since := 0 // instructions since the last check
+	since := 0 // a bound on the instructions any path ran since its last check
+	// frames: the enclosing blocks, ifs and loops (and the body): since at
+	// their start, and the largest since at a branch to their end.
+	type frame struct {
+		op           byte
+		entry, brMax int
+	}
+	frames := []frame{{op: 0}}
+	branch := func(l uint32) {
+		if int(l) < len(frames) {
+			f := &frames[len(frames)-1-int(l)]
+			f.brMax = max(f.brMax, since)
+		}
+	}
 	for len(r.b) > 0 && r.err == nil {
 		start := r.b
 		op := r.byte1()
@@ -408,8 +421,33 @@ func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, er
 			}
 		}
 		out = append(out, start[:len(start)-len(r.b)]...)
-		if op == 0x03 { // loop
+		imm := &reader{b: start[1:]}
+		switch op {
+		case 0x02, 0x04: // block, if
+			frames = append(frames, frame{op: op, entry: since})
+		case 0x03: // loop
+			frames = append(frames, frame{op: op})
 			out, since = append(out, ms.loop...), 0
+		case 0x05: // else: the then arm's end reaches the if's end
+			f := &frames[len(frames)-1]
+			f.brMax, f.op, since = max(f.brMax, since), 0x02, f.entry
+		case 0x0b: // end
+			f := frames[len(frames)-1]
+			if len(frames) > 1 {
+				frames = frames[:len(frames)-1]
+			}
+			switch f.op {
+			case 0x02:
+				since = max(since, f.brMax)
+			case 0x04: // no else: the false path goes straight to the end
+				since = max(since, f.brMax, f.entry)
+			}
+		case 0x0c, 0x0d: // br, br_if
+			branch(imm.u32())
+		case 0x0e: // br_table
+			for n, i := imm.count(), uint32(0); i <= n && imm.err == nil; i++ {
+				branch(imm.u32())
+			}
 		}
 	}
 	return out, bulk, true, r.err

@@ -999,3 +999,46 @@ func TestInstrumentLoopsRefusesAddedGlobals(t *testing.T) {
 		t.Fatalf("InstrumentLoops of a module exporting global 0 (it has none) = %v, %v; want ErrMalformed", ok, err)
 	}
 }
+
+// TestInstrumentLoopsSkippedBlocks: the count of instructions since the
+// last check follows the paths of the code, not only its order. Straight-
+// line code cut by blocks that a br skips, each block placed where the
+// count in code order put the check (after its br 0): every check sat in
+// code that never ran, and 40,000 instructions ran on the one check of
+// the function's entry (a review of the metering found it). Now a block's
+// end counts from its branches too, so the checks land on the path that
+// runs: 2,000 calls make about 80,000 checks, one yield.
+func TestInstrumentLoopsSkippedBlocks(t *testing.T) {
+	var body [][]byte
+	body = append(body, repeat(996, lget(0), op(0x1a))...)
+	const segments = 40
+	for i := range segments {
+		body = append(body, op(0x02, 0x40), op(0x0c, 0), op(0x01), op(0x01), op(0x01), op(0x01), op(0x01), end)
+		if i < segments-1 {
+			body = append(body, repeat(992, lget(0), op(0x1a))...)
+		}
+	}
+	body = append(body, lget(0))
+	f := []lfunc{{name: "skips", result: tI32, body: body}}
+	out, ok, err := InstrumentLoops(loopModule(f, nil))
+	if err != nil || !ok {
+		t.Fatalf("InstrumentLoops = %v, %v", ok, err)
+	}
+	afterBr := bytes.Count(out, cat(op(0x0c, 0, 0x01, 0x01), meterDoc))
+	ctx := context.Background()
+	rt, calls := newYieldRuntime(t)
+	m, err := rt.InstantiateWithConfig(ctx, out, wazero.NewModuleConfig().WithName(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	for range 2000 {
+		if _, err := m.ExportedFunction("skips").Call(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := calls.Load(); c < 1 {
+		t.Errorf("2,000 calls of 40,000 instructions each: %d yields, want at least 1 (%d of the %d checks in skipped blocks)",
+			c, afterBr, bytes.Count(out, meterDoc))
+	}
+}
