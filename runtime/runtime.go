@@ -809,12 +809,14 @@ func prepare(name string, wasm []byte, wazeroCheck bool) (prepared, error) {
 		if out, ok, err := wasmbin.InstrumentLoops(in); err == nil && ok {
 			// Metering adds code (a call of sched_yield in each check):
 			// the caps hold for what is compiled, not only for what was
-			// given. A module within them that metering takes past them
-			// (thousands of bulk instructions in one function) runs
-			// unmetered instead, under wazero's check.
-			if checkCaps(out) == nil {
-				binary, pm.metered = out, true
+			// given. A module that metering takes past them is refused,
+			// not run unmetered: wazero's check looks at loop headers
+			// and function entries only, so a guest could choose it to
+			// run bulk instructions of all its memory without a bound.
+			if err := checkCaps(out); err != nil {
+				return prepared{}, fmt.Errorf("%s: %w (after loop metering)", name, refused(err))
 			}
+			binary, pm.metered = out, true
 		}
 	}
 	if prep, ok, err := wasmbin.PrepareReactor(binary); err == nil && ok {
