@@ -378,3 +378,40 @@ func TestMeteringPastTheCaps(t *testing.T) {
 		t.Fatalf("Compile = %v, want ErrModuleRefused naming the calls cap, after loop metering", err)
 	}
 }
+
+// TestSnapshotWaitEndsAtDeadline: a run that waits for the snapshot that
+// another run of the module is taking gives up at its own deadline. The
+// snapshot's _initialize runs under the first run's context, and the
+// second waited on a mutex, past its deadline, for as long as the first
+// one's (a review of the metering).
+func TestSnapshotWaitEndsAtDeadline(t *testing.T) {
+	bin := runtimetest.Module{HasMemory: true, MemoryMin: 1, Funcs: []runtimetest.Func{
+		{Type: runtimetest.FuncType{}, Export: "_initialize", Body: []byte{runtimetest.OpLoop, runtimetest.OpBlockVoid, runtimetest.OpBr, 0, runtimetest.OpEnd}},
+		{Type: runtimetest.FuncType{Results: []byte{runtimetest.I32}}, Export: "wasmbox_run", Body: runtimetest.I32Const(0)},
+	}}.Encode()
+	rt := newRuntime(t, runtime.Config{DisableCache: true})
+	m := compile(t, rt, "spinning-init", bin)
+	ctxA, cancelA := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelA()
+	doneA := make(chan error, 1)
+	go func() { doneA <- rt.Run(ctxA, m, wazero.NewModuleConfig(), runtime.RunOptions{}) }()
+	time.Sleep(50 * time.Millisecond) // the first run is in _initialize (not a measure: either order passes)
+	ctxB, cancelB := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelB()
+	doneB := make(chan error, 1)
+	go func() { doneB <- rt.Run(ctxB, m, wazero.NewModuleConfig(), runtime.RunOptions{}) }()
+	select {
+	case err := <-doneB:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("the second run: %v, want its deadline", err)
+		}
+	case <-time.After(hangWatchdog):
+		t.Errorf("the second run still waits %v after its 200ms deadline", hangWatchdog)
+	}
+	cancelA()
+	select {
+	case <-doneA:
+	case <-time.After(hangWatchdog):
+		t.Fatal("the first run did not end after its cancel")
+	}
+}

@@ -725,7 +725,7 @@ func (r *Runtime) compileLocked(ctx context.Context, name string, wasm []byte, k
 	}
 	var rc *reactor
 	if pm.reactor {
-		rc = &reactor{segments: pm.segments, globals: pm.globals}
+		rc = &reactor{segments: pm.segments, globals: pm.globals, sem: make(chan struct{}, 1)}
 		if r.spares > 0 {
 			rc.spares = &sparePool{}
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,7 +58,10 @@ type reactor struct {
 
 	spares *sparePool // nil when the runtime keeps none
 
-	mu   sync.Mutex
+	// sem is the lock of what follows: a channel, so that a run waiting
+	// for the snapshot another run is taking (its _initialize may run
+	// until that run's deadline) gives up at its own deadline.
+	sem  chan struct{}
 	fs   vfs.FS // the snapshot world's filesystem (nil: empty)
 	snap *snapshot
 	// failed is why no snapshot can be taken; runs then initialize
@@ -102,12 +104,24 @@ func (im *image) fallback(mem []byte) *image {
 	return im
 }
 
+// lock takes sem, or gives up when ctx is done first.
+func (rc *reactor) lock(ctx context.Context) error {
+	select {
+	case rc.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (rc *reactor) unlock() { <-rc.sem }
+
 func (rc *reactor) close() {
 	if rc.spares != nil {
 		rc.spares.stop()
 	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
+	_ = rc.lock(context.Background())
+	defer rc.unlock()
 	if rc.snap != nil {
 		rc.snap.img.close()
 		rc.snap = nil
@@ -127,8 +141,8 @@ func (m *Module) SetSnapshotFS(fsys vfs.FS) {
 	if m.reactor == nil {
 		return
 	}
-	m.reactor.mu.Lock()
-	defer m.reactor.mu.Unlock()
+	_ = m.reactor.lock(context.Background())
+	defer m.reactor.unlock()
 	if m.reactor.snap == nil {
 		m.reactor.fs = fsys
 	}
@@ -145,8 +159,12 @@ func (r *Runtime) snapshotOf(ctx context.Context, m *Module, limit uint64, b *Bu
 	if r.noSnapshot || !r.ownWASI {
 		return nil, nil
 	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
+	if err := rc.lock(ctx); err != nil {
+		// Another run is taking the snapshot, and this one's context
+		// ended first.
+		return nil, exitErrorFor(err)
+	}
+	defer rc.unlock()
 	if rc.snap != nil || rc.failed != nil {
 		return rc.snap, nil
 	}
