@@ -171,6 +171,19 @@ func TestCompileQueue(t *testing.T) {
 	waitNoCompiles(t)
 }
 
+// atCaps is gen(l) for the largest l, from l down by 3% steps, whose
+// metered shape the runtime admits: the caps hold for the metered module,
+// whose checks add branches.
+func atCaps(rt *runtime.Runtime, l int, gen func(l int) []byte) []byte {
+	for {
+		b := gen(l)
+		if _, err := rt.CompileCost(b); err == nil || l < 2 {
+			return b
+		}
+		l = l * 97 / 100
+	}
+}
+
 // TestCompileAtCaps generates functions of random shapes at the caps
 // that grow the compiler's work (block parameters of nested loops, of
 // if chains and of br_table trampolines) and compiles each with a heap
@@ -185,13 +198,17 @@ func TestCompileAtCaps(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rnd := rand.New(rand.NewPCG(seed, seed))
 	const phis = 600_000 // wasmbin.DefaultCaps.Func.Phis
+	rt := newRuntime(t, runtime.Config{DisableCache: true, CompilationWorkers: 1})
 	shapes := []struct {
 		name string
 		bin  func() []byte
 	}{
 		{"nested loops, real phis", func() []byte {
 			d := 50 + rnd.IntN(400)
-			return runtimetest.NestedLoops(d, phis/(3*d), true) // metering adds a branch per loop
+			// Metering adds a branch per loop, and one per check of the
+			// straight-line code (every 1,000 instructions on any path):
+			// the most locals whose metered shape is within the caps.
+			return atCaps(rt, phis/(3*d), func(l int) []byte { return runtimetest.NestedLoops(d, l, true) })
 		}},
 		{"nested loops, read-only locals", func() []byte {
 			d := 100 + rnd.IntN(3000)
@@ -205,16 +222,18 @@ func TestCompileAtCaps(t *testing.T) {
 			// wasmbin.DefaultCaps.Func.Branches is 28,000, and the
 			// exit after the chain counts one more: n = 27,999 is the
 			// cap itself. (28,000 - IntN(1000) was one over it once in
-			// 1000 seeds: CI's seed 1795817077929707067.)
-			n := 27_999 - rnd.IntN(1000)
-			return runtimetest.IfChain(n, phis/n)
+			// 1000 seeds: CI's seed 1795817077929707067.) The checks
+			// the metering adds after every 1,000 instructions on any
+			// path count too: about 650 for a chain of 27,400 ifs (7
+			// instructions each), so the chain stays 1,100 under.
+			n := 26_900 - rnd.IntN(1000)
+			return atCaps(rt, phis/n, func(l int) []byte { return runtimetest.IfChain(n, l) })
 		}},
 		{"br_table", func() []byte {
 			n := 1000 + rnd.IntN(40_000)
 			return runtimetest.BrTable(n, 8, phis/(n+9))
 		}},
 	}
-	rt := newRuntime(t, runtime.Config{DisableCache: true, CompilationWorkers: 1})
 	for _, sh := range shapes {
 		t.Run(sh.name, func(t *testing.T) {
 			bin := sh.bin()
