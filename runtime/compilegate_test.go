@@ -212,11 +212,11 @@ func TestCompileAtCaps(t *testing.T) {
 		}},
 		{"nested loops, read-only locals", func() []byte {
 			d := 100 + rnd.IntN(3000)
-			return runtimetest.NestedLoops(d, phis/(2*d), false)
+			return atCaps(rt, phis/(2*d), func(l int) []byte { return runtimetest.NestedLoops(d, l, false) })
 		}},
 		{"if chain", func() []byte {
 			n := 1000 + rnd.IntN(4000)
-			return runtimetest.IfChain(n, phis/(2*n))
+			return atCaps(rt, phis/(2*n), func(l int) []byte { return runtimetest.IfChain(n, l) })
 		}},
 		{"if chain at the branch cap", func() []byte {
 			// wasmbin.DefaultCaps.Func.Branches is 28,000, and the
@@ -231,7 +231,7 @@ func TestCompileAtCaps(t *testing.T) {
 		}},
 		{"br_table", func() []byte {
 			n := 1000 + rnd.IntN(40_000)
-			return runtimetest.BrTable(n, 8, phis/(n+9))
+			return atCaps(rt, phis/(n+9), func(l int) []byte { return runtimetest.BrTable(n, 8, l) })
 		}},
 	}
 	for _, sh := range shapes {
