@@ -379,15 +379,20 @@ func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, er
 		out = append(out, ms.loop...)
 	}
 	since := 0 // a bound on the instructions any path ran since its last check
+	// dead: the code here never runs (after br, br_table, return or
+	// unreachable, to the end of its block): not counted.
+	dead := false
 	// frames: the enclosing blocks, ifs and loops (and the body): since at
-	// their start, and the largest since at a branch to their end.
+	// their start, the largest since at a branch to their end, and whether
+	// they start in dead code.
 	type frame struct {
 		op           byte
 		entry, brMax int
+		dead         bool
 	}
 	frames := []frame{{op: 0}}
 	branch := func(l uint32) {
-		if int(l) < len(frames) {
+		if !dead && int(l) < len(frames) {
 			f := &frames[len(frames)-1-int(l)]
 			f.brMax = max(f.brMax, since)
 		}
@@ -408,10 +413,12 @@ func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, er
 				return nil, false, false, fmt.Errorf("%w: global %d, past the module's %d", ErrMalformed, idx, ms.globals)
 			}
 		}
-		if since >= StraightLine {
-			out, since = append(out, ms.loop...), 0
+		if !dead {
+			if since >= StraightLine {
+				out, since = append(out, ms.loop...), 0
+			}
+			since++
 		}
-		since++
 		if op == 0xfc {
 			switch mem, tab := bulkOf(start[1:]); {
 			case mem:
@@ -424,30 +431,49 @@ func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, er
 		imm := &reader{b: start[1:]}
 		switch op {
 		case 0x02, 0x04: // block, if
-			frames = append(frames, frame{op: op, entry: since})
+			frames = append(frames, frame{op: op, entry: since, dead: dead})
 		case 0x03: // loop
-			frames = append(frames, frame{op: op})
+			frames = append(frames, frame{op: op, dead: dead})
 			out, since = append(out, ms.loop...), 0
 		case 0x05: // else: the then arm's end reaches the if's end
 			f := &frames[len(frames)-1]
-			f.brMax, f.op, since = max(f.brMax, since), 0x02, f.entry
+			if !f.dead {
+				if !dead {
+					f.brMax = max(f.brMax, since)
+				}
+				f.op, since, dead = 0x02, f.entry, false
+			}
 		case 0x0b: // end
 			f := frames[len(frames)-1]
 			if len(frames) > 1 {
 				frames = frames[:len(frames)-1]
 			}
-			switch f.op {
-			case 0x02:
-				since = max(since, f.brMax)
-			case 0x04: // no else: the false path goes straight to the end
-				since = max(since, f.brMax, f.entry)
+			switch {
+			case f.dead || f.op == 0x03:
+				// Still dead; or a loop's end, which only its fall-through
+				// reaches (a branch to a loop goes to its check).
+			case f.op == 0x02 || f.op == 0x04:
+				n := f.brMax
+				if !dead {
+					n = max(n, since)
+				}
+				if f.op == 0x04 { // no else: the false path goes straight to the end
+					n = max(n, f.entry)
+				}
+				since, dead = n, false
 			}
-		case 0x0c, 0x0d: // br, br_if
+		case 0x0c: // br
+			branch(imm.u32())
+			dead = true
+		case 0x0d: // br_if
 			branch(imm.u32())
 		case 0x0e: // br_table
 			for n, i := imm.count(), uint32(0); i <= n && imm.err == nil; i++ {
 				branch(imm.u32())
 			}
+			dead = true
+		case 0x00, 0x0f, 0x12, 0x13: // unreachable, return, return_call(_indirect)
+			dead = true
 		}
 	}
 	return out, bulk, true, r.err
