@@ -67,15 +67,7 @@ func TestForkABIErrors(t *testing.T) {
 // A live instance forks in a call as a run does (a session's shell): the
 // child shares the instance's descriptors, and the call waits for it.
 func TestForkInInstance(t *testing.T) {
-	rt := newRuntime(t, runtime.Config{})
-	if !rt.OwnWASI() {
-		t.Skip("the fork calls need wasmbox's WASI")
-	}
-	wasmBytes, err := os.ReadFile("../testdata/posix/forktest.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := compile(t, rt, "forktest", wasmBytes)
+	rt, m := forktest(t)
 	var out bytes.Buffer
 	st, err := preview1.NewState(preview1.Config{Args: []string{"forktest", "pipe"}, Stdout: &out})
 	if err != nil {
@@ -110,15 +102,7 @@ func TestForkInInstance(t *testing.T) {
 // failed" and exited 0, and the run with it (TestForkBomb/budget, about
 // one run in a hundred, before onTree made its later callers wait).
 func TestForkTreeLimitEndsEveryRefused(t *testing.T) {
-	rt := newRuntime(t, runtime.Config{})
-	if !rt.OwnWASI() {
-		t.Skip("the fork calls need wasmbox's WASI")
-	}
-	wasmBytes, err := os.ReadFile("../testdata/posix/forktest.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := compile(t, rt, "forktest", wasmBytes)
+	rt, m := forktest(t)
 	for i := range 8 {
 		limit := uint64(12<<20 + i*(1<<20) + i*4096)
 		var out bytes.Buffer
@@ -150,4 +134,19 @@ func TestForkTreeLimitEndsEveryRefused(t *testing.T) {
 	if n := rt.LiveInstances(); n != 0 {
 		t.Errorf("%d live instances after the bombs", n)
 	}
+}
+
+// forktest is a runtime with wasmbox's WASI and testdata/posix/forktest.wasm
+// compiled in it (the test is skipped without that WASI).
+func forktest(t *testing.T) (*runtime.Runtime, *runtime.Module) {
+	t.Helper()
+	rt := newRuntime(t, runtime.Config{})
+	if !rt.OwnWASI() {
+		t.Skip("the fork calls need wasmbox's WASI")
+	}
+	wasmBytes, err := os.ReadFile("../testdata/posix/forktest.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, compile(t, rt, "forktest", wasmBytes)
 }

@@ -371,7 +371,7 @@ func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, er
 		return nil, false, false, r.err
 	}
 	out = append(out, body[:len(body)-len(r.b)]...)
-	_, loopFirst, known := scanCalls(r.b)
+	loopFirst, known := scanLoopFirst(r.b)
 	if !known {
 		return nil, false, false, nil
 	}
@@ -479,20 +479,15 @@ func instrumentFunc(out, body []byte, ms meters) (_ []byte, bulk, known bool, er
 	return out, bulk, true, r.err
 }
 
-// scanCalls reports whether code (a function's instructions) makes calls,
-// and whether it enters a loop before any branch, call or other control
-// instruction but block. known is false
-// for code with an instruction skipImmediates does not know; a malformed
-// body is reported by the caller's own pass.
-func scanCalls(code []byte) (calls, loopFirst, known bool) {
+// scanLoopFirst reports whether code (a function's instructions) enters
+// a loop before any branch, call or other control instruction but block.
+// known is false for code with an instruction skipImmediates does not
+// know; a malformed body is reported by the caller's own pass.
+func scanLoopFirst(code []byte) (loopFirst, known bool) {
 	r := &reader{b: code}
 	prefix := true
 	for len(r.b) > 0 && r.err == nil {
 		op := r.byte1()
-		switch op {
-		case 0x10, 0x11, 0x12, 0x13: // call, call_indirect, return_call(_indirect)
-			calls = true
-		}
 		if prefix {
 			// Straight-line code and blocks may come before the loop;
 			// a branch, a call, if/else/end or return ends the prefix.
@@ -504,10 +499,10 @@ func scanCalls(code []byte) (calls, loopFirst, known bool) {
 			}
 		}
 		if !skipImmediates(r, op) {
-			return false, false, false
+			return false, false
 		}
 	}
-	return calls, loopFirst, true
+	return loopFirst, true
 }
 
 // skipImmediates reads the immediates of the instruction op. It returns

@@ -159,7 +159,7 @@ func loopModule(funcs []lfunc, meter []byte) []byte {
 	})
 }
 
-// fixtureLoopFirst is scanCalls' loopFirst for a body of loopModule: a
+// fixtureLoopFirst is scanLoopFirst's answer for a body of loopModule: a
 // loop comes before any other control instruction but block.
 func fixtureLoopFirst(body [][]byte) bool {
 	for _, in := range body {
