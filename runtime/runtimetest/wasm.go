@@ -115,6 +115,9 @@ type Module struct {
 	// GlobalExports, where not empty, exports global i under
 	// GlobalExports[i].
 	GlobalExports []string
+	// Start, when not nil, is the start function (the start section): a
+	// function index, imports first.
+	Start *uint32
 }
 
 // Cat joins pieces of code.
@@ -276,6 +279,9 @@ func (m Module) Encode() []byte {
 	}
 	if len(exports) > 0 {
 		section(7, vec(exports))
+	}
+	if m.Start != nil {
+		section(8, ULEB(nil, uint64(*m.Start)))
 	}
 	if len(m.Table) > 0 {
 		b := append([]byte{0x00}, I32Const(0)...)

@@ -440,6 +440,17 @@ func (s *Store) instantiate(
 	m.buildGlobals(module, m.Engine.FunctionInstanceReference)
 	m.buildTags(module)
 	m.buildMemory(module, allocator)
+	// wasmbox patch: from here on, an instantiation that fails (a data
+	// segment out of bounds, a start function that traps, exits or is
+	// ended) releases what it made, its memory first: it returned nil
+	// and left the memory to no one, and an experimental.MemoryAllocator's
+	// memory was never freed.
+	made := m // the error returns set m to nil
+	defer func() {
+		if err != nil {
+			_ = made.closeWithExitCode(ctx, 0)
+		}
+	}()
 	m.Exports = module.Exports
 	for _, exp := range m.Exports {
 		if exp.Type == ExternTypeTable {
@@ -474,7 +485,15 @@ func (s *Store) instantiate(
 	if module.StartSection != nil {
 		funcIdx := *module.StartSection
 		ce := m.Engine.NewFunction(funcIdx)
-		_, err = ce.Call(ctx)
+		// wasmbox patch: the host watches the start function (see
+		// experimental.StartHook).
+		if hook, ok := ctx.Value(expctxkeys.StartHookKey{}).(experimental.StartHook); ok {
+			done := hook(ctx, m)
+			_, err = ce.Call(ctx)
+			done()
+		} else {
+			_, err = ce.Call(ctx)
+		}
 		if exitErr, ok := err.(*sys.ExitError); ok { // Don't wrap an exit error!
 			return nil, exitErr
 		} else if err != nil {
