@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/wasmbox/wasmbox/internal/wasmbin"
 )
@@ -22,6 +23,8 @@ func refused(err error) error {
 		if errors.As(err, &ce) {
 			return &refusedError{msg: fmt.Sprintf("%s %d %s (cap %d)", ce.What, ce.N, ce.Unit, ce.Cap), cause: err}
 		}
+		// wasmbin's "module refused: why": Error adds the prefix.
+		return &refusedError{msg: strings.TrimPrefix(err.Error(), wasmbin.ErrRefused.Error()+": "), cause: err}
 	}
 	return &refusedError{msg: err.Error(), cause: err}
 }

@@ -311,7 +311,7 @@ func forkCall(ctx context.Context, mod api.Module, retPtr uint32) uint32 {
 		alloc.image = im
 		ictx = experimental.WithoutActiveData(ictx)
 	}
-	child, err := m.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	child, err := m.instantiate(ictx, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if im != nil {
 		im.close() // the child's mapping keeps what it maps
 	}
@@ -371,7 +371,7 @@ func forkCall(ctx context.Context, mod api.Module, retPtr uint32) uint32 {
 
 // runForked runs a forked child to its end and says how it ended.
 func runForked(ctx context.Context, child api.Module, checked bool, alloc *limitAllocator, pid uint32, st *preview1.State) (status, cause uint32) {
-	_, err := child.ExportedFunction(ForkChildExport).Call(ctx)
+	_, err := callGuest(ctx, child, child.ExportedFunction(ForkChildExport))
 	if checked && child.IsClosed() && ctx.Err() != nil {
 		// Closed by wazero's context watcher: free what it left (see
 		// RunStats).

@@ -174,7 +174,7 @@ func (r *Runtime) instantiate(ctx context.Context, m *Module, opts InstanceOptio
 	if mapped != nil {
 		ictx = experimental.WithoutActiveData(ictx)
 	}
-	mod, err := m.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := m.instantiate(ictx, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	in.mod = mod
 	if err == nil && testHookInstantiated != nil {
 		testHookInstantiated(mod)
@@ -250,7 +250,7 @@ func (in *Instance) Call(ctx context.Context, name string, params ...uint64) ([]
 	if in.r.ownWASI && in.opts.WASI != nil {
 		in.opts.WASI.SetHalt(tableOf(cctx).halted)
 	}
-	res, err := f.Call(cctx, params...)
+	res, err := callGuest(cctx, in.mod, f, params...)
 	stopProcs()
 	if err == nil {
 		return res, nil

@@ -415,3 +415,147 @@ func TestSnapshotWaitEndsAtDeadline(t *testing.T) {
 		t.Fatal("the first run did not end after its cancel")
 	}
 }
+
+// TestKillSlowFuel: guests that spend their fuel slowly end soon after
+// their context does. The fuel counts instructions: a chain of dependent
+// loads that miss the caches and the TLB (a pointer chase over 128 MiB,
+// ~100 ns a load) spends one unit per StraightLine loads, and one period
+// of fuel took seconds, during which the guest could not be ended and
+// every garbage collection of the host waited for it. Through _start, a
+// start function (the start section, which runs inside instantiation)
+// and a call of a live instance. Now the host stores 1 in the guest's
+// fuel every few milliseconds and when the context is done (the fuel
+// clock, fuelclock.go), so the next check yields.
+func TestKillSlowFuel(t *testing.T) {
+	requireMeterable(t)
+	body := pointerChase()
+	fdWrite := runtimetest.Import{Module: "wasi_snapshot_preview1", Name: "fd_write",
+		Type: runtimetest.FuncType{Params: []byte{runtimetest.I32, runtimetest.I32, runtimetest.I32, runtimetest.I32}, Results: []byte{runtimetest.I32}}}
+	mod := func(export string, start *uint32) []byte {
+		return runtimetest.Module{Imports: []runtimetest.Import{fdWrite}, MemoryMin: chaseWords*4/65536 + 1,
+			Start: start, Funcs: []runtimetest.Func{{Type: runtimetest.FuncType{}, Locals: []byte{runtimetest.I32}, Export: export, Body: body}}}.Encode()
+	}
+	startFn := uint32(1)
+	rt := newRuntime(t, runtime.Config{DisableCache: true})
+	for name, bin := range map[string][]byte{"_start": mod("_start", nil), "start section": mod("", &startFn)} {
+		m := compile(t, rt, name, bin)
+		endsSoonAfterCancel(t, name, func(ctx context.Context, out *countWriter) error {
+			return runArgs(ctx, t, rt, m, []string{name}, out)
+		})
+	}
+	m := compile(t, rt, "instance", mod("spin", nil))
+	endsSoonAfterCancel(t, "instance call", func(ctx context.Context, out *countWriter) error {
+		st, err := preview1.NewState(preview1.Config{Stdout: out})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		in, err := rt.Instantiate(context.Background(), m, runtime.InstanceOptions{WASI: st})
+		if err != nil {
+			return err
+		}
+		defer in.Close(context.Background())
+		_, err = in.Call(ctx, "spin")
+		return err
+	})
+	if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
+		t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
+	}
+}
+
+// chaseWords is the size of pointerChase's cycle, in 32-bit words.
+const chaseWords = 1 << 25
+
+// pointerChase is the body of a function (one i32 local) that fills
+// chaseWords words from address 0 with a cycle that jumps ~4 MiB at each
+// step (so that no load hits a cache, the TLB or a prefetch), writes one
+// byte to stdout (fd_write, function 0) once the cycle is filled, and then
+// follows the cycle forever, 10,000 dependent loads per loop iteration.
+func pointerChase() []byte {
+	const stride = 1<<20 + 7 // odd, so the cycle visits every word
+	const (
+		i32Store = 0x36
+		i32Load  = 0x28
+		i32Ne    = 0x47
+	)
+	c := runtimetest.I32Const
+	iov := int32(chaseWords * 4) // past the cycle: the iovec, then the byte
+	b := runtimetest.Cat(
+		// for i := 0; i != chaseWords; i++ { mem[4i] = 4((i+stride) mod chaseWords) }
+		[]byte{runtimetest.OpLoop, runtimetest.OpBlockVoid},
+		[]byte{runtimetest.OpLocalGet, 0}, c(2), []byte{runtimetest.OpI32Shl},
+		[]byte{runtimetest.OpLocalGet, 0}, c(stride), []byte{runtimetest.OpI32Add}, c(chaseWords-1), []byte{runtimetest.OpI32And},
+		c(2), []byte{runtimetest.OpI32Shl, i32Store, 2, 0},
+		[]byte{runtimetest.OpLocalGet, 0}, c(1), []byte{runtimetest.OpI32Add, runtimetest.OpLocalTee, 0},
+		c(chaseWords), []byte{i32Ne, runtimetest.OpBrIf, 0, runtimetest.OpEnd},
+		// fd_write(1, iov, 1, iov+8) of the byte at iov+12.
+		c(iov), c(iov+12), []byte{i32Store, 2, 0},
+		c(iov), c(1), []byte{i32Store, 2, 4},
+		c(1), c(iov), c(1), c(iov+8), runtimetest.Call(0), []byte{runtimetest.OpDrop},
+		// The chase, from address 0.
+		c(0), []byte{runtimetest.OpLocalSet, 0},
+		[]byte{runtimetest.OpLoop, runtimetest.OpBlockVoid, runtimetest.OpLocalGet, 0},
+	)
+	for range 10_000 {
+		b = append(b, i32Load, 2, 0)
+	}
+	return append(b, runtimetest.OpLocalSet, 0, runtimetest.OpBr, 0, runtimetest.OpEnd)
+}
+
+// slowKill is how long after its cancel a guest of TestKillSlowFuel may
+// run: without the fuel clock one period of its fuel takes ~65 M loads of
+// ~100 ns (seconds); with it, the guest yields within a few milliseconds.
+const slowKill = time.Second
+
+// endsSoonAfterCancel starts run, waits for its guest to write to out (it
+// has filled its memory and is chasing pointers), cancels it and checks
+// that it ends, canceled, within slowKill.
+func endsSoonAfterCancel(t *testing.T, name string, run func(context.Context, *countWriter) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &countWriter{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, out) }()
+	wait := time.After(hangWatchdog)
+	for out.n.Load() == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("%s: ended before its chase: %v", name, err)
+		case <-wait:
+			t.Fatalf("%s: did not fill its memory in %v", name, hangWatchdog)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // into the chase
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if took := time.Since(start); took > slowKill {
+			t.Errorf("%s: ended %v after its cancel, want within %v", name, took, slowKill)
+		} else {
+			t.Logf("%s: ended %v after its cancel", name, took)
+		}
+		if !isCanceled(err) {
+			t.Errorf("%s: err = %v, want context canceled", name, err)
+		}
+	case <-time.After(hangWatchdog):
+		t.Fatalf("%s: still running %v after its cancel", name, hangWatchdog)
+	}
+}
+
+// TestFuelExportNameRefused: a module that exports a name the fuel
+// global's export takes is refused, not run unmetered under wazero's
+// check (which a guest could choose to run bulk instructions without a
+// bound), nor metered with the host storing into the guest's export.
+func TestFuelExportNameRefused(t *testing.T) {
+	bin := runtimetest.Module{Globals: []int32{0}, GlobalExports: []string{wasmbin.ExportFuel},
+		Funcs: []runtimetest.Func{{Type: runtimetest.FuncType{}, Export: "_start"}}}.Encode()
+	rt := newRuntime(t, runtime.Config{DisableCache: true})
+	_, err := rt.Compile(context.Background(), "fuel-name", bin)
+	if !errors.Is(err, runtime.ErrModuleRefused) || !strings.Contains(err.Error(), wasmbin.ExportFuel) {
+		t.Fatalf("Compile = %v, want ErrModuleRefused naming %q", err, wasmbin.ExportFuel)
+	}
+	t.Log(err)
+}

@@ -753,7 +753,7 @@ func (r *Runtime) compileLocked(ctx context.Context, name string, wasm []byte, k
 	}
 	if _, ok := compiled.ExportedFunctions()["_start"]; !ok && rc == nil && !m.startSec {
 		m.noEntry = "it exports no _start function (a WASI command's entry), has no start function, and is not a wasmbox reactor"
-		if why := wasmbin.ReactorRefusal(binary); why != "" {
+		if why := wasmbin.ReactorRefusal(wasm); why != "" {
 			m.noEntry += " (" + why + ")"
 		}
 	}
@@ -802,22 +802,34 @@ func prepare(name string, wasm []byte, wazeroCheck bool) (prepared, error) {
 		// A module that does not import sched_yield (a C or Rust program)
 		// gets the import, so that it is metered too instead of running
 		// under wazero's check, several times slower.
-		in := binary
-		if out, ok, err := wasmbin.AddYieldImport(binary); err == nil && ok {
-			in = out
+		//
+		// A module the metering cannot take is refused, not run
+		// unmetered: wazero's check looks at loop headers and function
+		// entries only, so a guest that chose that path could run bulk
+		// instructions of all its memory without a bound. The decoders
+		// know every instruction and type that wazero's features here
+		// accept, so such a module would fail to compile or link anyway;
+		// refusing it here keeps that true by construction.
+		in, ok, err := wasmbin.AddYieldImport(binary)
+		if err == nil && !ok {
+			err = errors.New("it uses a proposal that the metering does not decode (exception handling, GC types) or imports sched_yield with another type")
 		}
-		if out, ok, err := wasmbin.InstrumentLoops(in); err == nil && ok {
-			// Metering adds code (a call of sched_yield in each check):
-			// the caps hold for what is compiled, not only for what was
-			// given. A module that metering takes past them is refused,
-			// not run unmetered: wazero's check looks at loop headers
-			// and function entries only, so a guest could choose it to
-			// run bulk instructions of all its memory without a bound.
-			if err := checkCaps(out); err != nil {
-				return prepared{}, fmt.Errorf("%s: %w (after loop metering)", name, refused(err))
-			}
-			binary, pm.metered = out, true
+		if err != nil {
+			return prepared{}, fmt.Errorf("%s: %w (loop metering)", name, refused(err))
 		}
+		out, ok, err := wasmbin.InstrumentLoops(in)
+		if err == nil && !ok {
+			err = errors.New("its code uses an instruction that the metering does not decode")
+		}
+		if err != nil {
+			return prepared{}, fmt.Errorf("%s: %w (loop metering)", name, refused(err))
+		}
+		// Metering adds code (a call of sched_yield in each check): the
+		// caps hold for what is compiled, not only for what was given.
+		if err := checkCaps(out); err != nil {
+			return prepared{}, fmt.Errorf("%s: %w (after loop metering)", name, refused(err))
+		}
+		binary, pm.metered = out, true
 	}
 	if prep, ok, err := wasmbin.PrepareReactor(binary); err == nil && ok {
 		pm.reactor, pm.segments, pm.globals = true, prep.Segments, prep.Globals

@@ -228,7 +228,7 @@ func (r *Runtime) takeSnapshot(ctx context.Context, m *Module, limit uint64, b *
 	defer alloc.release()
 	ictx := experimental.WithMemoryAllocator(ctx, alloc)
 	ictx = preview1.WithState(ictx, st)
-	mod, err := m.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := m.instantiate(ictx, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if mod != nil {
 		defer mod.Close(context.WithoutCancel(ctx))
 	}
@@ -266,7 +266,7 @@ func initialize(ctx context.Context, mod api.Module, rc *reactor) error {
 			return fmt.Errorf("data segment at %d does not fit in memory", s.Offset)
 		}
 	}
-	_, err := mod.ExportedFunction(wasmbin.ExportInitialize).Call(ctx)
+	_, err := callGuest(ctx, mod, mod.ExportedFunction(wasmbin.ExportInitialize))
 	return err
 }
 
@@ -303,9 +303,9 @@ func restore(mod api.Module, rc *reactor, snap *snapshot, alloc *limitAllocator)
 // one, else after initializing the instance).
 func (r *Runtime) execute(ctx context.Context, m *Module, mc wazero.ModuleConfig, snap *snapshot, alloc *limitAllocator) (api.Module, error) {
 	if m.reactor == nil {
-		return m.rt.InstantiateModule(ctx, m.compiled, mc.WithName(""))
+		return runStart(ctx, m, mc)
 	}
-	mod, err := m.rt.InstantiateModule(ctx, m.compiled, mc.WithName("").WithStartFunctions())
+	mod, err := m.instantiate(ctx, mc.WithName("").WithStartFunctions())
 	if err != nil {
 		return mod, err
 	}
@@ -319,10 +319,36 @@ func (r *Runtime) execute(ctx context.Context, m *Module, mc wazero.ModuleConfig
 	return mod, runCommand(ctx, mod)
 }
 
+// runStart instantiates a command module and calls its _start, as wazero's
+// InstantiateModule does with the default start function, but under the
+// fuel clock (see startFuelClock), which needs the instance: a proc_exit
+// of 0 is no error, another is the *sys.ExitError, and a trap is wrapped
+// as wazero wraps it ("module[] function[_start] failed: ...").
+func runStart(ctx context.Context, m *Module, mc wazero.ModuleConfig) (api.Module, error) {
+	mod, err := m.instantiate(ctx, mc.WithName("").WithStartFunctions())
+	if err != nil {
+		return mod, err
+	}
+	start := mod.ExportedFunction("_start")
+	if start == nil {
+		return mod, nil
+	}
+	if _, err := callGuest(ctx, mod, start); err != nil {
+		if se, ok := err.(*sys.ExitError); ok {
+			if se.ExitCode() == 0 {
+				return mod, nil
+			}
+			return mod, err
+		}
+		return mod, fmt.Errorf("module[] function[_start] failed: %w", err)
+	}
+	return mod, nil
+}
+
 // runCommand calls wasmbox_run of a ready reactor instance: the command's
 // exit status as a *sys.ExitError (nil for 0).
 func runCommand(ctx context.Context, mod api.Module) error {
-	res, err := mod.ExportedFunction(wasmbin.ExportRun).Call(ctx)
+	res, err := callGuest(ctx, mod, mod.ExportedFunction(wasmbin.ExportRun))
 	if err != nil {
 		var ee *sys.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == 0 {

@@ -135,7 +135,7 @@ func (r *Runtime) newSpare(m *Module, snap *snapshot) (*spare, error) {
 	})
 	ictx := experimental.WithMemoryAllocator(ctx, s.alloc)
 	ictx = experimental.WithCloseNotifier(ictx, notify)
-	mod, err := m.rt.InstantiateModule(ictx, m.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	mod, err := m.instantiate(ictx, wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if mod != nil {
 		s.mod = mod
 	}

@@ -10,6 +10,12 @@ const Fuel = 1 << 16
 // two checks of the fuel in code without loops (see InstrumentLoops).
 const StraightLine = 1000
 
+// ExportFuel is the name under which InstrumentLoops exports the fuel
+// global, so that the host can spend a running guest's fuel: stored as 1,
+// the fuel makes the guest's next check call sched_yield (see
+// InstrumentLoops). A module that exports the name itself is refused.
+const ExportFuel = "wasmbox.fuel"
+
 // The import InstrumentLoops calls. WASI's sched_yield takes nothing and
 // returns an errno; every Go wasip1 program imports it.
 const (
@@ -88,6 +94,16 @@ const kindTag = 4
 // check, which yields when the fuel reaches 0, still does). The size
 // global is added only to a module that has such an instruction.
 //
+// The fuel counts instructions, not time: a loop iteration of cache
+// misses, or of host calls that each take long, can take far longer than
+// another of the same length. So the fuel global is exported as
+// ExportFuel, and a host that stores 1 in it while the guest runs gets a
+// call of sched_yield at the guest's next check, within StraightLine
+// instructions. The store races with the guest's own decrement (a
+// read-modify-write of the same global), which can overwrite it: a host
+// repeats it until the guest yields. It must store 1, not 0: the checks
+// yield when a decrement reaches 0, and 0 decremented is -1.
+//
 // wazero's own way (RuntimeConfig.WithCloseOnContextDone) leaves the
 // compiled code at every loop header for Go, to check whether the module
 // was closed; loop-heavy code (a Go program branches to its function's loop
@@ -121,14 +137,17 @@ func InstrumentLoops(b []byte) (out []byte, ok bool, err error) {
 	// The fuel and size globals take the first indices past the module's
 	// own: a module that names them (invalid as given) would be valid
 	// after the rewrite, and could set its own fuel and never yield.
+	var exps []Export
 	if xi := Find(secs, SecExport); xi >= 0 {
-		exps, err := Exports(secs[xi].Body)
-		if err != nil {
+		if exps, err = Exports(secs[xi].Body); err != nil {
 			return nil, false, err
 		}
 		for _, e := range exps {
 			if e.Kind == KindGlobal && e.Index >= fuel {
 				return nil, false, fmt.Errorf("%w: export %q of global %d, past the module's %d", ErrMalformed, e.Name, e.Index, fuel)
+			}
+			if e.Name == ExportFuel {
+				return nil, false, fmt.Errorf("%w: it exports %q, the name of the fuel global", ErrRefused, ExportFuel)
 			}
 		}
 	}
@@ -166,6 +185,13 @@ func InstrumentLoops(b []byte) (out []byte, ok bool, err error) {
 		gbody = append(gbody, 0x7f, 1, opI32Const, 0, opEnd)
 	}
 	secs = replaceSection(secs, SecGlobal, gbody)
+	// The fuel global, exported for the host (see ExportFuel).
+	xbody := AppendUleb(nil, uint32(len(exps))+1)
+	for _, e := range exps {
+		xbody = AppendExport(xbody, e)
+	}
+	xbody = AppendExport(xbody, Export{Name: ExportFuel, Kind: KindGlobal, Index: fuel})
+	secs = replaceSection(secs, SecExport, xbody)
 	if ci >= 0 {
 		secs = replaceSection(secs, SecCode, code)
 	}

@@ -142,6 +142,7 @@ func loopModule(funcs []lfunc, meter []byte) []byte {
 	globals := [][]byte{global(tI32, true, i32(7))}
 	if meter != nil {
 		globals = append(globals, global(tI32, true, i32(Fuel)))
+		exps = append(exps, export(ExportFuel, KindGlobal, 1))
 	}
 	if bulk {
 		globals = append(globals, global(tI32, true, i32(0)))
@@ -424,6 +425,10 @@ func TestInstrumentLoopsIndices(t *testing.T) {
 	}
 	code := func(b []byte) Section { return sec(SecCode, vec(cat(AppendUleb(nil, uint32(len(b))), b))) }
 	exp := sec(SecExport, vec(export("run", KindFunc, 3)))
+	// The fuel global exported, after the module's own exports.
+	expFuel := func(idx uint32) Section {
+		return sec(SecExport, vec(export("run", KindFunc, 3), export(ExportFuel, KindGlobal, idx)))
+	}
 	fuelInit := global(tI32, true, i32(Fuel))
 	tests := []struct {
 		name    string
@@ -434,20 +439,22 @@ func TestInstrumentLoopsIndices(t *testing.T) {
 			[]Section{types, sec(SecImport, imports), sec(SecFunction, vec([]byte{1})),
 				sec(SecGlobal, vec(global(tI32, false, i32(1)), global(tF64, true, f64(0)))), exp, code(body)},
 			[]Section{types, sec(SecImport, imports), sec(SecFunction, vec([]byte{1})),
-				sec(SecGlobal, vec(global(tI32, false, i32(1)), global(tF64, true, f64(0)), fuelInit)), exp,
+				sec(SecGlobal, vec(global(tI32, false, i32(1)), global(tF64, true, f64(0)), fuelInit)), expFuel(4),
 				code(bodyWant(meter(4, 1)))},
 		},
 		{
 			"no global section",
 			[]Section{types, sec(SecImport, imports), sec(SecFunction, vec([]byte{1})), exp, code(body)},
 			[]Section{types, sec(SecImport, imports), sec(SecFunction, vec([]byte{1})),
-				sec(SecGlobal, vec(fuelInit)), exp, code(bodyWant(meter(2, 1)))},
+				sec(SecGlobal, vec(fuelInit)), expFuel(2), code(bodyWant(meter(2, 1)))},
 		},
 		{
 			"no code",
 			[]Section{types, sec(SecImport, imports), sec(SecCustom, str("name"))},
-			// A custom section may stand anywhere: the global section goes last.
-			[]Section{types, sec(SecImport, imports), sec(SecCustom, str("name")), sec(SecGlobal, vec(fuelInit))},
+			// A custom section may stand anywhere: the global and export
+			// sections go last.
+			[]Section{types, sec(SecImport, imports), sec(SecCustom, str("name")), sec(SecGlobal, vec(fuelInit)),
+				sec(SecExport, vec(export(ExportFuel, KindGlobal, 2)))},
 		},
 	}
 	for _, tt := range tests {
@@ -1005,6 +1012,14 @@ func TestInstrumentLoopsRefusesAddedGlobals(t *testing.T) {
 		sec(SecCode, vec(cat(AppendUleb(nil, uint32(len(body))), body)))})
 	if out, ok, err := InstrumentLoops(bin); !errors.Is(err, ErrMalformed) || ok || out != nil {
 		t.Fatalf("InstrumentLoops of a module exporting global 0 (it has none) = %v, %v; want ErrMalformed", ok, err)
+	}
+	// A function exported under the fuel global's name: the host would
+	// find the guest's export, not the fuel.
+	bin = Encode([]Section{types, imports, sec(SecFunction, vec([]byte{1})),
+		sec(SecExport, vec(export(ExportFuel, KindFunc, 1))),
+		sec(SecCode, vec(cat(AppendUleb(nil, uint32(len(body))), body)))})
+	if out, ok, err := InstrumentLoops(bin); !errors.Is(err, ErrRefused) || ok || out != nil {
+		t.Fatalf("InstrumentLoops of a module exporting %q = %v, %v; want ErrRefused", ExportFuel, ok, err)
 	}
 }
 
