@@ -222,16 +222,32 @@ func clockTimeGet(_ context.Context, s *State, mem api.Memory, p []uint64) Errno
 	return putU64(mem, uint32(p[2]), uint64(t))
 }
 
-func randomGet(_ context.Context, s *State, mem api.Memory, p []uint64) Errno {
+func randomGet(ctx context.Context, s *State, mem api.Memory, p []uint64) Errno {
 	b, ok := read(mem, uint32(p[0]), uint32(p[1]))
 	if !ok {
 		return ErrnoFault
 	}
-	if _, err := io.ReadFull(s.cfg.Rand, b); err != nil {
-		return ErrnoIo
+	// A chunk at a time, ending the guest between two when its context
+	// is done: crypto/rand makes ~256 MiB a second, and one call may ask
+	// for all of the guest's memory, seconds that neither a kill nor the
+	// guest's fuel would otherwise cut.
+	for len(b) > 0 {
+		n := min(len(b), randomChunk)
+		if _, err := io.ReadFull(s.cfg.Rand, b[:n]); err != nil {
+			return ErrnoIo
+		}
+		b = b[n:]
+		if len(b) > 0 {
+			exitIfDone(ctx)
+			s.ExitIfHalted()
+		}
 	}
 	return 0
 }
+
+// randomChunk is how much random_get writes between two looks at the
+// context: ~4 ms of crypto/rand.
+const randomChunk = 1 << 20
 
 // schedYield yields the processor, and ends the guest when the call's
 // context is done: the runtime makes guests call it every so many loop
