@@ -179,6 +179,62 @@ func TestCloseRacesCallAndImage(t *testing.T) {
 	checkReleased(t, rt, fds, maps)
 }
 
+// ReadMemory and WriteMemory racing the instance's Close, and the
+// runtime's: each either works on mapped memory or says the instance is
+// dead. Reads through Memory had no such guard: a session reading its
+// guest's answer while the runtime closed read unmapped memory (SIGSEGV)
+// or called a nil Memory.
+func TestCloseRacesMemoryAccess(t *testing.T) {
+	ctx := context.Background()
+	access := func(in *runtime.Instance, wg *sync.WaitGroup) {
+		defer wg.Done()
+		for {
+			b, err := in.ReadMemory(0, 65536)
+			if err == nil {
+				err = in.WriteMemory(65536, b)
+			}
+			if err != nil {
+				if !errors.Is(err, runtime.ErrInstanceDead) {
+					t.Errorf("err = %v, want ErrInstanceDead", err)
+				}
+				return
+			}
+		}
+	}
+	// The instance's Close.
+	rt, m, img := imageOf(t, "poker", poker())
+	fds, _ := openFDs(t)
+	maps := snapshotMappings(t)
+	for i := 0; i < 200; i++ {
+		in := imageInstance(t, rt, m, img, preview1.Config{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go access(in, &wg)
+		if i%2 == 1 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		in.Close(ctx)
+		wg.Wait()
+	}
+	checkReleased(t, rt, fds, maps)
+	// The runtime's.
+	for i := 0; i < 20; i++ {
+		rt, m, img := imageOf(t, "poker", poker())
+		in := imageInstance(t, rt, m, img, preview1.Config{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go access(in, &wg)
+		if i%2 == 1 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		rt.Close(ctx)
+		wg.Wait()
+		if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
+			t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
+		}
+	}
+}
+
 // A call blocked in a host function (a read of a pipe nobody writes)
 // ends when its instance is closed, and its memory is released.
 func TestCloseEndsBlockedCall(t *testing.T) {

@@ -335,12 +335,60 @@ func (in *Instance) SetFS(fsys vfs.FS) {
 // calls.
 //
 // Memory is not safe against a concurrent Close (or the runtime's): the
-// caller keeps the two apart, as sessions do under their lock.
+// caller keeps the two apart, or uses ReadMemory and WriteMemory, which
+// are.
 func (in *Instance) Memory() api.Memory {
 	if in.closed.Load() || in.mod == nil || in.mod.IsClosed() {
 		return nil
 	}
 	return in.mod.Memory()
+}
+
+// ReadMemory copies n bytes of the guest's memory at off. Unlike reads
+// through Memory, it is safe against a concurrent Close of the instance or
+// of its runtime: the memory stays mapped until the copy is made. The
+// error wraps ErrInstanceDead once the instance is closed, and says so for
+// a range outside the memory.
+func (in *Instance) ReadMemory(off, n uint32) ([]byte, error) {
+	var out []byte
+	err := in.withMemory(func(mem api.Memory) error {
+		b, ok := mem.Read(off, n)
+		if !ok {
+			return fmt.Errorf("%s: %d bytes at %#x are outside the guest's memory of %d", in.m.name, n, off, mem.Size())
+		}
+		out = append([]byte(nil), b...)
+		return nil
+	})
+	return out, err
+}
+
+// WriteMemory writes b into the guest's memory at off, as ReadMemory
+// reads.
+func (in *Instance) WriteMemory(off uint32, b []byte) error {
+	return in.withMemory(func(mem api.Memory) error {
+		if !mem.Write(off, b) {
+			return fmt.Errorf("%s: %d bytes at %#x are outside the guest's memory of %d", in.m.name, len(b), off, mem.Size())
+		}
+		return nil
+	})
+}
+
+// withMemory runs fn on the guest's memory with the module pinned (see
+// pin): a Close meanwhile releases the memory after fn returns.
+func (in *Instance) withMemory(fn func(api.Memory) error) error {
+	if in.closed.Load() || in.mod == nil || in.mod.IsClosed() {
+		return fmt.Errorf("%s: %w", in.m.name, ErrInstanceDead)
+	}
+	unpin, err := pin(in.mod)
+	if err != nil {
+		return fmt.Errorf("%s: %w", in.m.name, ErrInstanceDead)
+	}
+	defer unpin()
+	mem := in.mod.Memory()
+	if mem == nil {
+		return fmt.Errorf("%s: the module has no memory", in.m.name)
+	}
+	return fn(mem)
 }
 
 // MemorySize is the size of the guest's linear memory in bytes.

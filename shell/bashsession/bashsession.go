@@ -388,9 +388,11 @@ func (s *Session) call(ctx context.Context, op int, arg []byte) (int32, error) {
 			return 0, err
 		}
 		ptr = uint32(res[0])
-		mem := s.in.Memory()
-		if ptr == 0 || mem == nil || !mem.Write(ptr, append(arg, 0)) {
+		if ptr == 0 {
 			return 0, fmt.Errorf("%w: no room for the %d-byte argument", session.ErrInternal, len(arg))
+		}
+		if err := s.in.WriteMemory(ptr, append(arg, 0)); err != nil {
+			return 0, fmt.Errorf("%w: the %d-byte argument: %w", session.ErrInternal, len(arg), err)
 		}
 	}
 	res, err := s.in.Call(ctx, exportResume, uint64(op), uint64(ptr), uint64(len(arg)))
@@ -497,18 +499,25 @@ func (s *Session) info(ctx context.Context) (Info, error) {
 		s.discard()
 		return Info{}, err
 	}
-	mem := s.in.Memory()
-	hdr, ok := mem.Read(uint32(r), 8)
-	if r == 0 || !ok {
+	if r == 0 {
 		s.discard()
-		return Info{}, fmt.Errorf("%w: bad info answer", session.ErrInternal)
+		return Info{}, fmt.Errorf("%w: bad info answer (none)", session.ErrInternal)
+	}
+	hdr, err := s.in.ReadMemory(uint32(r), 8)
+	if err != nil {
+		s.discard()
+		return Info{}, fmt.Errorf("%w: bad info answer: %w", session.ErrInternal, err)
 	}
 	ptr := uint32(hdr[0]) | uint32(hdr[1])<<8 | uint32(hdr[2])<<16 | uint32(hdr[3])<<24
 	n := uint32(hdr[4]) | uint32(hdr[5])<<8 | uint32(hdr[6])<<16 | uint32(hdr[7])<<24
-	b, ok := mem.Read(ptr, n)
-	if !ok || n > MaxInfo || n == 0 || b[n-1] != 0 {
+	if n > MaxInfo || n == 0 {
 		s.discard()
 		return Info{}, fmt.Errorf("%w: bad info answer (%d bytes at %#x)", session.ErrInternal, n, ptr)
+	}
+	b, err := s.in.ReadMemory(ptr, n)
+	if err != nil || b[n-1] != 0 {
+		s.discard()
+		return Info{}, fmt.Errorf("%w: bad info answer (%d bytes at %#x): %v", session.ErrInternal, n, ptr, err)
 	}
 	parts := strings.Split(string(b[:n-1]), "\x00")
 	info := Info{Dir: parts[0], Env: parts[1:]}
