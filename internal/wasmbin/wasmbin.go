@@ -288,6 +288,26 @@ func (r *reader) constExpr() []byte {
 func (r *reader) u32v() { r.skipLeb(5) }
 func (r *reader) u64v() { r.skipLeb(10) }
 
+// s33 reads a block type's type index: a signed 33-bit LEB128 number.
+func (r *reader) s33() int64 {
+	var v int64
+	for i := 0; i < 5; i++ {
+		c := r.byte1()
+		if r.err != nil {
+			return 0
+		}
+		v |= int64(c&0x7f) << (7 * i)
+		if c&0x80 == 0 {
+			if shift := 7 * (i + 1); shift < 64 && c&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return v
+		}
+	}
+	r.fail("LEB128 too long")
+	return 0
+}
+
 func (r *reader) skipLeb(max int) {
 	for i := 0; i < max; i++ {
 		if r.byte1()&0x80 == 0 {

@@ -1,6 +1,9 @@
 package wasmbin
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // AddYieldImport returns the module with an import of
 // wasi_snapshot_preview1.sched_yield of type () -> i32, so that
@@ -47,12 +50,22 @@ func AddYieldImport(b []byte) (out []byte, ok bool, err error) {
 	if Find(secs, 13 /* tag */) >= 0 {
 		return nil, false, nil
 	}
-	rw := shifter{from: nfuncs}
+	rw := shifter{from: nfuncs, types: math.MaxUint32}
 
 	// The type () -> i32.
 	typeIdx, types, known, err := yieldType(secs)
 	if err != nil || !known {
 		return nil, false, err
+	}
+	if ti := Find(secs, SecType); ti < 0 || typeIdx == (&reader{b: secs[ti].Body}).count() {
+		// Appended: a module that names the type index it takes was
+		// invalid as given, and would be valid after the rewrite.
+		rw.types = typeIdx
+		for _, im := range ims {
+			if im.Kind == KindFunc && im.Type >= typeIdx {
+				return nil, false, fmt.Errorf("%w: import %s.%s of type %d, past the type section", ErrMalformed, im.Module, im.Name, im.Type)
+			}
+		}
 	}
 	secs = replaceSection(secs, SecType, types)
 
@@ -75,6 +88,9 @@ func AddYieldImport(b []byte) (out []byte, ok bool, err error) {
 		switch s.ID {
 		case SecTable:
 			known, err = rw.checkTables(s.Body)
+			body = s.Body
+		case SecFunction:
+			err = rw.checkFunctions(s.Body)
 			body = s.Body
 		case SecGlobal:
 			body, known, err = rw.globals(s.Body)
@@ -152,8 +168,29 @@ func yieldType(secs []Section) (idx uint32, body []byte, known bool, err error) 
 	return n, body, true, nil
 }
 
-// shifter moves every function index from on up by one.
-type shifter struct{ from uint32 }
+// shifter moves every function index from on up by one. A type index
+// from types on (the index of the type AddYieldImport appended) is
+// refused.
+type shifter struct{ from, types uint32 }
+
+// checkType refuses a type index the module did not have.
+func (s shifter) checkType(idx uint32) error {
+	if idx >= s.types {
+		return fmt.Errorf("%w: type %d, past the type section", ErrMalformed, idx)
+	}
+	return nil
+}
+
+// checkFunctions checks the type indices of the function section.
+func (s shifter) checkFunctions(body []byte) error {
+	r := &reader{b: body}
+	for n, i := r.count(), uint32(0); i < n && r.err == nil; i++ {
+		if err := s.checkType(r.u32()); err != nil && r.err == nil {
+			return err
+		}
+	}
+	return r.err
+}
 
 func (s shifter) fn(i uint32) uint32 {
 	if i >= s.from {
@@ -301,6 +338,22 @@ func (s shifter) function(out, body []byte) ([]byte, bool, error) {
 		case 0x10, 0x12, opRefFunc: // call, return_call, ref.func
 			out = s.appendFn(append(out, op), r)
 			continue
+		case 0x11, 0x13: // call_indirect, return_call_indirect
+			pr := &reader{b: r.b}
+			if idx := pr.u32(); pr.err == nil {
+				if err := s.checkType(idx); err != nil {
+					return nil, false, err
+				}
+			}
+		case 0x02, 0x03, 0x04: // block, loop, if: a type index as block type
+			if len(r.b) > 0 && r.b[0] != 0x40 && (r.b[0] < 0x6f || r.b[0] > 0x7f) {
+				pr := &reader{b: r.b}
+				if v := pr.s33(); pr.err == nil && v >= 0 {
+					if err := s.checkType(uint32(min(v, math.MaxUint32))); err != nil {
+						return nil, false, err
+					}
+				}
+			}
 		}
 		if !skipImmediates(r, op) {
 			return nil, false, nil

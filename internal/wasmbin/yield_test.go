@@ -287,3 +287,44 @@ func FuzzAddYieldImport(f *testing.F) {
 		}
 	})
 }
+
+// TestAddYieldImportRefusesAppendedType: a module that names the type
+// index AddYieldImport's appended () -> i32 takes was invalid as given
+// and would be valid after the rewrite; it is refused as malformed. A
+// type index the module has is kept.
+func TestAddYieldImportRefusesAppendedType(t *testing.T) {
+	body := func(code ...byte) []byte { return cat([]byte{0}, code, []byte{opEnd}) }
+	fn := func(typ byte) []byte {
+		return Encode([]Section{
+			sec(SecType, vec([]byte{0x60, 0, 0})),
+			sec(SecFunction, vec([]byte{typ})),
+			sec(SecCode, vec(cat([]byte{2}, body()))),
+		})
+	}
+	for name, bin := range map[string][]byte{
+		"call_indirect":        codeModule(body(opI32Const, 0, 0x11, 1, 0)),
+		"return_call_indirect": codeModule(body(opI32Const, 0, 0x13, 1, 0)),
+		"block type":           codeModule(body(0x02, 0x01, opEnd)),
+		"loop type (longer)":   codeModule(body(0x03, 0x81, 0x00, opEnd)),
+		"function":             fn(1),
+		"import": Encode([]Section{
+			sec(SecType, vec([]byte{0x60, 0, 0})),
+			sec(SecImport, vec(cat(str("env"), str("f"), []byte{KindFunc, 1}))),
+		}),
+	} {
+		out, ok, err := AddYieldImport(bin)
+		if !errors.Is(err, ErrMalformed) || ok || out != nil {
+			t.Errorf("%s: AddYieldImport = %d bytes, %v, %v; want ErrMalformed", name, len(out), ok, err)
+		}
+	}
+	for name, bin := range map[string][]byte{
+		"call_indirect of type 0": codeModule(body(opI32Const, 0, 0x11, 0, 0)),
+		"block of type 0":         codeModule(body(0x02, 0x00, opEnd)),
+		"block of a value type":   codeModule(body(0x02, tI32, opI32Const, 1, opEnd, 0x1a)),
+		"function of type 0":      fn(0),
+	} {
+		if _, ok, err := AddYieldImport(bin); !ok || err != nil {
+			t.Errorf("%s: AddYieldImport = %v, %v", name, ok, err)
+		}
+	}
+}
