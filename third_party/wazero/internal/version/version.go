@@ -14,7 +14,7 @@ package version
 const Default = "dev"
 
 // Version is upstream's release and wasmbox's patch level.
-const Version = "v1.12.0+wasmbox.26"
+const Version = "v1.12.0+wasmbox.27"
 
 // GetWazeroVersion returns Version.
 func GetWazeroVersion() string { return Version }

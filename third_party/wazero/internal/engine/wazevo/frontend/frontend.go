@@ -39,6 +39,10 @@ type Compiler struct {
 	// metering and emit OpcodeFuelCheck (wasmbox patch; see
 	// EnableFuelCheck).
 	fuelCheck bool
+	// bulkFuel is the fuel check of chunked bulk instructions, found once
+	// per module (wasmbox patch; see bulkFuelOf).
+	bulkFuel     bulkFuel
+	bulkFuelDone bool
 
 	// Followings are reset by per function.
 

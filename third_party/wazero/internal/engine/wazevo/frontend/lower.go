@@ -645,7 +645,11 @@ func (c *Compiler) lowerCurrentOpcode() {
 			dstAddr := builder.AllocateInstruction().AsIadd(memBase, dstOffset).Insert(builder).Return()
 			srcAddr := builder.AllocateInstruction().AsIadd(memBase, srcOffset).Insert(builder).Return()
 
-			c.callMemmove(dstAddr, srcAddr, copySize)
+			if f := c.bulkFuelOf(); f.ok {
+				c.chunkedMemmove(f, dstAddr, srcAddr, copySize) // wasmbox patch
+			} else {
+				c.callMemmove(dstAddr, srcAddr, copySize)
+			}
 
 		case wasm.OpcodeMiscTableFill:
 			tableIndex := c.readI32u()
@@ -741,6 +745,16 @@ func (c *Compiler) lowerCurrentOpcode() {
 			// Calculate the base address:
 			addr := builder.AllocateInstruction().AsIadd(c.getMemoryBaseValue(false), offset).Insert(builder).Return()
 
+			// wasmbox patch: in a metered module, the loop below fills at
+			// most bulkChunk bytes, and chunkedFillRest the rest.
+			wholeSize := fillSize
+			bulk := c.bulkFuelOf()
+			if bulk.ok {
+				chunkC := builder.AllocateInstruction().AsIconst64(bulkChunk).Insert(builder).Return()
+				over := builder.AllocateInstruction().AsIcmp(fillSize, chunkC, ssa.IntegerCmpCondUnsignedGreaterThan).Insert(builder).Return()
+				fillSize = builder.AllocateInstruction().AsSelect(over, chunkC, fillSize).Insert(builder).Return()
+			}
+
 			// Uses the copy trick for faster filling buffer, with a maximum chunk size of 8KB.
 			// https://github.com/golang/go/blob/go1.24.0/src/bytes/bytes.go#L664-L673
 			//
@@ -801,6 +815,9 @@ func (c *Compiler) lowerCurrentOpcode() {
 			builder.Seal(beforeLoop)
 			builder.Seal(loopBlk)
 			builder.Seal(followingBlk)
+			if bulk.ok {
+				c.chunkedFillRest(bulk, addr, wholeSize)
+			}
 
 		case wasm.OpcodeMiscMemoryInit:
 			index := c.readI32u()
