@@ -449,6 +449,11 @@ func (s *Store) instantiate(
 	defer func() {
 		if err != nil {
 			_ = made.closeWithExitCode(ctx, 0)
+			// Closed already by the context watcher of
+			// WithCloseOnContextDone, which leaves the resources to
+			// FailIfClosed (a start function that was waiting in a host
+			// call when its context ended): release them here.
+			_ = made.FailIfClosed()
 		}
 	}()
 	m.Exports = module.Exports
@@ -488,9 +493,10 @@ func (s *Store) instantiate(
 		// wasmbox patch: the host watches the start function (see
 		// experimental.StartHook).
 		if hook, ok := ctx.Value(expctxkeys.StartHookKey{}).(experimental.StartHook); ok {
-			done := hook(ctx, m)
-			_, err = ce.Call(ctx)
-			done()
+			func() {
+				defer hook(ctx, m)()
+				_, err = ce.Call(ctx)
+			}()
 		} else {
 			_, err = ce.Call(ctx)
 		}
