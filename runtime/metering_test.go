@@ -549,13 +549,60 @@ func endsSoonAfterCancel(t *testing.T, name string, run func(context.Context, *c
 // global's export takes is refused, not run unmetered under wazero's
 // check (which a guest could choose to run bulk instructions without a
 // bound), nor metered with the host storing into the guest's export.
+//
+// With wazero's check too, where nothing is metered: the host stored 1 in
+// the guest's own global every 10 ms (a review of the fuel clock).
 func TestFuelExportNameRefused(t *testing.T) {
 	bin := runtimetest.Module{Globals: []int32{0}, GlobalExports: []string{wasmbin.ExportFuel},
 		Funcs: []runtimetest.Func{{Type: runtimetest.FuncType{}, Export: "_start"}}}.Encode()
-	rt := newRuntime(t, runtime.Config{DisableCache: true})
-	_, err := rt.Compile(context.Background(), "fuel-name", bin)
-	if !errors.Is(err, runtime.ErrModuleRefused) || !strings.Contains(err.Error(), wasmbin.ExportFuel) {
-		t.Fatalf("Compile = %v, want ErrModuleRefused naming %q", err, wasmbin.ExportFuel)
+	for _, cfg := range []runtime.Config{{DisableCache: true}, {DisableCache: true, WazeroKillCheck: true}} {
+		rt := newRuntime(t, cfg)
+		_, err := rt.Compile(context.Background(), "fuel-name", bin)
+		if !errors.Is(err, runtime.ErrModuleRefused) || !strings.Contains(err.Error(), wasmbin.ExportFuel) {
+			t.Fatalf("Compile (WazeroKillCheck %t) = %v, want ErrModuleRefused naming %q", cfg.WazeroKillCheck, err, wasmbin.ExportFuel)
+		}
+		t.Log(err)
 	}
-	t.Log(err)
+}
+
+// TestFuelClockRace: calls of a spinning metered guest ended by their
+// deadlines and by Instance.Close from another goroutine, each soon (for
+// go test -race: the clock's and the kill loop's stores into the fuel).
+func TestFuelClockRace(t *testing.T) {
+	spin := []byte{runtimetest.OpLoop, runtimetest.OpBlockVoid, runtimetest.OpBr, 0, runtimetest.OpEnd}
+	bin := runtimetest.Module{MemoryMin: 1,
+		Funcs: []runtimetest.Func{{Type: runtimetest.FuncType{}, Body: spin, Export: "spin"}}}.Encode()
+	rt := newRuntime(t, runtime.Config{DisableCache: true})
+	m := compile(t, rt, "spin", bin)
+	for i := range 20 {
+		st, err := preview1.NewState(preview1.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := rt.Instantiate(context.Background(), m, runtime.InstanceOptions{WASI: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Millisecond)
+		if i%2 == 1 {
+			go func() { time.Sleep(15 * time.Millisecond); in.Close(context.Background()) }()
+			ctx = context.Background()
+		}
+		done := make(chan error, 1)
+		go func() { _, err := in.Call(ctx, "spin"); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("spin returned")
+			}
+		case <-time.After(hangWatchdog):
+			t.Fatalf("call %d still running %v after its end", i, hangWatchdog)
+		}
+		cancel()
+		in.Close(context.Background())
+		st.Close()
+	}
+	if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
+		t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
+	}
 }

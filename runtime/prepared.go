@@ -41,13 +41,18 @@ type prepared struct {
 	globals  []string
 }
 
+// prepareRules numbers the rules of prepare (runtime.go) that
+// wasmbin.SourceHash does not cover, such as what it refuses: change it
+// with them, or an entry prepared under the old rules is read again.
+const prepareRules = 2
+
 // preparedPath is where the entry of module key lives, or "".
 func (r *Runtime) preparedPath(key [32]byte) string {
 	if r.preparedDir == "" {
 		return ""
 	}
 	src := wasmbin.SourceHash()
-	tag := sha256.Sum256(fmt.Appendf(nil, "%x|%+v|%t", src, wasmbin.DefaultCaps, r.wazeroCheck))
+	tag := sha256.Sum256(fmt.Appendf(nil, "%x|%+v|%t|%d", src, wasmbin.DefaultCaps, r.wazeroCheck, prepareRules))
 	return filepath.Join(r.preparedDir, fmt.Sprintf("%x-%x", key, tag[:8]))
 }
 

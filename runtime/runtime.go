@@ -798,6 +798,12 @@ func prepare(name string, wasm []byte, wazeroCheck bool) (prepared, error) {
 	if pm.minPages, err = minMemoryPages(binary); err != nil {
 		return prepared{}, fmt.Errorf("%s: %w", name, err)
 	}
+	// The host stores into the global exported under this name while
+	// the guest runs (fuelclock.go): a module that names it is refused in
+	// either mode (InstrumentLoops refuses it too).
+	if exportsName(binary, wasmbin.ExportFuel) {
+		return prepared{}, fmt.Errorf("%s: %w", name, refused(fmt.Errorf("%w: it exports %q, the name of the fuel global", wasmbin.ErrRefused, wasmbin.ExportFuel)))
+	}
 	if !wazeroCheck {
 		// A module that does not import sched_yield (a C or Rust program)
 		// gets the import, so that it is metered too instead of running
@@ -928,4 +934,27 @@ func privateTempCache() string {
 		}
 	}
 	return dir
+}
+
+// exportsName says whether the (capped) module exports name; a module
+// whose exports do not parse says no here, and fails to compile.
+func exportsName(bin []byte, name string) bool {
+	secs, err := wasmbin.Sections(bin)
+	if err != nil {
+		return false
+	}
+	xi := wasmbin.Find(secs, wasmbin.SecExport)
+	if xi < 0 {
+		return false
+	}
+	exps, err := wasmbin.Exports(secs[xi].Body)
+	if err != nil {
+		return false
+	}
+	for _, e := range exps {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
 }
