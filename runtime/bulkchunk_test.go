@@ -55,15 +55,7 @@ func TestBulkChunksKeepSemantics(t *testing.T) {
 	}
 	for _, cfg := range []runtime.Config{{DisableCache: true}, {DisableCache: true, WazeroKillCheck: true}} {
 		rt := newRuntime(t, cfg)
-		m := compile(t, rt, "bulk", mod)
-		st, err := preview1.NewState(preview1.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := rt.Instantiate(context.Background(), m, runtime.InstanceOptions{WASI: st})
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := liveInstance(t, rt, compile(t, rt, "bulk", mod), preview1.Config{})
 		ctx := context.Background()
 		for i, o := range ops {
 			if _, err := in.Call(ctx, "pattern"); err != nil {
@@ -102,6 +94,5 @@ func TestBulkChunksKeepSemantics(t *testing.T) {
 			t.Error("a fill past the end did not trap")
 		}
 		in.Close(ctx)
-		st.Close()
 	}
 }

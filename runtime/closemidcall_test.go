@@ -37,6 +37,23 @@ func imageInstance(t *testing.T, rt *runtime.Runtime, m *runtime.Module, img *ru
 	return in
 }
 
+// liveInstance instantiates m with a WASI state of cfg, both closed when
+// the test ends (a test may close them before).
+func liveInstance(t *testing.T, rt *runtime.Runtime, m *runtime.Module, cfg preview1.Config) *runtime.Instance {
+	t.Helper()
+	st, err := preview1.NewState(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	in, err := rt.Instantiate(context.Background(), m, runtime.InstanceOptions{WASI: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(context.Background()) })
+	return in
+}
+
 // imageOf compiles bin in a runtime of its own and makes its fresh image,
 // and an instance of it once, so that the image's mapped form (kept with
 // the runtime) exists before a test counts descriptors and mappings.
@@ -201,34 +218,30 @@ func TestCloseRacesMemoryAccess(t *testing.T) {
 			}
 		}
 	}
+	// race runs access against closeIt, after a pause every other time.
+	race := func(i int, in *runtime.Instance, closeIt func(context.Context) error) {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go access(in, &wg)
+		if i%2 == 1 {
+			time.Sleep(50 * time.Microsecond)
+		}
+		closeIt(ctx)
+		wg.Wait()
+	}
 	// The instance's Close.
 	rt, m, img := imageOf(t, "poker", poker())
 	fds, _ := openFDs(t)
 	maps := snapshotMappings(t)
 	for i := 0; i < 200; i++ {
 		in := imageInstance(t, rt, m, img, preview1.Config{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go access(in, &wg)
-		if i%2 == 1 {
-			time.Sleep(50 * time.Microsecond)
-		}
-		in.Close(ctx)
-		wg.Wait()
+		race(i, in, in.Close)
 	}
 	checkReleased(t, rt, fds, maps)
 	// The runtime's.
 	for i := 0; i < 20; i++ {
 		rt, m, img := imageOf(t, "poker", poker())
-		in := imageInstance(t, rt, m, img, preview1.Config{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go access(in, &wg)
-		if i%2 == 1 {
-			time.Sleep(50 * time.Microsecond)
-		}
-		rt.Close(ctx)
-		wg.Wait()
+		race(i, imageInstance(t, rt, m, img, preview1.Config{}), rt.Close)
 		if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
 			t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
 		}
@@ -345,16 +358,7 @@ func TestBulkLoopEndsAtDeadline(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			m := compile(t, rt, name, bulkLoop(512, copying))
-			st, err := preview1.NewState(preview1.Config{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			in, err := rt.Instantiate(context.Background(), m, runtime.InstanceOptions{WASI: st})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer in.Close(context.Background())
+			in := liveInstance(t, rt, m, preview1.Config{})
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
 			done := make(chan error, 1)

@@ -575,14 +575,7 @@ func TestFuelClockRace(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{DisableCache: true})
 	m := compile(t, rt, "spin", bin)
 	for i := range 20 {
-		st, err := preview1.NewState(preview1.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := rt.Instantiate(context.Background(), m, runtime.InstanceOptions{WASI: st})
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := liveInstance(t, rt, m, preview1.Config{})
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Millisecond)
 		if i%2 == 1 {
 			go func() { time.Sleep(15 * time.Millisecond); in.Close(context.Background()) }()
@@ -600,7 +593,6 @@ func TestFuelClockRace(t *testing.T) {
 		}
 		cancel()
 		in.Close(context.Background())
-		st.Close()
 	}
 	if !settle(func() bool { return rt.LiveInstances() == 0 && rt.LiveMemories() == 0 }) {
 		t.Errorf("live instances %d, memories %d", rt.LiveInstances(), rt.LiveMemories())
