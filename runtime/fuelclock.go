@@ -61,28 +61,21 @@ func startFuelClock(ctx context.Context, mod api.Module) (stop func()) {
 	if !ok {
 		return func() {}
 	}
-	c := &fuelCall{fuel: fuel, stop: make(chan struct{}), killed: make(chan struct{})}
+	c := &fuelCall{fuel: fuel, killed: make(chan struct{})}
 	clock.add(c)
-	// At the context's end, a store every fuelKillTick until the call
-	// returns: the guest's decrement can overwrite one.
+	// At the context's end, a store at once, and the clock stores every
+	// fuelKillTick from then on until the call returns (the guest's
+	// decrement can overwrite a store). A goroutine and a ticker of its
+	// own per ended call made every kill 15 µs slower.
 	stopKill := context.AfterFunc(ctx, func() {
 		defer close(c.killed)
-		t := time.NewTicker(fuelKillTick)
-		defer t.Stop()
-		for {
-			c.spend()
-			select {
-			case <-c.stop:
-				return
-			case <-t.C:
-			}
-		}
+		c.spend()
+		clock.kill(c)
 	})
 	return func() {
 		clock.remove(c)
-		close(c.stop)
 		if !stopKill() {
-			// The kill loop started (or ran): wait for its last store.
+			// The store at the end started (or ran): wait for it.
 			<-c.killed
 		}
 	}
@@ -90,24 +83,26 @@ func startFuelClock(ctx context.Context, mod api.Module) (stop func()) {
 
 // clock is the process's fuel clock: one goroutine, running while any
 // metered call runs, stores 1 in the fuel of every running call every
-// fuelTick. One store per call per tick, not a goroutine and a timer per
-// call: a guest blocked in a host call (a shell waiting for its command)
-// costs a store every 10 ms.
+// fuelTick, and every fuelKillTick while a call whose context ended runs.
+// One store per call per tick, not a goroutine and a timer per call: a
+// guest blocked in a host call (a shell waiting for its command) costs a
+// store every 10 ms.
 var clock fuelClock
 
 type fuelClock struct {
 	mu      sync.Mutex
-	calls   map[*fuelCall]struct{}
+	calls   map[*fuelCall]bool // true: the call's context ended
+	killed  int                // calls whose context ended
 	running bool
+	kick    chan struct{} // a call's context ended: tick at fuelKillTick
 }
 
 // fuelCall is one metered call that the clock serves.
 type fuelCall struct {
-	mu   sync.Mutex // the clock's and the kill loop's stores, one at a time
+	mu   sync.Mutex // the clock's and the context's stores, one at a time
 	fuel api.MutableGlobal
-	// stop is closed when the call returns; killed when its kill loop
-	// (after its context's end) has ended.
-	stop, killed chan struct{}
+	// killed is closed once the store at the context's end is done.
+	killed chan struct{}
 }
 
 // spend stores 1 in the call's fuel, so that its next check yields.
@@ -121,12 +116,27 @@ func (fc *fuelClock) add(c *fuelCall) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	if fc.calls == nil {
-		fc.calls = map[*fuelCall]struct{}{}
+		fc.calls = map[*fuelCall]bool{}
+		fc.kick = make(chan struct{}, 1)
 	}
-	fc.calls[c] = struct{}{}
+	fc.calls[c] = false
 	if !fc.running {
 		fc.running = true
 		go fc.run()
+	}
+}
+
+// kill marks c as a call whose context ended, if it still runs.
+func (fc *fuelClock) kill(c *fuelCall) {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if killed, ok := fc.calls[c]; ok && !killed {
+		fc.calls[c] = true
+		fc.killed++
+		select {
+		case fc.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -134,14 +144,22 @@ func (fc *fuelClock) add(c *fuelCall) {
 func (fc *fuelClock) remove(c *fuelCall) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
+	if fc.calls[c] {
+		fc.killed--
+	}
 	delete(fc.calls, c)
 }
 
 // run ticks until no call is left.
 func (fc *fuelClock) run() {
-	t := time.NewTicker(fuelTick)
+	period := fuelTick
+	t := time.NewTicker(period)
 	defer t.Stop()
-	for range t.C {
+	for {
+		select {
+		case <-t.C:
+		case <-fc.kick:
+		}
 		fc.mu.Lock()
 		if len(fc.calls) == 0 {
 			fc.running = false
@@ -151,6 +169,14 @@ func (fc *fuelClock) run() {
 		for c := range fc.calls {
 			c.spend()
 		}
+		want := fuelTick
+		if fc.killed > 0 {
+			want = fuelKillTick
+		}
 		fc.mu.Unlock()
+		if want != period {
+			period = want
+			t.Reset(period)
+		}
 	}
 }
